@@ -1,0 +1,87 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+/// rc-relay: Firebase Remote Config template updates in, FCM topic pings out.
+///
+/// The targets follow the path of one webhook: `RelayCore` verifies, decodes and routes (pure Swift, no HTTP);
+/// `FCMClient` gets access tokens and calls `messages:send`; `RelayServer` receives webhooks and wires it all
+/// together; `FCMEmulator` is an independent Google look-alike used by the tests and the development profile.
+let package = Package(
+    name: "rc-relay",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "rc-relay", targets: ["rc-relay"]),
+        .library(name: "RelayServer", targets: ["RelayServer"]),
+        .library(name: "FCMEmulator", targets: ["FCMEmulator"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.0"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.4.0"),
+    ],
+    targets: [
+        .target(
+            name: "RelayCore",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .target(
+            name: "FCMClient",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "RelayServer",
+            dependencies: [
+                "RelayCore",
+                "FCMClient",
+                "FCMEmulator",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
+        .target(
+            name: "FCMEmulator",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "rc-relay",
+            dependencies: [
+                "RelayServer",
+                "FCMEmulator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(
+            name: "RelayCoreTests",
+            dependencies: ["RelayCore"]
+        ),
+        .testTarget(
+            name: "RelayServerTests",
+            dependencies: [
+                "RelayServer",
+                "FCMEmulator",
+                "FCMClient",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
+        ),
+    ]
+)

@@ -1,0 +1,96 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+
+/// Sends one encoded message through FCM HTTP v1 `messages:send`.
+public struct FCMSender: Sendable {
+    let httpClient: HTTPClient
+    let baseURL: String
+    let tokenSource: any AccessTokenSource
+    let timeout: TimeAmount
+
+    /// `baseURL` is `https://fcm.googleapis.com` in production; tests and the emulator point it elsewhere.
+    public init(
+        httpClient: HTTPClient, baseURL: String, tokenSource: any AccessTokenSource, timeout: Duration = .seconds(10)
+    ) {
+        self.httpClient = httpClient
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.tokenSource = tokenSource
+        self.timeout = .seconds(timeout.components.seconds)
+    }
+
+    /// Sends `message` (the JSON of FCM's `message` object) and returns FCM's message name.
+    ///
+    /// A 401 means the cached token went bad early: it is dropped and the send is tried once more.
+    public func send(project: String, message: ByteBuffer, validateOnly: Bool) async throws(FCMError) -> String {
+        var body = ByteBuffer(string: #"{"message":"#)
+        body.writeImmutableBuffer(message)
+        body.writeString(validateOnly ? #","validate_only":true}"# : "}")
+        do {
+            return try await attempt(project: project, body: body)
+        } catch .rejected(let response) where response.httpStatus == 401 && response.errorCode == nil {
+            return try await attempt(project: project, body: body)
+        }
+    }
+
+    private func attempt(project: String, body: ByteBuffer) async throws(FCMError) -> String {
+        let token: AccessToken
+        do {
+            token = try await tokenSource.token()
+        } catch {
+            throw .token(error)
+        }
+        var request = HTTPClientRequest(url: "\(baseURL)/v1/projects/\(project)/messages:send")
+        request.method = .POST
+        request.headers.add(name: "Authorization", value: "Bearer \(token.value)")
+        request.headers.add(name: "Content-Type", value: "application/json; charset=utf-8")
+        request.body = .bytes(body)
+        let status: Int
+        let retryAfter: String?
+        let responseBody: ByteBuffer
+        do {
+            let response = try await httpClient.execute(request, timeout: timeout)
+            status = Int(response.status.code)
+            retryAfter = response.headers.first(name: "Retry-After")
+            responseBody = try await response.body.collect(upTo: 256 * 1024)
+        } catch {
+            throw .transport("\(error)")
+        }
+        if status == 200 {
+            guard let sent = try? JSONDecoder().decode(Sent.self, from: Data(responseBody.readableBytesView)) else {
+                throw .invalidResponse("no message name")
+            }
+            return sent.name
+        }
+        if status == 401 { await tokenSource.invalidate(token) }
+        throw .rejected(Self.errorResponse(status: status, retryAfter: retryAfter, body: responseBody))
+    }
+
+    private struct Sent: Decodable { var name: String }
+
+    private struct GoogleError: Decodable {
+        struct Body: Decodable {
+            var message: String?
+            var status: String?
+            var details: [Detail]?
+        }
+        struct Detail: Decodable {
+            var type: String?
+            var errorCode: String?
+            enum CodingKeys: String, CodingKey {
+                case type = "@type"
+                case errorCode
+            }
+        }
+        var error: Body
+    }
+
+    static func errorResponse(status: Int, retryAfter: String?, body: ByteBuffer) -> FCMErrorResponse {
+        let decoded = try? JSONDecoder().decode(GoogleError.self, from: Data(body.readableBytesView))
+        let fcmCode = decoded?.error.details?.first { $0.type?.hasSuffix("FcmError") == true }?.errorCode
+        return FCMErrorResponse(
+            httpStatus: status, status: decoded?.error.status, errorCode: fcmCode, message: decoded?.error.message,
+            retryAfter: retryAfter)
+    }
+}

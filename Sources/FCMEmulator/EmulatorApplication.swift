@@ -1,0 +1,56 @@
+import Foundation
+import Hummingbird
+import Logging
+
+/// The emulator as a Hummingbird application: Google's two endpoints plus `/emulator/…` controls for tests.
+public enum FCMEmulatorServer {
+    /// Builds the application; `onServerRunning` receives the bound port (useful with port 0).
+    public static func buildApplication(
+        state: EmulatorState, host: String = "127.0.0.1", port: Int = 0, logger: Logger,
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
+        let router = Router()
+        let token = TokenEndpoint(state: state)
+        let send = SendEndpoint(state: state)
+        router.post("/token") { request, _ in try await token.handle(request) }
+        router.post("/v1/projects/:project/messages:send") { request, context in
+            try await send.handle(request, project: try context.parameters.require("project"))
+        }
+        addControls(to: router, state: state)
+        return Application(
+            router: router, configuration: .init(address: .hostname(host, port: port), serverName: "fcm-emulator"),
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
+            logger: logger)
+    }
+
+    /// `/emulator/…`: what was recorded, and faults to inject.
+    static func addControls(to router: Router<BasicRequestContext>, state: EmulatorState) {
+        let controls = router.group("emulator")
+        controls.get("messages") { _, _ in
+            GoogleErrors.json(try JSONSerialization.jsonObject(with: try encoder.encode(await state.messages)))
+        }
+        controls.delete("messages") { _, _ in
+            await state.reset()
+            return Response(status: .noContent)
+        }
+        controls.get("stats") { _, _ in
+            GoogleErrors.json(try JSONSerialization.jsonObject(with: try encoder.encode(await state.stats)))
+        }
+        controls.get("assertions") { _, _ in GoogleErrors.json(await state.assertions) }
+        controls.post("faults") { request, context in
+            let fault = try await request.decode(as: EmulatorState.Fault.self, context: context)
+            await state.inject(fault)
+            return Response(status: .noContent)
+        }
+        controls.post("tokens/expire") { _, _ in
+            await state.expireAllTokens()
+            return Response(status: .noContent)
+        }
+    }
+
+    static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        return encoder
+    }()
+}

@@ -1,0 +1,136 @@
+import Foundation
+import JWTKit
+
+/// Everything the emulator remembers: service accounts, issued tokens, accepted messages and queued faults.
+public actor EmulatorState {
+    /// A service account the token endpoint trusts.
+    struct Account {
+        var email: String
+        var project: String
+        var tokenURI: String
+        var keys: JWTKeyCollection
+    }
+
+    /// A message FCM accepted (`validate_only` requests are counted but not recorded).
+    public struct Recorded: Sendable, Codable, Equatable {
+        public var name: String
+        public var project: String
+        /// The `message` object exactly as received, as JSON text.
+        public var message: String
+        public var receivedAt: Date
+    }
+
+    /// A failure to inject into the next `messages:send` requests.
+    public struct Fault: Sendable, Codable, Equatable {
+        /// HTTP status to answer with; nil answers normally (useful with `latencyMs`).
+        public var status: Int?
+        /// FCM error code placed in `details`, such as `QUOTA_EXCEEDED`.
+        public var errorCode: String?
+        /// `Retry-After` header value, sent as is.
+        public var retryAfter: String?
+        /// Delay before answering.
+        public var latencyMs: Int?
+        /// How many requests this fault applies to (default 1).
+        public var count: Int?
+        public init(status: Int? = nil, errorCode: String? = nil, retryAfter: String? = nil, latencyMs: Int? = nil, count: Int? = nil) {
+            self.status = status
+            self.errorCode = errorCode
+            self.retryAfter = retryAfter
+            self.latencyMs = latencyMs
+            self.count = count
+        }
+    }
+
+    /// Counters a test can read.
+    public struct Stats: Sendable, Codable, Equatable {
+        public var tokenRequests = 0
+        public var tokensIssued = 0
+        public var sendRequests = 0
+        public var accepted = 0
+        public var validatedOnly = 0
+    }
+
+    var accounts: [String: Account] = [:]  // by private_key_id
+    var tokens: [String: (project: String, expiresAt: Date)] = [:]
+    public private(set) var messages: [Recorded] = []
+    public private(set) var stats = Stats()
+    /// The raw JWT assertions received at the token endpoint, for tests that check them independently.
+    public private(set) var assertions: [String] = []
+    var faults: [Fault] = []
+    /// Lifetime of issued access tokens, in seconds (Google issues 3599).
+    public var tokenLifetime: Int
+    /// Latency added to every `messages:send`, in milliseconds.
+    public var baseLatencyMs: Int
+
+    public init(tokenLifetime: Int = 3599, baseLatencyMs: Int = 0) {
+        self.tokenLifetime = tokenLifetime
+        self.baseLatencyMs = baseLatencyMs
+    }
+
+    /// Trusts a service-account public key for assertions signed with `keyID`.
+    public func register(keyID: String, email: String, project: String, tokenURI: String, publicKeyPEM: String) async throws {
+        let keys = JWTKeyCollection()
+        await keys.add(rsa: try Insecure.RSA.PublicKey(pem: publicKeyPEM), digestAlgorithm: .sha256, kid: JWKIdentifier(string: keyID))
+        accounts[keyID] = Account(email: email, project: project, tokenURI: tokenURI, keys: keys)
+    }
+
+    func account(keyID: String) -> Account? { accounts[keyID] }
+
+    func noteTokenRequest(assertion: String?) {
+        stats.tokenRequests += 1
+        if let assertion { assertions.append(assertion) }
+    }
+
+    func issueToken(project: String) -> (token: String, lifetime: Int) {
+        let token = "ya29.emulator-" + UUID().uuidString.lowercased()
+        tokens[token] = (project, Date().addingTimeInterval(Double(tokenLifetime)))
+        stats.tokensIssued += 1
+        return (token, tokenLifetime)
+    }
+
+    /// The project a live token was issued for, or nil if unknown or expired.
+    func project(forToken token: String) -> String? {
+        guard let entry = tokens[token], entry.expiresAt > Date() else { return nil }
+        return entry.project
+    }
+
+    /// Makes every issued token stale at once, as if they had all expired.
+    public func expireAllTokens() {
+        for key in tokens.keys { tokens[key]?.expiresAt = .distantPast }
+    }
+
+    public func inject(_ fault: Fault) { faults.append(fault) }
+
+    /// Takes the next fault for a send request, if any.
+    func nextFault() -> Fault? {
+        stats.sendRequests += 1
+        guard var fault = faults.first else { return nil }
+        let remaining = (fault.count ?? 1) - 1
+        if remaining > 0 {
+            fault.count = remaining
+            faults[0] = fault
+        } else {
+            faults.removeFirst()
+        }
+        return fault
+    }
+
+    func record(project: String, message: String, validateOnly: Bool) -> String {
+        let name = "projects/\(project)/messages/\(UInt64.random(in: 1_000_000_000_000...9_999_999_999_999))"
+        if validateOnly {
+            stats.validatedOnly += 1
+        } else {
+            stats.accepted += 1
+            messages.append(Recorded(name: name, project: project, message: message, receivedAt: Date()))
+        }
+        return name
+    }
+
+    /// Forgets recorded messages, assertions, faults and counters (accounts and tokens stay).
+    public func reset() {
+        messages = []
+        assertions = []
+        faults = []
+        stats = Stats()
+    }
+}

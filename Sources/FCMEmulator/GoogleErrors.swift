@@ -1,0 +1,33 @@
+import Foundation
+import Hummingbird
+
+/// Error responses shaped like Google's (`google.rpc.Status` with FCM's `FcmError` detail, or OAuth's form).
+enum GoogleErrors {
+    static func fcm(_ code: Int, status: String, message: String, errorCode: String?, retryAfter: String? = nil) -> Response {
+        var error: [String: Any] = ["code": code, "message": message, "status": status]
+        if let errorCode {
+            error["details"] = [["@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": errorCode]]
+        }
+        var headers: HTTPFields = [.contentType: "application/json; charset=UTF-8"]
+        if let retryAfter { headers[.retryAfter] = retryAfter }
+        return json(["error": error], status: .init(code: code), headers: headers)
+    }
+
+    static func invalidArgument(_ message: String) -> Response {
+        fcm(400, status: "INVALID_ARGUMENT", message: message, errorCode: "INVALID_ARGUMENT")
+    }
+
+    static let unauthenticated = fcm(
+        401, status: "UNAUTHENTICATED",
+        message: "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.",
+        errorCode: nil)
+
+    static func oauth(_ error: String, _ description: String, status: HTTPResponse.Status = .badRequest) -> Response {
+        json(["error": error, "error_description": description], status: status)
+    }
+
+    static func json(_ object: Any, status: HTTPResponse.Status = .ok, headers: HTTPFields = [.contentType: "application/json; charset=UTF-8"]) -> Response {
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}

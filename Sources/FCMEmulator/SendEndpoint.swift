@@ -1,0 +1,48 @@
+import Foundation
+import Hummingbird
+
+/// FCM HTTP v1 `messages:send`: a token this emulator issued, FCM's message rules, injected faults.
+struct SendEndpoint {
+    let state: EmulatorState
+
+    func handle(_ request: Request, project: String) async throws -> Response {
+        let body = try await request.body.collect(upTo: 1024 * 1024)
+        let fault = await state.nextFault()
+        let latency = (fault?.latencyMs ?? 0) + (await state.baseLatencyMs)
+        if latency > 0 { try await Task.sleep(for: .milliseconds(latency)) }
+        if let fault, let status = fault.status {
+            return GoogleErrors.fcm(
+                status, status: Self.canonicalStatus(status), message: "Injected fault.", errorCode: fault.errorCode,
+                retryAfter: fault.retryAfter)
+        }
+        guard let authorization = request.headers[.authorization], authorization.hasPrefix("Bearer "),
+            let tokenProject = await state.project(forToken: String(authorization.dropFirst("Bearer ".count)))
+        else { return GoogleErrors.unauthenticated }
+        guard tokenProject == project else {
+            return GoogleErrors.fcm(
+                403, status: "PERMISSION_DENIED", message: "SenderId mismatch", errorCode: "SENDER_ID_MISMATCH")
+        }
+        guard let parsed = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any] else {
+            return GoogleErrors.invalidArgument("Invalid JSON payload received.")
+        }
+        if let problem = MessageRules.problem(in: parsed) { return GoogleErrors.invalidArgument(problem) }
+        let validateOnly = (parsed["validate_only"] ?? parsed["validateOnly"]) as? Bool ?? false
+        let message = (try? JSONSerialization.data(withJSONObject: parsed["message"] ?? [:], options: [.sortedKeys]))
+            .map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        let name = await state.record(project: project, message: message, validateOnly: validateOnly)
+        return GoogleErrors.json(["name": name])
+    }
+
+    static func canonicalStatus(_ code: Int) -> String {
+        switch code {
+        case 400: "INVALID_ARGUMENT"
+        case 401: "UNAUTHENTICATED"
+        case 403: "PERMISSION_DENIED"
+        case 404: "NOT_FOUND"
+        case 429: "RESOURCE_EXHAUSTED"
+        case 500: "INTERNAL"
+        case 503: "UNAVAILABLE"
+        default: "UNKNOWN"
+        }
+    }
+}

@@ -1,0 +1,37 @@
+/// Why an incoming body could not be turned into a ``RemoteConfigEvent``.
+public enum DecodeError: Error, Equatable, Sendable {
+    /// The content type is neither JSON nor CloudEvents JSON.
+    case unsupportedContentType(String?)
+    /// The body is not valid JSON, or not a JSON object.
+    case malformedJSON(String)
+    /// The template version has no `versionNumber`.
+    case missingVersionNumber
+    /// `versionNumber` (or another int64) is neither an integer nor a decimal string.
+    case invalidField(String)
+    /// A CloudEvent lacks a required attribute (`id`, `source`, `specversion`, `type`).
+    case missingAttribute(String)
+    /// A CloudEvent with a spec version other than 1.0.
+    case unsupportedSpecVersion(String)
+    /// A CloudEvent whose type is not the Remote Config update type.
+    case unknownEventType(String)
+    /// `ce-source` is not a Remote Config project source.
+    case invalidSource(String)
+}
+
+extension DecodeError: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .unsupportedContentType(let type):
+            "content type \(type.map { "'\($0)'" } ?? "(none)") is not application/json or application/cloudevents+json"
+        case .malformedJSON(let detail): "the body is not a JSON object: \(detail)"
+        case .missingVersionNumber: "the template version has no versionNumber"
+        case .invalidField(let field): "\(field) must be an integer or a decimal string"
+        case .missingAttribute(let name): "the CloudEvent has no '\(name)' attribute"
+        case .unsupportedSpecVersion(let version): "CloudEvents spec version '\(version)' is not supported (only 1.0)"
+        case .unknownEventType(let type):
+            "event type '\(type)' is not \(EventDecoder.remoteConfigUpdatedType)"
+        case .invalidSource(let source):
+            "source '\(source)' is not //firebaseremoteconfig.googleapis.com/projects/{project}"
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+
+/// The CloudEvent attributes that arrive as HTTP headers, plus the content type.
+public struct EventHeaders: Sendable, Equatable {
+    public var contentType: String?
+    public var id: String?
+    public var source: String?
+    public var specVersion: String?
+    public var type: String?
+
+    public init(
+        contentType: String?, id: String? = nil, source: String? = nil, specVersion: String? = nil,
+        type: String? = nil
+    ) {
+        self.contentType = contentType
+        self.id = id
+        self.source = source
+        self.specVersion = specVersion
+        self.type = type
+    }
+
+    /// Binary-mode CloudEvents put at least one `ce-` attribute in the headers.
+    var hasCloudEventAttributes: Bool { id != nil || source != nil || specVersion != nil || type != nil }
+}
+
+/// Turns a request body and its headers into a ``RemoteConfigEvent``, whatever shape it came in.
+public enum EventDecoder {
+    /// The CloudEvent type Eventarc uses for a Remote Config publish or rollback.
+    public static let remoteConfigUpdatedType = "google.firebase.remoteconfig.remoteConfig.v1.updated"
+    static let sourcePrefix = "//firebaseremoteconfig.googleapis.com/projects/"
+
+    /// Decodes one event; every failure is a ``DecodeError`` that says what was wrong.
+    public static func decode(body: Data, headers: EventHeaders) throws(DecodeError) -> RemoteConfigEvent {
+        switch mediaType(headers.contentType) {
+        case "application/cloudevents+json":
+            return try decodeStructured(body)
+        case "application/json":
+            guard headers.hasCloudEventAttributes else {
+                return RemoteConfigEvent(id: nil, project: nil, format: .templateVersion, version: try version(body))
+            }
+            let attributes = Attributes(
+                specversion: headers.specVersion, id: headers.id, source: headers.source, type: headers.type)
+            let project = try check(attributes)
+            return RemoteConfigEvent(
+                id: headers.id, project: project, format: .cloudEventBinary, version: try version(body))
+        default:
+            throw .unsupportedContentType(headers.contentType)
+        }
+    }
+
+    /// `application/json; charset=utf-8` → `application/json`.
+    static func mediaType(_ contentType: String?) -> String? {
+        guard let contentType else { return nil }
+        let type = contentType.split(separator: ";", maxSplits: 1).first ?? ""
+        return type.trimmingCharacters(in: .whitespaces).lowercased()
+    }
+
+    private struct Attributes: Decodable {
+        var specversion: String?
+        var id: String?
+        var source: String?
+        var type: String?
+    }
+
+    private struct StructuredData: Decodable {
+        var data: TemplateVersion
+    }
+
+    private static func decodeStructured(_ body: Data) throws(DecodeError) -> RemoteConfigEvent {
+        // Attributes first, so an event of another type is refused as such before its data is read.
+        let attributes = try json(Attributes.self, from: body)
+        let project = try check(attributes)
+        let data = try json(StructuredData.self, from: body, dataPrefix: "data.")
+        return RemoteConfigEvent(id: attributes.id, project: project, format: .cloudEventStructured, version: data.data)
+    }
+
+    /// Checks the required attributes and returns the project named by `source` (nil for `projects/_`).
+    private static func check(_ attributes: Attributes) throws(DecodeError) -> String? {
+        guard let specversion = attributes.specversion else { throw .missingAttribute("specversion") }
+        guard specversion == "1.0" else { throw .unsupportedSpecVersion(specversion) }
+        guard let type = attributes.type else { throw .missingAttribute("type") }
+        guard type == remoteConfigUpdatedType else { throw .unknownEventType(type) }
+        guard attributes.id?.isEmpty == false else { throw .missingAttribute("id") }
+        guard let source = attributes.source else { throw .missingAttribute("source") }
+        guard source.hasPrefix(sourcePrefix) else { throw .invalidSource(source) }
+        let project = source.dropFirst(sourcePrefix.count)
+        guard !project.isEmpty, !project.contains("/") else { throw .invalidSource(source) }
+        return project == "_" ? nil : String(project)
+    }
+
+    private static func version(_ body: Data) throws(DecodeError) -> TemplateVersion {
+        try json(TemplateVersion.self, from: body)
+    }
+
+    private static func json<T: Decodable>(
+        _ type: T.Type, from body: Data, dataPrefix: String = ""
+    ) throws(DecodeError) -> T {
+        do {
+            return try JSONDecoder().decode(T.self, from: body)
+        } catch let error as DecodingError {
+            throw map(error, prefix: dataPrefix)
+        } catch {
+            throw .malformedJSON("\(error)")
+        }
+    }
+
+    private static func map(_ error: DecodingError, prefix: String) -> DecodeError {
+        switch error {
+        case .keyNotFound(let key, let context):
+            let path = (context.codingPath + [key]).map(\.stringValue)
+            if path.last == "versionNumber" { return .missingVersionNumber }
+            return .malformedJSON("'\(path.joined(separator: "."))' is missing")
+        case .dataCorrupted(let context) where context.codingPath.isEmpty:
+            return .malformedJSON("not valid JSON")
+        case .dataCorrupted(let context):
+            let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+            return path.hasSuffix("versionNumber") || path.hasSuffix("rollbackSource")
+                ? .invalidField(path) : .malformedJSON("'\(path)' is invalid")
+        case .typeMismatch(_, let context), .valueNotFound(_, let context):
+            let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+            return .malformedJSON(path.isEmpty ? "expected a JSON object" : "'\(path)' has the wrong type")
+        @unknown default:
+            return .malformedJSON("unreadable")
+        }
+    }
+}

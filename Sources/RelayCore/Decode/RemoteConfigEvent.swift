@@ -1,0 +1,25 @@
+/// A decoded template update: what happened, where it came from, and how it reached us.
+public struct RemoteConfigEvent: Sendable, Equatable {
+    /// The wire shape the event arrived in.
+    public enum Format: String, Sendable, Codable, CaseIterable {
+        case cloudEventBinary = "cloudevent-binary"
+        case cloudEventStructured = "cloudevent-structured"
+        case templateVersion = "template-version"
+    }
+
+    /// The sender's event id (`ce-id`), when the shape carries one.
+    public var id: String?
+    /// The Firebase project, from `ce-source` when present.
+    public var project: String?
+    /// How the event arrived.
+    public var format: Format
+    /// The template version itself.
+    public var version: TemplateVersion
+
+    public init(id: String?, project: String?, format: Format, version: TemplateVersion) {
+        self.id = id
+        self.project = project
+        self.format = format
+        self.version = version
+    }
+}

@@ -1,0 +1,126 @@
+extension Route {
+    static let reservedKeys: Set<String> = ["from", "message_type", "notification"]
+    static let maxTTLSeconds = 2_419_200  // four weeks, FCM's maximum
+    static let urgencies: Set<String> = ["very-low", "low", "normal", "high"]
+
+    static func target(_ definition: RouteDefinition) throws(RouteError) -> FCMMessage.Target {
+        switch (definition.topic, definition.condition) {
+        case (let topic?, nil):
+            if topic.hasPrefix("/topics/") {
+                throw RouteError(
+                    key: "topic", problem: "'\(topic)' has the legacy /topics/ prefix",
+                    fix: "write the bare name, '\(topic.dropFirst("/topics/".count))'")
+            }
+            guard TopicRules.isValidTopic(topic) else {
+                throw RouteError(
+                    key: "topic", problem: "'\(topic)' is not a valid FCM topic name",
+                    fix: "use 1 to 900 characters from a-z A-Z 0-9 - _ . ~ %")
+            }
+            return .topic(topic)
+        case (nil, let condition?):
+            let topics: [String]
+            do {
+                topics = try TopicRules.conditionTopics(condition)
+            } catch {
+                throw RouteError(
+                    key: "condition", problem: "\(error) in \"\(condition)\"",
+                    fix: "write conditions like \"'a' in topics && ('b' in topics || 'c' in topics)\"")
+            }
+            guard topics.count <= TopicRules.maxConditionTopics else {
+                throw RouteError(
+                    key: "condition", problem: "it names \(topics.count) topics; FCM allows at most 5",
+                    fix: "split it into several routes")
+            }
+            return .condition(condition)
+        case (nil, nil):
+            throw RouteError(key: "topic", problem: "the route has no target", fix: "set either topic or condition")
+        case (.some, .some):
+            throw RouteError(
+                key: "condition", problem: "the route sets both topic and condition",
+                fix: "keep exactly one of them")
+        }
+    }
+
+    static func data(_ values: [String: DataValue]) throws(RouteError) -> [(key: String, value: DataTemplate)] {
+        var out: [(key: String, value: DataTemplate)] = []
+        for (key, value) in values.sorted(by: { $0.key < $1.key }) {
+            let lower = key.lowercased()
+            if key.isEmpty || reservedKeys.contains(lower) || lower.hasPrefix("google") || lower.hasPrefix("gcm") {
+                throw RouteError(
+                    key: "data.\(key)", problem: "'\(key)' is a key FCM reserves",
+                    fix: "rename it; FCM reserves from, message_type, notification and keys starting with google or gcm")
+            }
+            switch value {
+            case .notString(let shown):
+                throw RouteError(
+                    key: "data.\(key)", problem: "the value \(shown) is not a string; FCM data values are strings",
+                    fix: "quote it: \(key): \"\(shown)\"")
+            case .string(let text):
+                do {
+                    out.append((key, try DataTemplate(text)))
+                } catch {
+                    throw RouteError(key: "data.\(key)", problem: error.problem, fix: error.fix)
+                }
+            }
+        }
+        return out
+    }
+
+    static func filter(_ values: [String]?, key: String, known: Set<String>) throws(RouteError) -> Set<String>? {
+        guard let values else { return nil }
+        for value in values where !known.contains(value) {
+            throw RouteError(
+                key: key, problem: "'\(value)' is not a known value",
+                fix: "use one of " + known.sorted().joined(separator: ", "))
+        }
+        return Set(values)
+    }
+
+    static func android(_ settings: RouteDefinition.Android?) throws(RouteError) -> FCMMessage.Android {
+        let priority = (settings?.priority ?? "normal").lowercased()
+        guard priority == "normal" || priority == "high" else {
+            throw RouteError(
+                key: "android.priority", problem: "'\(priority)' is not an Android priority",
+                fix: "use normal (right for config pings) or high")
+        }
+        let ttl = try ttlSeconds(settings?.ttlSeconds, key: "android.ttlSeconds")
+        let collapseKey = settings?.collapseKey ?? "rc-stale"
+        guard !collapseKey.isEmpty else {
+            throw RouteError(key: "android.collapseKey", problem: "it is empty", fix: "use one key for all config pings")
+        }
+        return .init(priority: priority, collapse_key: collapseKey, ttl: "\(ttl)s")
+    }
+
+    static func apns(_ settings: RouteDefinition.APNs?) throws(RouteError) -> FCMMessage.APNs {
+        let collapseID = settings?.collapseId ?? "rc-stale"
+        guard (1...64).contains(collapseID.utf8.count) else {
+            throw RouteError(
+                key: "apns.collapseId", problem: "it is \(collapseID.utf8.count) bytes; APNs allows 1 to 64",
+                fix: "use a short id such as rc-stale")
+        }
+        return .init(
+            headers: ["apns-push-type": "background", "apns-priority": "5", "apns-collapse-id": collapseID],
+            payload: .init(aps: .init()))
+    }
+
+    static func webpush(_ settings: RouteDefinition.WebPush?) throws(RouteError) -> FCMMessage.WebPush {
+        let urgency = settings?.urgency ?? "low"
+        guard urgencies.contains(urgency) else {
+            throw RouteError(
+                key: "webpush.urgency", problem: "'\(urgency)' is not a Web Push urgency",
+                fix: "use one of very-low, low, normal, high")
+        }
+        let ttl = try ttlSeconds(settings?.ttlSeconds, key: "webpush.ttlSeconds")
+        return .init(headers: ["TTL": String(ttl), "Urgency": urgency])
+    }
+
+    static func ttlSeconds(_ value: Int?, key: String) throws(RouteError) -> Int {
+        let ttl = value ?? 86_400
+        guard (0...maxTTLSeconds).contains(ttl) else {
+            throw RouteError(
+                key: key, problem: "\(ttl) is outside 0 to \(maxTTLSeconds) seconds (four weeks)",
+                fix: "use a TTL within FCM's range; 86400 (a day) suits config pings")
+        }
+        return ttl
+    }
+}

@@ -1,0 +1,62 @@
+/// A validated route: which template versions it takes, and the FCM ping it makes of them.
+public struct Route: Sendable, Equatable {
+    public let name: String
+    public let target: FCMMessage.Target
+    public let data: [(key: String, value: DataTemplate)]
+    public let updateTypes: Set<String>?
+    public let origins: Set<String>?
+    public let android: FCMMessage.Android
+    public let apns: FCMMessage.APNs
+    public let webpush: FCMMessage.WebPush
+
+    /// FCM's data limit for topic and condition messages, in UTF-8 bytes of keys and values.
+    public static let topicDataLimit = 2048
+    public static let knownUpdateTypes: Set<String> = [
+        "REMOTE_CONFIG_UPDATE_TYPE_UNSPECIFIED", "INCREMENTAL_UPDATE", "FORCED_UPDATE", "ROLLBACK",
+    ]
+    public static let knownOrigins: Set<String> = [
+        "REMOTE_CONFIG_UPDATE_ORIGIN_UNSPECIFIED", "CONSOLE", "REST_API", "ADMIN_SDK_NODE",
+    ]
+
+    public static func == (lhs: Route, rhs: Route) -> Bool {
+        lhs.name == rhs.name && lhs.target == rhs.target && lhs.data.map(\.key) == rhs.data.map(\.key)
+            && lhs.data.map(\.value) == rhs.data.map(\.value) && lhs.updateTypes == rhs.updateTypes
+            && lhs.origins == rhs.origins && lhs.android == rhs.android && lhs.apns == rhs.apns
+            && lhs.webpush == rhs.webpush
+    }
+
+    /// Validates a definition against FCM's rules; every error names the key within the route.
+    public init(_ definition: RouteDefinition, index: Int) throws(RouteError) {
+        self.name = definition.name ?? "route-\(index)"
+        self.target = try Self.target(definition)
+        self.data = try Self.data(definition.data ?? [:])
+        self.updateTypes = try Self.filter(definition.when?.updateTypes, key: "when.updateTypes", known: Self.knownUpdateTypes)
+        self.origins = try Self.filter(definition.when?.origins, key: "when.origins", known: Self.knownOrigins)
+        self.android = try Self.android(definition.android)
+        self.apns = try Self.apns(definition.apns)
+        self.webpush = try Self.webpush(definition.webpush)
+        let size = data.reduce(0) { $0 + $1.key.utf8.count + $1.value.maximumByteCount }
+        if size > Self.topicDataLimit {
+            throw RouteError(
+                key: "data",
+                problem: "the data can reach \(size) bytes, over FCM's \(Self.topicDataLimit)-byte limit for topic messages",
+                fix: "shorten keys or values, or drop large placeholders such as {{description}} (256 bytes)")
+        }
+    }
+
+    /// Whether this route takes the version.
+    public func matches(_ version: TemplateVersion) -> Bool {
+        if let updateTypes, !updateTypes.contains(version.updateType ?? "") { return false }
+        if let origins, !origins.contains(version.updateOrigin ?? "") { return false }
+        return true
+    }
+
+    /// The FCM message for one version, sent to the route's target or, when given, to one device token.
+    public func message(for version: TemplateVersion, project: String, token: String? = nil) -> FCMMessage {
+        var rendered: [String: String] = [:]
+        for (key, template) in data { rendered[key] = template.render(version, project: project) }
+        return FCMMessage(
+            target: token.map(FCMMessage.Target.token) ?? target, data: rendered, android: android, apns: apns,
+            webpush: webpush)
+    }
+}

@@ -1,0 +1,94 @@
+/// A route as written in the configuration file, before validation. ``Route/init(_:)`` checks it.
+public struct RouteDefinition: Sendable, Equatable, Codable {
+    public var name: String?
+    public var topic: String?
+    public var condition: String?
+    public var data: [String: DataValue]?
+    public var when: Filter?
+    public var android: Android?
+    public var apns: APNs?
+    public var webpush: WebPush?
+
+    /// Only versions matching every listed field are routed; an absent list matches everything.
+    public struct Filter: Sendable, Equatable, Codable {
+        public var updateTypes: [String]?
+        public var origins: [String]?
+        public init(updateTypes: [String]? = nil, origins: [String]? = nil) {
+            self.updateTypes = updateTypes
+            self.origins = origins
+        }
+    }
+
+    public struct Android: Sendable, Equatable, Codable {
+        public var priority: String?
+        public var collapseKey: String?
+        public var ttlSeconds: Int?
+        public init(priority: String? = nil, collapseKey: String? = nil, ttlSeconds: Int? = nil) {
+            self.priority = priority
+            self.collapseKey = collapseKey
+            self.ttlSeconds = ttlSeconds
+        }
+    }
+
+    public struct APNs: Sendable, Equatable, Codable {
+        public var collapseId: String?
+        public init(collapseId: String? = nil) { self.collapseId = collapseId }
+    }
+
+    public struct WebPush: Sendable, Equatable, Codable {
+        public var ttlSeconds: Int?
+        public var urgency: String?
+        public init(ttlSeconds: Int? = nil, urgency: String? = nil) {
+            self.ttlSeconds = ttlSeconds
+            self.urgency = urgency
+        }
+    }
+
+    public init(
+        name: String? = nil, topic: String? = nil, condition: String? = nil, data: [String: String]? = nil,
+        when: Filter? = nil, android: Android? = nil, apns: APNs? = nil, webpush: WebPush? = nil
+    ) {
+        self.name = name
+        self.topic = topic
+        self.condition = condition
+        self.data = data?.mapValues(DataValue.string)
+        self.when = when
+        self.android = android
+        self.apns = apns
+        self.webpush = webpush
+    }
+
+    /// The route used when the configuration lists none: the documented Cloud Function, plus the version.
+    public static let `default` = RouteDefinition(
+        name: "default", topic: "PUSH_RC", data: ["CONFIG_STATE": "STALE", "CONFIG_VERSION": "{{version}}"])
+}
+
+/// A `data` value as written: FCM data values are strings, so anything else is kept to be refused clearly.
+public enum DataValue: Sendable, Equatable, Codable {
+    case string(String)
+    case notString(String)
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() {
+            self = .notString("null")
+        } else if let value = try? c.decode(Bool.self) {
+            self = .notString(String(value))
+        } else if let value = try? c.decode(Int.self) {
+            self = .notString(String(value))
+        } else if let value = try? c.decode(Double.self) {
+            self = .notString(String(value))
+        } else if let value = try? c.decode(String.self) {
+            self = .string(value)
+        } else {
+            self = .notString("a list or map")
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        switch self {
+        case .string(let value), .notString(let value): try c.encode(value)
+        }
+    }
+}

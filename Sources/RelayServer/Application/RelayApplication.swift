@@ -1,0 +1,56 @@
+import AsyncHTTPClient
+import FCMClient
+import Foundation
+import Hummingbird
+import Logging
+import RelayCore
+import ServiceLifecycle
+
+/// Builds the relay from its settings: the one place where the parts are wired together.
+public enum RelayApplication {
+    /// The service's name and version, as `/healthz` and logs report them.
+    public static let version = "0.1.0"
+
+    /// Builds the application. `onServerRunning` receives the bound port (useful with port 0).
+    public static func build(
+        settings: RelaySettings, logger: Logger,
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) async throws -> some ApplicationProtocol {
+        let httpClient = HTTPClient(
+            eventLoopGroupProvider: .singleton,
+            configuration: .init(timeout: .init(connect: .seconds(5), read: .seconds(settings.fcmTimeout.components.seconds))))
+        let tokenSource: ServiceAccountTokenSource
+        do {
+            tokenSource = try await ServiceAccountTokenSource(
+                key: settings.serviceAccount, path: settings.credentialsFile, httpClient: httpClient, logger: logger)
+        } catch {
+            try? await httpClient.shutdown()
+            throw ConfigurationError(key: "fcm.credentialsFile", problem: "\(error)", fix: "download a new key in the Firebase console")
+        }
+        let sender = FCMSender(
+            httpClient: httpClient, baseURL: settings.fcmBaseURL, tokenSource: tokenSource, timeout: settings.fcmTimeout)
+        let router = makeRouter(settings: settings, sender: sender)
+        return Application(
+            router: router,
+            configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "rc-relay"),
+            services: [HTTPClientService(client: httpClient)],
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? settings.port) },
+            logger: logger)
+    }
+
+    /// The routes: the webhook and the health probe.
+    static func makeRouter(settings: RelaySettings, sender: any MessageSender) -> Router<RelayRequestContext> {
+        let webhook = WebhookController(
+            verifier: settings.verifier, maxBodyBytes: settings.maxBodyBytes, project: settings.project,
+            routes: settings.routes,
+            dispatcher: Dispatcher(sender: sender, validateOnly: settings.validateOnly, logPings: settings.logPings))
+        let router = Router(context: RelayRequestContext.self)
+        router.post(RouterPath(settings.webhookPath)) { request, context in
+            await webhook.handle(request, context: context)
+        }
+        router.get("/healthz") { _, _ in
+            JSONResponse.make(["status": "ok", "version": version])
+        }
+        return router
+    }
+}

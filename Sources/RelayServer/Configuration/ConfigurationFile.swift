@@ -1,0 +1,75 @@
+import RelayCore
+
+/// The YAML configuration file, as written. ``ConfigurationLoader`` checks it and resolves it into ``RelaySettings``.
+struct ConfigurationFile: Decodable {
+    var server: Server?
+    var webhook: Webhook?
+    var fcm: FCM?
+    var log: Log?
+    var routes: [RouteDefinition]?
+
+    struct Server: Decodable {
+        var host: String?
+        var port: Int?
+        var webhookPath: String?
+        var maxBodyBytes: Int?
+    }
+
+    struct Webhook: Decodable {
+        var secrets: [SecretSource]?
+        var toleranceSeconds: Int?
+    }
+
+    struct FCM: Decodable {
+        var project: String?
+        var credentialsFile: String?
+        var baseURL: String?
+        var validateOnly: Bool?
+        var timeoutSeconds: Int?
+    }
+
+    struct Log: Decodable {
+        var level: String?
+        var format: String?
+        var pings: Bool?
+    }
+
+    /// Every key the file may hold, to refuse typos instead of ignoring them.
+    static let knownKeys: [String: Set<String>] = [
+        "": ["server", "webhook", "fcm", "log", "routes"],
+        "server": ["host", "port", "webhookPath", "maxBodyBytes"],
+        "webhook": ["secrets", "toleranceSeconds"],
+        "fcm": ["project", "credentialsFile", "baseURL", "validateOnly", "timeoutSeconds"],
+        "log": ["level", "format", "pings"],
+        "routes[]": ["name", "topic", "condition", "data", "when", "android", "apns", "webpush"],
+        "routes[].when": ["updateTypes", "origins"],
+        "routes[].android": ["priority", "collapseKey", "ttlSeconds"],
+        "routes[].apns": ["collapseId"],
+        "routes[].webpush": ["ttlSeconds", "urgency"],
+        "webhook.secrets[]": ["value", "env", "file"],
+    ]
+}
+
+/// A secret given by value, by the name of an environment variable, or by a file path (as mounted secrets are).
+enum SecretSource: Decodable, Equatable {
+    case value(String)
+    case environment(String)
+    case file(String)
+
+    private enum CodingKeys: String, CodingKey { case value, env, file }
+
+    init(from decoder: any Decoder) throws {
+        if let text = try? decoder.singleValueContainer().decode(String.self) {
+            self = .value(text)
+            return
+        }
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        if let name = try c.decodeIfPresent(String.self, forKey: .env) {
+            self = .environment(name)
+        } else if let path = try c.decodeIfPresent(String.self, forKey: .file) {
+            self = .file(path)
+        } else {
+            self = .value(try c.decode(String.self, forKey: .value))
+        }
+    }
+}

@@ -1,0 +1,107 @@
+import FCMClient
+import Foundation
+import Logging
+import RelayCore
+
+extension ConfigurationLoader {
+    /// Applies defaults, reads secrets and the key file, and validates every route.
+    func resolve(_ file: ConfigurationFile) throws(ConfigurationError) -> RelaySettings {
+        let port = file.server?.port ?? RelaySettings.defaultPort
+        guard (0...65_535).contains(port) else {
+            throw ConfigurationError(key: "server.port", problem: "\(port) is not a TCP port", fix: "use 1 to 65535 (0 picks a free port)")
+        }
+        let path = file.server?.webhookPath ?? RelaySettings.defaultWebhookPath
+        guard path.hasPrefix("/"), !path.contains(" "), path != "/healthz" else {
+            throw ConfigurationError(key: "server.webhookPath", problem: "'\(path)' is not a usable path", fix: "use an absolute path such as \(RelaySettings.defaultWebhookPath)")
+        }
+        let maxBody = file.server?.maxBodyBytes ?? RelaySettings.defaultMaxBodyBytes
+        guard (1024...10_485_760).contains(maxBody) else {
+            throw ConfigurationError(key: "server.maxBodyBytes", problem: "\(maxBody) is outside 1024 to 10485760", fix: "template versions are small; 65536 is plenty")
+        }
+        let tolerance = file.webhook?.toleranceSeconds ?? 300
+        guard (1...3600).contains(tolerance) else {
+            throw ConfigurationError(key: "webhook.toleranceSeconds", problem: "\(tolerance) is outside 1 to 3600", fix: "use 300, the Standard Webhooks default")
+        }
+        let secrets = try resolveSecrets(file.webhook?.secrets ?? [])
+        let credentialsFile = file.fcm?.credentialsFile ?? environment["GOOGLE_APPLICATION_CREDENTIALS"]
+        guard let credentialsFile else {
+            throw ConfigurationError(
+                key: "fcm.credentialsFile", problem: "no service-account key file is configured",
+                fix: "set fcm.credentialsFile (or GOOGLE_APPLICATION_CREDENTIALS) to the key file downloaded from the Firebase console")
+        }
+        let key: ServiceAccountKey
+        do {
+            key = try ServiceAccountKey(contentsOf: credentialsFile)
+        } catch {
+            throw ConfigurationError(key: "fcm.credentialsFile", problem: "\(error)", fix: "download a new key in the Firebase console under Project settings › Service accounts")
+        }
+        guard let project = file.fcm?.project ?? key.projectID, !project.isEmpty else {
+            throw ConfigurationError(key: "fcm.project", problem: "no Firebase project is known", fix: "set fcm.project to the Firebase project id")
+        }
+        let baseURL = file.fcm?.baseURL ?? RelaySettings.defaultFCMBaseURL
+        guard let url = URL(string: baseURL), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+            throw ConfigurationError(key: "fcm.baseURL", problem: "'\(baseURL)' is not an http(s) URL", fix: "use \(RelaySettings.defaultFCMBaseURL)")
+        }
+        let timeout = file.fcm?.timeoutSeconds ?? 10
+        guard (1...120).contains(timeout) else {
+            throw ConfigurationError(key: "fcm.timeoutSeconds", problem: "\(timeout) is outside 1 to 120", fix: "use 10")
+        }
+        let levelText = file.log?.level ?? "info"
+        guard let level = Logger.Level(rawValue: levelText.lowercased()) else {
+            throw ConfigurationError(key: "log.level", problem: "'\(levelText)' is not a log level", fix: "use trace, debug, info, notice, warning, error or critical")
+        }
+        let formatText = file.log?.format ?? "text"
+        guard let format = RelaySettings.LogFormat(rawValue: formatText) else {
+            throw ConfigurationError(key: "log.format", problem: "'\(formatText)' is not a log format", fix: "use text or json")
+        }
+        let definitions = file.routes ?? [RouteDefinition.default]
+        guard !definitions.isEmpty else {
+            throw ConfigurationError(key: "routes", problem: "the list is empty, so no update would ever be relayed", fix: "add a route, or remove the key to use the default PUSH_RC route")
+        }
+        let routes: RouteTable
+        do {
+            routes = try RouteTable(definitions)
+        } catch {
+            throw ConfigurationError(key: error.key, problem: error.error.problem, fix: error.error.fix)
+        }
+        return RelaySettings(
+            host: file.server?.host ?? RelaySettings.defaultHost, port: port, webhookPath: path, maxBodyBytes: maxBody,
+            verifier: StandardWebhookVerifier(secrets: secrets, tolerance: .seconds(tolerance)), project: project,
+            credentialsFile: credentialsFile, serviceAccount: key, fcmBaseURL: baseURL,
+            validateOnly: file.fcm?.validateOnly ?? false, fcmTimeout: .seconds(timeout), logLevel: level,
+            logFormat: format, logPings: file.log?.pings ?? false, routes: routes)
+    }
+
+    private func resolveSecrets(_ sources: [SecretSource]) throws(ConfigurationError) -> [WebhookSecret] {
+        guard !sources.isEmpty else {
+            throw ConfigurationError(
+                key: "webhook.secrets", problem: "no webhook secret is configured, so no request could be verified",
+                fix: "add one, e.g. - env: RC_RELAY_WEBHOOK_SECRET (generate with: echo whsec_$(head -c32 /dev/urandom | base64))")
+        }
+        var secrets: [WebhookSecret] = []
+        for (index, source) in sources.enumerated() {
+            let key = "webhook.secrets[\(index)]"
+            let text: String
+            switch source {
+            case .value(let value):
+                text = value
+            case .environment(let name):
+                guard let value = environment[name], !value.isEmpty else {
+                    throw ConfigurationError(key: key, problem: "the environment variable \(name) is not set", fix: "set \(name), or point this entry at a file")
+                }
+                text = value
+            case .file(let path):
+                guard let value = try? String(contentsOfFile: path, encoding: .utf8) else {
+                    throw ConfigurationError(key: key, problem: "the file \(path) cannot be read", fix: "check the path and that rc-relay's user may read it")
+                }
+                text = value.trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            do {
+                secrets.append(try WebhookSecret(text))
+            } catch {
+                throw ConfigurationError(key: key, problem: "the secret is not whsec_ followed by base64 of 16 or more bytes", fix: "copy the whole secret, whsec_ prefix included")
+            }
+        }
+        return secrets
+    }
+}

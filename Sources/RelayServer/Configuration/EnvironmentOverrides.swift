@@ -1,0 +1,31 @@
+/// Environment variables that override the file, one per setting. The README's table is checked against this list.
+public enum EnvironmentOverrides {
+    /// An environment variable and the configuration key it sets.
+    public struct Override: Sendable {
+        public var variable: String
+        public var key: String
+        /// Lists take a YAML/JSON flow value (`[a, b]`); secrets take space-separated `whsec_…` values.
+        public var isList: Bool
+    }
+
+    /// The file to read; no file and no `--config` selects the development profile.
+    public static let configPath = "RC_RELAY_CONFIG"
+
+    public static let all: [Override] = [
+        .init(variable: "RC_RELAY_HOST", key: "server.host", isList: false),
+        .init(variable: "RC_RELAY_PORT", key: "server.port", isList: false),
+        .init(variable: "RC_RELAY_WEBHOOK_PATH", key: "server.webhookPath", isList: false),
+        .init(variable: "RC_RELAY_MAX_BODY_BYTES", key: "server.maxBodyBytes", isList: false),
+        .init(variable: "RC_RELAY_WEBHOOK_SECRETS", key: "webhook.secrets", isList: true),
+        .init(variable: "RC_RELAY_WEBHOOK_TOLERANCE_SECONDS", key: "webhook.toleranceSeconds", isList: false),
+        .init(variable: "RC_RELAY_FCM_PROJECT", key: "fcm.project", isList: false),
+        .init(variable: "RC_RELAY_FCM_CREDENTIALS_FILE", key: "fcm.credentialsFile", isList: false),
+        .init(variable: "RC_RELAY_FCM_BASE_URL", key: "fcm.baseURL", isList: false),
+        .init(variable: "RC_RELAY_FCM_VALIDATE_ONLY", key: "fcm.validateOnly", isList: false),
+        .init(variable: "RC_RELAY_FCM_TIMEOUT_SECONDS", key: "fcm.timeoutSeconds", isList: false),
+        .init(variable: "RC_RELAY_LOG_LEVEL", key: "log.level", isList: false),
+        .init(variable: "RC_RELAY_LOG_FORMAT", key: "log.format", isList: false),
+        .init(variable: "RC_RELAY_LOG_PINGS", key: "log.pings", isList: false),
+        .init(variable: "RC_RELAY_ROUTES", key: "routes", isList: true),
+    ]
+}

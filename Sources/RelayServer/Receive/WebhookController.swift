@@ -1,0 +1,132 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import RelayCore
+
+/// `POST {webhookPath}`: read → verify → decode → route → deliver → answer. A refused request sends nothing.
+struct WebhookController: Sendable {
+    let verifier: StandardWebhookVerifier
+    let maxBodyBytes: Int
+    let project: String
+    let routes: RouteTable
+    let dispatcher: Dispatcher
+
+    /// The answer once every ping was accepted (or validated).
+    struct Delivered: Encodable {
+        var status = "delivered"
+        var requestId: String
+        var event: EventSummary
+        var deliveries: [DeliveryReport]
+    }
+
+    struct EventSummary: Encodable {
+        var id: String?
+        var format: String
+        var project: String
+        var versionNumber: String
+        var updateType: String?
+    }
+
+    /// A refusal: the problem to answer with and the reason to log.
+    struct Refusal: Error {
+        var kind: ProblemKind
+        var detail: String
+    }
+
+    func handle(_ request: Request, context: RelayRequestContext) async -> Response {
+        let requestID = request.headers[.init("X-Request-Id")!].flatMap { $0.isEmpty || $0.count > 128 ? nil : $0 } ?? context.id
+        var logger = context.logger
+        logger[metadataKey: "request_id"] = "\(requestID)"
+        if let peer = context.remoteAddress?.ipAddress { logger[metadataKey: "peer"] = "\(peer)" }
+        var response: Response
+        do {
+            response = try await relay(request, requestID: requestID, logger: &logger)
+        } catch {
+            logger.notice("webhook refused", metadata: ["status": "\(error.kind.status.code)", "problem": "\(error.kind.rawValue)", "reason": "\(error.detail)"])
+            response = Problem(error.kind, detail: error.detail, requestID: requestID).response()
+        }
+        response.headers[.init("X-Request-Id")!] = requestID
+        return response
+    }
+
+    private func relay(_ request: Request, requestID: String, logger: inout Logger) async throws(Refusal) -> Response {
+        let body = try await read(request)
+        let signature = StandardWebhookVerifier.Headers(
+            id: request.headers[.webhookID], timestamp: request.headers[.webhookTimestamp],
+            signature: request.headers[.webhookSignature])
+        do throws(VerificationError) {
+            try verifier.verify(signature, body: body)
+        } catch {
+            let kind: ProblemKind = error == .timestampTooOld || error == .timestampInFuture ? .timestampOutOfTolerance : .invalidSignature
+            throw Refusal(kind: kind, detail: error.description)
+        }
+        let event: RemoteConfigEvent
+        do throws(DecodeError) {
+            event = try EventDecoder.decode(body: body, headers: eventHeaders(request))
+        } catch {
+            throw Refusal(kind: Self.kind(of: error), detail: error.description)
+        }
+        let project = event.project ?? self.project
+        guard project == self.project else {
+            throw Refusal(kind: .unknownProject, detail: "project '\(project)' is not configured; this relay sends for '\(self.project)'")
+        }
+        logger[metadataKey: "event_id"] = "\(event.id ?? signature.id ?? "-")"
+        logger[metadataKey: "project"] = "\(project)"
+        logger[metadataKey: "version"] = "\(event.version.versionNumber)"
+        let pings = routes.pings(for: event.version, project: project)
+        logger.info("webhook accepted", metadata: ["format": "\(event.format.rawValue)", "pings": "\(pings.count)"])
+        let reports = await dispatcher.deliver(pings, logger: logger)
+        guard reports.allSatisfy({ $0.status != .failed }) else {
+            let failed = reports.filter { $0.status == .failed }.map(\.route)
+            return Problem(
+                .deliveryFailed, detail: "FCM did not accept the ping for route(s) \(failed.joined(separator: ", "))",
+                requestID: requestID, deliveries: reports
+            ).response()
+        }
+        let summary = EventSummary(
+            id: event.id ?? signature.id, format: event.format.rawValue, project: project,
+            versionNumber: String(event.version.versionNumber), updateType: event.version.updateType)
+        return JSONResponse.make(Delivered(requestId: requestID, event: summary, deliveries: reports))
+    }
+
+    /// Reads the body, refusing as soon as it passes the limit (a declared length is checked before reading).
+    private func read(_ request: Request) async throws(Refusal) -> Data {
+        let tooLarge = Refusal(kind: .bodyTooLarge, detail: "the body is larger than \(maxBodyBytes) bytes")
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > maxBodyBytes { throw tooLarge }
+        do {
+            let buffer = try await request.body.collect(upTo: maxBodyBytes)
+            return Data(buffer.readableBytesView)
+        } catch is NIOTooManyBytesError {
+            throw tooLarge
+        } catch {
+            throw Refusal(kind: .malformedEvent, detail: "the body could not be read")
+        }
+    }
+
+    private func eventHeaders(_ request: Request) -> EventHeaders {
+        EventHeaders(
+            contentType: request.headers[.contentType], id: request.headers[.ceID], source: request.headers[.ceSource],
+            specVersion: request.headers[.ceSpecVersion], type: request.headers[.ceType])
+    }
+
+    static func kind(of error: DecodeError) -> ProblemKind {
+        switch error {
+        case .unsupportedContentType: .unsupportedMediaType
+        case .unknownEventType: .unknownEventType
+        case .malformedJSON, .missingVersionNumber, .invalidField, .missingAttribute, .unsupportedSpecVersion, .invalidSource:
+            .malformedEvent
+        }
+    }
+}
+
+extension HTTPField.Name {
+    static let webhookID = Self("webhook-id")!
+    static let webhookTimestamp = Self("webhook-timestamp")!
+    static let webhookSignature = Self("webhook-signature")!
+    static let ceID = Self("ce-id")!
+    static let ceSource = Self("ce-source")!
+    static let ceSpecVersion = Self("ce-specversion")!
+    static let ceType = Self("ce-type")!
+}

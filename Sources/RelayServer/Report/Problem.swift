@@ -1,0 +1,79 @@
+import Foundation
+import Hummingbird
+
+/// The kinds of refusal and failure the webhook answers with, each a stable `type` and status (RFC 9457).
+public enum ProblemKind: String, Sendable, CaseIterable {
+    case invalidSignature = "invalid-signature"
+    case timestampOutOfTolerance = "timestamp-out-of-tolerance"
+    case bodyTooLarge = "body-too-large"
+    case unsupportedMediaType = "unsupported-media-type"
+    case malformedEvent = "malformed-event"
+    case unknownEventType = "unknown-event-type"
+    case unknownProject = "unknown-project"
+    case deliveryFailed = "delivery-failed"
+
+    public var status: HTTPResponse.Status {
+        switch self {
+        case .invalidSignature, .timestampOutOfTolerance: .unauthorized
+        case .bodyTooLarge: .contentTooLarge
+        case .unsupportedMediaType: .unsupportedMediaType
+        case .malformedEvent: .badRequest
+        case .unknownEventType, .unknownProject: .unprocessableContent
+        case .deliveryFailed: .badGateway
+        }
+    }
+
+    public var title: String {
+        switch self {
+        case .invalidSignature: "The webhook signature is missing or does not verify"
+        case .timestampOutOfTolerance: "The webhook timestamp is too old or in the future"
+        case .bodyTooLarge: "The request body is larger than allowed"
+        case .unsupportedMediaType: "The content type is not JSON or CloudEvents JSON"
+        case .malformedEvent: "The body is not a Remote Config template version or CloudEvent"
+        case .unknownEventType: "The event is not a Remote Config update"
+        case .unknownProject: "The event's Firebase project is not configured"
+        case .deliveryFailed: "FCM did not accept every ping"
+        }
+    }
+
+    /// The `type` URI: a URN, so it is stable and names no host.
+    public var uri: String { "urn:rc-relay:problem:\(rawValue)" }
+}
+
+/// An `application/problem+json` body. `detail` says what was wrong without echoing secrets or signatures.
+struct Problem: Encodable, Sendable {
+    var type: String
+    var title: String
+    var status: Int
+    var detail: String
+    var requestId: String
+    var deliveries: [DeliveryReport]?
+
+    init(_ kind: ProblemKind, detail: String, requestID: String, deliveries: [DeliveryReport]? = nil) {
+        self.type = kind.uri
+        self.title = kind.title
+        self.status = Int(kind.status.code)
+        self.detail = detail
+        self.requestId = requestID
+        self.deliveries = deliveries
+    }
+
+    func response() -> Response {
+        JSONResponse.make(self, status: .init(code: status), contentType: "application/problem+json")
+    }
+}
+
+/// JSON bodies for responses.
+enum JSONResponse {
+    static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+
+    static func make(_ value: some Encodable, status: HTTPResponse.Status = .ok, contentType: String = "application/json") -> Response {
+        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
+        return Response(
+            status: status, headers: [.contentType: contentType], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
