@@ -27,7 +27,15 @@ public enum FCMEmulatorServer {
     static func addControls(to router: Router<BasicRequestContext>, state: EmulatorState) {
         let controls = router.group("emulator")
         controls.get("messages") { _, _ in
-            GoogleErrors.json(try JSONSerialization.jsonObject(with: try encoder.encode(await state.messages)))
+            // Each message is shown as the JSON object FCM received.
+            let messages = await state.messages.map { recorded -> [String: Any] in
+                [
+                    "name": recorded.name, "project": recorded.project,
+                    "receivedAt": recorded.receivedAt.formatted(.iso8601),
+                    "message": (try? JSONSerialization.jsonObject(with: Data(recorded.message.utf8))) ?? [:],
+                ]
+            }
+            return GoogleErrors.json(messages)
         }
         controls.delete("messages") { _, _ in
             await state.reset()

@@ -1,2 +1,11 @@
 import ArgumentParser
-@main struct RCRelay: AsyncParsableCommand {}
+
+/// `rc-relay`: Remote Config template updates in, FCM topic pings out.
+@main
+struct RCRelay: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rc-relay",
+        abstract: "Relays Firebase Remote Config template updates to FCM topic pings.",
+        subcommands: [Serve.self, CheckConfig.self, Emulator.self],
+        defaultSubcommand: Serve.self)
+}

@@ -1,0 +1,73 @@
+import FCMEmulator
+import Foundation
+import Logging
+import RelayCore
+import ServiceLifecycle
+
+/// `rc-relay serve` with no configuration: an in-process FCM emulator, a generated secret, pings shown in the log.
+public enum DevelopmentProfile {
+    /// Runs the emulator and the relay on 127.0.0.1 until SIGINT or SIGTERM.
+    public static func run(environment: [String: String], logger: Logger) async throws {
+        let state = EmulatorState()
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let emulator = FCMEmulatorServer.buildApplication(
+            state: state, port: Int(environment["RC_RELAY_DEV_EMULATOR_PORT"] ?? "") ?? 0, logger: logger,
+            onServerRunning: { continuation.yield($0) })
+        let emulatorGroup = ServiceGroup(services: [emulator], gracefulShutdownSignals: [], logger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await emulatorGroup.run() }
+            var iterator = ports.makeAsyncIterator()
+            guard let emulatorPort = await iterator.next() else { return }
+            let emulatorURL = "http://127.0.0.1:\(emulatorPort)"
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rc-relay-dev-\(getpid())")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let keyFile = directory.appendingPathComponent("emulator-service-account.json")
+            try await ServiceAccountFactory.make(project: "demo-project", tokenURI: "\(emulatorURL)/token", state: state)
+                .write(to: keyFile, options: .atomic)
+            let secret = environment["RC_RELAY_DEV_SECRET"] ?? WebhookSecret.generate()
+            let yaml = """
+                fcm: {project: demo-project, credentialsFile: "\(keyFile.path)", baseURL: "\(emulatorURL)"}
+                webhook: {secrets: ["\(secret)"]}
+                log: {pings: true}
+                """
+            let settings = try ConfigurationLoader(environment: environment.filter { $0.key != "RC_RELAY_WEBHOOK_SECRETS" })
+                .load(yaml: yaml)
+            let relay = try await RelayApplication.build(settings: settings, logger: logger) { port in
+                let text = banner(relayURL: "http://\(settings.host):\(port)\(settings.webhookPath)", emulatorURL: emulatorURL, secret: secret)
+                FileHandle.standardOutput.write(Data((text + "\n").utf8))
+            }
+            try await relay.runService()
+            await emulatorGroup.triggerGracefulShutdown()
+            try await group.waitForAll()
+        }
+    }
+
+    /// What a newcomer needs: the secret (shown once) and a signed request to paste.
+    static func banner(relayURL: String, emulatorURL: String, secret: String) -> String {
+        """
+
+        rc-relay development profile: FCM is an in-process emulator at \(emulatorURL); nothing leaves this machine.
+        Webhook secret (shown once): \(secret)
+
+        Send a signed CloudEvent for version 42 (paste into a shell; needs openssl):
+        \(curlExample(url: relayURL, secret: secret))
+
+        Pings the emulator recorded: curl -s \(emulatorURL)/emulator/messages
+
+        """
+    }
+
+    /// A shell snippet that signs at the moment it runs, so it stays valid past the 5-minute tolerance.
+    public static func curlExample(url: String, secret: String) -> String {
+        #"""
+        SECRET='\#(secret)'; BODY='{"versionNumber":"42","updateType":"INCREMENTAL_UPDATE","updateOrigin":"CONSOLE"}'; \
+        ID="msg_$(date +%s%N)"; TS="$(date +%s)"; \
+        KEY="$(printf '%s' "${SECRET#whsec_}" | base64 -d | od -An -tx1 | tr -d ' \n')"; \
+        SIG="$(printf '%s' "$ID.$TS.$BODY" | openssl dgst -sha256 -mac HMAC -macopt "hexkey:$KEY" -binary | base64)"; \
+        curl -sS '\#(url)' -H 'content-type: application/json' \
+          -H 'ce-specversion: 1.0' -H "ce-id: $ID" -H 'ce-type: google.firebase.remoteconfig.remoteConfig.v1.updated' \
+          -H 'ce-source: //firebaseremoteconfig.googleapis.com/projects/demo-project' \
+          -H "webhook-id: $ID" -H "webhook-timestamp: $TS" -H "webhook-signature: v1,$SIG" -d "$BODY"; echo
+        """#
+    }
+}

@@ -1,0 +1,69 @@
+import ArgumentParser
+import Foundation
+import Logging
+import RelayServer
+
+/// `rc-relay serve [--config FILE]`: with no file, the development profile.
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the relay (no configuration: the development profile).")
+
+    @Option(name: .shortAndLong, help: "The YAML configuration file (or RC_RELAY_CONFIG).")
+    var config: String?
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        guard let path = config ?? environment[EnvironmentOverrides.configPath] else {
+            let logger = Logging.bootstrap(level: .info, format: .text)
+            try await DevelopmentProfile.run(environment: environment, logger: logger)
+            return
+        }
+        let settings: RelaySettings
+        do {
+            settings = try ConfigurationLoader(environment: environment).load(path: path)
+        } catch {
+            throw ValidationError(error.description)
+        }
+        let logger = Logging.bootstrap(level: settings.logLevel, format: settings.logFormat)
+        let app = try await RelayApplication.build(settings: settings, logger: logger) { port in
+            logger.notice("rc-relay listening", metadata: ["address": "\(settings.host):\(port)", "webhook_path": "\(settings.webhookPath)", "project": "\(settings.project)", "routes": "\(settings.routes.routes.count)"])
+        }
+        try await app.runService()
+    }
+}
+
+/// `rc-relay check-config FILE`: validate without starting anything.
+struct CheckConfig: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "check-config", abstract: "Validate a configuration file and exit.")
+
+    @Argument(help: "The YAML configuration file.")
+    var path: String
+
+    func run() async throws {
+        do {
+            let settings = try ConfigurationLoader().load(path: path)
+            print("\(path): OK — project \(settings.project), \(settings.routes.routes.count) route(s): " + settings.routes.routes.map(\.name).joined(separator: ", "))
+        } catch {
+            throw ValidationError(error.description)
+        }
+    }
+}
+
+enum Logging {
+    /// Sets up the process's log handler once, in the chosen format.
+    static func bootstrap(level: Logger.Level, format: RelaySettings.LogFormat) -> Logger {
+        LoggingSystem.bootstrap { label in
+            switch format {
+            case .json: JSONLogHandler(label: label, level: level)
+            case .text:
+                {
+                    var handler = StreamLogHandler.standardOutput(label: label)
+                    handler.logLevel = level
+                    return handler
+                }()
+            }
+        }
+        var logger = Logger(label: "rc-relay")
+        logger.logLevel = level
+        return logger
+    }
+}
