@@ -1,0 +1,109 @@
+import Foundation
+import RelayCore
+import Testing
+
+/// The shared samples beside the repository (`../shared/samples`).
+func sample(_ name: String) throws -> Data {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    return try Data(contentsOf: root.deletingLastPathComponent().appendingPathComponent("shared/samples/\(name)"))
+}
+
+let updatedType = "google.firebase.remoteconfig.remoteConfig.v1.updated"
+let demoSource = "//firebaseremoteconfig.googleapis.com/projects/demo-project"
+
+private func binaryHeaders(type: String = updatedType, source: String = demoSource) -> EventHeaders {
+    EventHeaders(contentType: "application/json", id: "ev-1", source: source, specVersion: "1.0", type: type)
+}
+
+// MARK: Tests
+
+@Test func decodesABinaryCloudEvent() throws {
+    let event = try EventDecoder.decode(body: try sample("template-version.json"), headers: binaryHeaders())
+    #expect(event.format == .cloudEventBinary)
+    #expect(event.id == "ev-1")
+    #expect(event.project == "demo-project")
+    #expect(event.version.versionNumber == 42)
+    #expect(event.version.updateUser?.email == "dana@example.com")
+    #expect(event.version.updateOrigin == "CONSOLE")
+}
+
+@Test func decodesAStructuredCloudEvent() throws {
+    let event = try EventDecoder.decode(
+        body: try sample("cloudevent-structured.json"),
+        headers: EventHeaders(contentType: "application/cloudevents+json; charset=utf-8"))
+    #expect(event.format == .cloudEventStructured)
+    #expect(event.id == "8d6f3a2e-4b1c-4f0e-9a55-2f1b6c7d9e01")
+    #expect(event.project == "demo-project")
+    #expect(event.version.versionNumber == 42)
+    #expect(event.version.description == "Raise the daily reward for level 5 players")
+}
+
+@Test func decodesABareVersionWithANumberOrAString() throws {
+    let rollback = try EventDecoder.decode(body: try sample("rollback-version.json"), headers: EventHeaders(contentType: "application/json"))
+    #expect(rollback.format == .templateVersion)
+    #expect(rollback.project == nil)
+    #expect(rollback.version.versionNumber == 43)
+    #expect(rollback.version.rollbackSource == 41)
+    #expect(rollback.version.updateType == "ROLLBACK")
+    let text = try EventDecoder.decode(body: Data(#"{"versionNumber":"9007199254740993"}"#.utf8), headers: EventHeaders(contentType: "application/json"))
+    #expect(text.version.versionNumber == 9_007_199_254_740_993)
+}
+
+@Test func keepsUnknownEnumValuesAndFields() throws {
+    let body = Data(#"{"versionNumber":7,"updateType":"SOMETHING_NEW","futureField":{"a":1}}"#.utf8)
+    let event = try EventDecoder.decode(body: body, headers: EventHeaders(contentType: "application/json"))
+    #expect(event.version.updateType == "SOMETHING_NEW")
+}
+
+@Test func readsTheEmulatorSourceAsNoProject() throws {
+    let event = try EventDecoder.decode(
+        body: Data(#"{"versionNumber":1}"#.utf8),
+        headers: binaryHeaders(source: "//firebaseremoteconfig.googleapis.com/projects/_"))
+    #expect(event.project == nil)
+}
+
+@Test(arguments: [
+    (#"{"versionNumber":"#, DecodeError.malformedJSON("not valid JSON")),
+    (#"[1,2]"#, DecodeError.malformedJSON("expected a JSON object")),
+    (#"{"updateType":"ROLLBACK"}"#, DecodeError.missingVersionNumber),
+    (#"{"versionNumber":"forty-two"}"#, DecodeError.invalidField("versionNumber")),
+    (#"{"versionNumber":4.5}"#, DecodeError.invalidField("versionNumber")),
+])
+func refusesBadBareVersions(body: String, expected: DecodeError) {
+    #expect(throws: expected) {
+        try EventDecoder.decode(body: Data(body.utf8), headers: EventHeaders(contentType: "application/json"))
+    }
+}
+
+@Test func refusesOtherEventTypesBeforeReadingTheirData() {
+    #expect(throws: DecodeError.unknownEventType("google.cloud.storage.object.v1.finalized")) {
+        try EventDecoder.decode(body: Data(#"{"bucket":"b"}"#.utf8), headers: binaryHeaders(type: "google.cloud.storage.object.v1.finalized"))
+    }
+    let structured = Data(#"{"specversion":"1.0","id":"1","source":"x","type":"com.example.other","data":{}}"#.utf8)
+    #expect(throws: DecodeError.unknownEventType("com.example.other")) {
+        try EventDecoder.decode(body: structured, headers: EventHeaders(contentType: "application/cloudevents+json"))
+    }
+}
+
+@Test func refusesIncompleteCloudEvents() {
+    #expect(throws: DecodeError.missingAttribute("specversion")) {
+        try EventDecoder.decode(body: Data(#"{"versionNumber":1}"#.utf8), headers: EventHeaders(contentType: "application/json", id: "x", type: updatedType))
+    }
+    #expect(throws: DecodeError.unsupportedSpecVersion("0.3")) {
+        try EventDecoder.decode(body: Data(#"{"versionNumber":1}"#.utf8), headers: EventHeaders(contentType: "application/json", id: "x", source: demoSource, specVersion: "0.3", type: updatedType))
+    }
+    #expect(throws: DecodeError.invalidSource("//pubsub.googleapis.com/projects/p/topics/t")) {
+        try EventDecoder.decode(body: Data(#"{"versionNumber":1}"#.utf8), headers: binaryHeaders(source: "//pubsub.googleapis.com/projects/p/topics/t"))
+    }
+    let noData = Data(#"{"specversion":"1.0","id":"1","source":"\#(demoSource)","type":"\#(updatedType)"}"#.utf8)
+    #expect(throws: DecodeError.self) {
+        try EventDecoder.decode(body: noData, headers: EventHeaders(contentType: "application/cloudevents+json"))
+    }
+}
+
+@Test(arguments: [nil, "text/plain", "application/x-www-form-urlencoded", "application/cloudevents-batch+json"])
+func refusesOtherContentTypes(contentType: String?) {
+    #expect(throws: DecodeError.unsupportedContentType(contentType)) {
+        try EventDecoder.decode(body: Data(#"{"versionNumber":1}"#.utf8), headers: EventHeaders(contentType: contentType))
+    }
+}
