@@ -1,0 +1,125 @@
+import AsyncHTTPClient
+import FCMEmulator
+import Foundation
+import Logging
+import NIOCore
+import RelayCore
+import RelayServer
+import ServiceLifecycle
+import Testing
+
+/// An emulator and a relay, both real servers on loopback ports, plus a client that signs like a sender.
+struct LiveRelay {
+    let relayURL: String
+    let emulatorURL: String
+    let webhookURL: String
+    let emulator: EmulatorState
+    let secret: String
+    let keyFile: String
+    let client = HTTPClient.shared
+
+    /// A response with its body parsed as JSON.
+    struct Answer {
+        var status: Int
+        var headers: [String: String]
+        var json: [String: Any]
+        var problemType: String? { json["type"] as? String }
+    }
+
+    /// POSTs `body`, signed with the relay's secret unless `signature` is given.
+    func post(
+        _ body: String, contentType: String? = "application/json", headers extra: [String: String] = [:],
+        id: String = "msg_\(UUID().uuidString)", timestamp: Int64 = Int64(Date().timeIntervalSince1970),
+        signature: String? = nil, url: String? = nil
+    ) async throws -> Answer {
+        var request = HTTPClientRequest(url: url ?? webhookURL)
+        request.method = .POST
+        if let contentType { request.headers.add(name: "Content-Type", value: contentType) }
+        request.headers.add(name: "webhook-id", value: id)
+        request.headers.add(name: "webhook-timestamp", value: String(timestamp))
+        let signed = StandardWebhookVerifier.sign(id: id, timestamp: timestamp, body: Data(body.utf8), secret: try WebhookSecret(secret))
+        request.headers.add(name: "webhook-signature", value: signature ?? signed)
+        for (name, value) in extra { request.headers.replaceOrAdd(name: name, value: value) }
+        request.body = .bytes(ByteBuffer(string: body))
+        return try await send(request)
+    }
+
+    func send(_ request: HTTPClientRequest) async throws -> Answer {
+        let response = try await client.execute(request, timeout: .seconds(30))
+        let body = try await response.body.collect(upTo: 1 << 20)
+        let json = (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any] ?? [:]
+        var headers: [String: String] = [:]
+        for header in response.headers { headers[header.name.lowercased()] = header.value }
+        return Answer(status: Int(response.status.code), headers: headers, json: json)
+    }
+
+    /// The `message` objects the emulator accepted, oldest first.
+    func recordedMessages() async -> [[String: Any]] {
+        await emulator.messages.map { try! JSONSerialization.jsonObject(with: Data($0.message.utf8)) as! [String: Any] }
+    }
+}
+
+let quietLogger: Logger = {
+    var logger = Logger(label: "test")
+    logger.logLevel = .critical
+    return logger
+}()
+
+/// Starts the emulator, then a relay configured with `yaml` (its fcm/webhook/server sections are filled in).
+func withLiveRelay(
+    routes: String? = nil, environment: [String: String] = [:], tokenLifetime: Int = 3599,
+    _ body: (LiveRelay) async throws -> Void
+) async throws {
+    let state = EmulatorState(tokenLifetime: tokenLifetime)
+    let (emulatorPorts, emulatorContinuation) = AsyncStream.makeStream(of: Int.self)
+    let emulator = FCMEmulatorServer.buildApplication(state: state, logger: quietLogger) { emulatorContinuation.yield($0) }
+    let emulatorGroup = ServiceGroup(services: [emulator], gracefulShutdownSignals: [], logger: quietLogger)
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { try await emulatorGroup.run() }
+        defer { group.cancelAll() }
+        var ports = emulatorPorts.makeAsyncIterator()
+        let emulatorURL = "http://127.0.0.1:\(await ports.next()!)"
+        let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("rc-relay-test-\(UUID().uuidString).json")
+        try await ServiceAccountFactory.make(project: "demo-project", tokenURI: "\(emulatorURL)/token", state: state).write(to: keyFile)
+        defer { try? FileManager.default.removeItem(at: keyFile) }
+        let secret = WebhookSecret.generate()
+        let yaml = """
+            server: {port: 0}
+            webhook: {secrets: ["\(secret)"]}
+            fcm: {credentialsFile: "\(keyFile.path)", baseURL: "\(emulatorURL)"}
+            \(routes.map { "routes:\n\($0)" } ?? "")
+            """
+        let settings = try ConfigurationLoader(environment: environment).load(yaml: yaml)
+        let (relayPorts, relayContinuation) = AsyncStream.makeStream(of: Int.self)
+        let relay = try await RelayApplication.build(settings: settings, logger: quietLogger) { relayContinuation.yield($0) }
+        let relayGroup = ServiceGroup(services: [relay], gracefulShutdownSignals: [], logger: quietLogger)
+        group.addTask { try await relayGroup.run() }
+        var relayIterator = relayPorts.makeAsyncIterator()
+        let relayURL = "http://127.0.0.1:\(await relayIterator.next()!)"
+        let live = LiveRelay(
+            relayURL: relayURL, emulatorURL: emulatorURL, webhookURL: relayURL + settings.webhookPath, emulator: state,
+            secret: secret, keyFile: keyFile.path)
+        do {
+            try await body(live)
+        } catch {
+            await relayGroup.triggerGracefulShutdown()
+            await emulatorGroup.triggerGracefulShutdown()
+            throw error
+        }
+        await relayGroup.triggerGracefulShutdown()
+        await emulatorGroup.triggerGracefulShutdown()
+        try await group.waitForAll()
+    }
+}
+
+let updatedType = "google.firebase.remoteconfig.remoteConfig.v1.updated"
+let demoSource = "//firebaseremoteconfig.googleapis.com/projects/demo-project"
+
+func sample(_ name: String) throws -> String {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    return try String(contentsOf: root.deletingLastPathComponent().appendingPathComponent("shared/samples/\(name)"), encoding: .utf8)
+}
+
+func binaryHeaders(id: String = UUID().uuidString, type: String = updatedType, source: String = demoSource) -> [String: String] {
+    ["ce-specversion": "1.0", "ce-id": id, "ce-type": type, "ce-source": source]
+}
