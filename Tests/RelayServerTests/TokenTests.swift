@@ -1,0 +1,105 @@
+import AsyncHTTPClient
+import FCMClient
+import FCMEmulator
+import Foundation
+import Testing
+
+/// A token source for the live relay's key file, talking to its emulator.
+private func tokenSource(_ relay: LiveRelay, refreshMargin: Duration = .seconds(240)) async throws -> ServiceAccountTokenSource {
+    try await ServiceAccountTokenSource(
+        key: try ServiceAccountKey(contentsOf: relay.keyFile), httpClient: .shared, refreshMargin: refreshMargin, logger: quietLogger)
+}
+
+// MARK: Tests
+
+@Test func tokenIsFetchedOnceAndCachedAcrossWebhooks() async throws {
+    try await withLiveRelay { relay in
+        for version in 1...3 {
+            let answer = try await relay.post("{\"versionNumber\":\(version)}")
+            #expect(answer.status == 200)
+        }
+        #expect(await relay.emulator.stats.tokenRequests == 1)
+        #expect(await relay.emulator.messages.count == 3)
+    }
+}
+
+@Test func concurrentCallersShareOneTokenRequest() async throws {
+    try await withLiveRelay { relay in
+        let source = try await tokenSource(relay)
+        let tokens = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<20 { group.addTask { try await source.token().value } }
+            return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+        }
+        #expect(tokens.count == 1)
+        #expect(await relay.emulator.stats.tokenRequests == 1)
+    }
+}
+
+@Test func tokenIsRefreshedBeforeItExpires() async throws {
+    // Tokens live 200 s; with a 240 s margin every cached token is already due for refresh.
+    try await withLiveRelay(tokenLifetime: 200) { relay in
+        let source = try await tokenSource(relay)
+        let first = try await source.token()
+        let second = try await source.token()
+        #expect(first != second)
+        #expect(await relay.emulator.stats.tokenRequests == 2)
+        // With a small margin the same token is reused.
+        let relaxed = try await tokenSource(relay, refreshMargin: .seconds(10))
+        let third = try await relaxed.token()
+        #expect(try await relaxed.token() == third)
+        #expect(await relay.emulator.stats.tokenRequests == 3)
+    }
+}
+
+@Test func expiredTokenIsRefreshedOnceOn401WithoutADuplicatePing() async throws {
+    try await withLiveRelay { relay in
+        #expect(try await relay.post(#"{"versionNumber":1}"#).status == 200)
+        await relay.emulator.expireAllTokens()
+        let answer = try await relay.post(#"{"versionNumber":2}"#)
+        #expect(answer.status == 200)
+        #expect(await relay.emulator.stats.tokenRequests == 2)
+        #expect(await relay.emulator.messages.count == 2)
+        #expect(await relay.emulator.stats.sendRequests == 3)  // 1, then 2 refused with 401, then 2 again
+    }
+}
+
+@Test func assertionIsAGoogleShapedJWTBearerGrant() async throws {
+    try await withLiveRelay { relay in
+        _ = try await tokenSource(relay).token()
+        let assertion = try #require(await relay.emulator.assertions.first)
+        let parts = assertion.split(separator: ".").map(String.init)
+        #expect(parts.count == 3)
+        func decode(_ part: String) throws -> [String: Any] {
+            var text = part.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+            while text.count % 4 != 0 { text += "=" }
+            return try JSONSerialization.jsonObject(with: try #require(Data(base64Encoded: text))) as! [String: Any]
+        }
+        let key = try ServiceAccountKey(contentsOf: relay.keyFile)
+        let header = try decode(parts[0])
+        let claims = try decode(parts[1])
+        #expect(header["alg"] as? String == "RS256")
+        #expect(header["kid"] as? String == key.privateKeyID)
+        #expect(claims["iss"] as? String == key.clientEmail)
+        #expect(claims["aud"] as? String == key.tokenURI)
+        #expect(claims["scope"] as? String == "https://www.googleapis.com/auth/firebase.messaging")
+        let iat = try #require(claims["iat"] as? Int)
+        let exp = try #require(claims["exp"] as? Int)
+        #expect(exp - iat == 3600)
+    }
+}
+
+@Test func tokenEndpointRefusalIsReportedWithoutLeakingTheAssertion() async throws {
+    try await withLiveRelay { relay in
+        // A key the emulator has never seen: its signature cannot verify.
+        let stranger = EmulatorState()
+        let data = try await ServiceAccountFactory.make(project: "demo-project", tokenURI: relay.emulatorURL + "/token", state: stranger)
+        let source = try await ServiceAccountTokenSource(key: try ServiceAccountKey(json: data), httpClient: .shared, logger: quietLogger)
+        do throws(TokenError) {
+            _ = try await source.token()
+            Issue.record("expected a refusal")
+        } catch {
+            #expect(error == .refused(status: 400, error: "invalid_grant", description: "Invalid JWT Signature."))
+            #expect(!"\(error)".contains("eyJ"))
+        }
+    }
+}
