@@ -1,0 +1,105 @@
+"""Fixtures that run the real rc-relay binary and its FCM emulator as separate processes on loopback."""
+import json
+import os
+import queue
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+from standardwebhooks.webhooks import Webhook
+
+ROOT = Path(__file__).resolve().parents[2]
+BINARY = os.environ.get("RC_RELAY_BIN", str(ROOT / ".build" / "debug" / "rc-relay"))
+SECRET = "whsec_" + __import__("base64").b64encode(os.urandom(32)).decode()
+
+
+class Process:
+    """A child process whose stdout is read line by line in the background."""
+
+    def __init__(self, args, env=None):
+        self.lines = []
+        self._queue = queue.Queue()
+        self.proc = subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, **(env or {})}
+        )
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self):
+        for line in self.proc.stdout:
+            self.lines.append(line)
+            self._queue.put(line)
+
+    def wait_for(self, predicate, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                line = self._queue.get(timeout=0.2)
+            except queue.Empty:
+                if self.proc.poll() is not None:
+                    break
+                continue
+            if predicate(line):
+                return line
+        raise AssertionError("process output did not show the expected line:\n" + "".join(self.lines))
+
+    @property
+    def output(self):
+        return "".join(self.lines)
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+@pytest.fixture
+def emulator(tmp_path):
+    key_file = tmp_path / "key.json"
+    proc = Process([BINARY, "emulator", "--port", "0", "--key-file", str(key_file)])
+    line = proc.wait_for(lambda l: "fcm-emulator listening" in l)
+    url = line.split("listening on ")[1].split(" ")[0]
+    yield {"url": url, "key_file": key_file, "key": json.loads(key_file.read_text())}
+    proc.stop()
+
+
+@pytest.fixture
+def relay(emulator, tmp_path):
+    config = tmp_path / "rc-relay.yaml"
+    config.write_text(
+        f"""
+server: {{port: 0}}
+webhook:
+  secrets: [{{env: TEST_WEBHOOK_SECRET}}]
+fcm: {{credentialsFile: "{emulator['key_file']}", baseURL: "{emulator['url']}"}}
+log: {{format: json, level: debug}}
+"""
+    )
+    proc = Process([BINARY, "serve", "--config", str(config)], env={"TEST_WEBHOOK_SECRET": SECRET})
+    line = proc.wait_for(lambda l: "rc-relay listening" in l)
+    address = json.loads(line)["address"]
+    yield {"url": f"http://{address}", "webhook": f"http://{address}/webhooks/remote-config", "proc": proc, "emulator": emulator}
+    proc.stop()
+    # Whatever happened in the test, no secret, token or assertion reached the log.
+    log = proc.output
+    assert SECRET not in log and SECRET[6:] not in log
+    assert "ya29." not in log, "an access token was logged"
+    assert "eyJ" not in log, "a JWT was logged"
+
+
+def signed_headers(body: bytes, msg_id: str = None, secret: str = SECRET):
+    """Headers a Standard Webhooks sender adds, made by the reference library."""
+    from datetime import datetime, timezone
+
+    msg_id = msg_id or "msg_" + os.urandom(8).hex()
+    now = datetime.now(tz=timezone.utc)
+    signature = Webhook(secret).sign(msg_id, now, body.decode())
+    return {"webhook-id": msg_id, "webhook-timestamp": str(int(now.timestamp())), "webhook-signature": signature}
+
+
+def recorded(emulator):
+    return requests.get(emulator["url"] + "/emulator/messages", timeout=10).json()

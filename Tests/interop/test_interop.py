@@ -1,0 +1,139 @@
+"""rc-relay against the reference libraries: standardwebhooks, the CloudEvents SDK, and google-auth."""
+import json
+import os
+import re
+import subprocess
+
+import requests
+from cloudevents.core.bindings.http import to_binary_event, to_structured_event
+from cloudevents.core.v1.event import CloudEvent
+from cryptography.hazmat.primitives import serialization
+from google.auth import jwt as google_jwt
+from google.auth.transport.requests import Request as GoogleRequest
+from google.oauth2 import service_account
+
+from conftest import BINARY, ROOT, Process, recorded, signed_headers
+
+SAMPLES = ROOT.parent / "shared" / "samples"
+UPDATED = "google.firebase.remoteconfig.remoteConfig.v1.updated"
+SOURCE = "//firebaseremoteconfig.googleapis.com/projects/demo-project"
+VERSION = json.loads((SAMPLES / "template-version.json").read_text())
+
+
+def test_standardwebhooks_signature_is_accepted(relay):
+    body = json.dumps({"versionNumber": 77, "updateType": "FORCED_UPDATE"}).encode()
+    answer = requests.post(relay["webhook"], data=body, headers={"content-type": "application/json", **signed_headers(body)}, timeout=30)
+    assert answer.status_code == 200, answer.text
+    messages = recorded(relay["emulator"])
+    assert [m["message"]["data"] for m in messages] == [{"CONFIG_STATE": "STALE", "CONFIG_VERSION": "77"}]
+    assert answer.json()["deliveries"][0]["messageName"] == messages[0]["name"]
+
+
+def test_standardwebhooks_tampered_body_is_refused(relay):
+    body = json.dumps({"versionNumber": 78}).encode()
+    headers = signed_headers(body)
+    answer = requests.post(relay["webhook"], data=body.replace(b"78", b"79"), headers={"content-type": "application/json", **headers}, timeout=30)
+    assert answer.status_code == 401
+    assert answer.headers["content-type"] == "application/problem+json"
+    assert answer.json()["type"] == "urn:rc-relay:problem:invalid-signature"
+    assert recorded(relay["emulator"]) == []
+
+
+def test_cloudevents_binary_mode(relay):
+    event = CloudEvent({"type": UPDATED, "source": SOURCE, "id": "ce-binary-1", "datacontenttype": "application/json"}, VERSION)
+    message = to_binary_event(event)
+    headers, body = message.headers, message.body
+    answer = requests.post(relay["webhook"], data=body, headers={**headers, **signed_headers(body)}, timeout=30)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["event"] == {
+        "format": "cloudevent-binary", "id": "ce-binary-1", "project": "demo-project", "versionNumber": "42",
+        "updateType": "INCREMENTAL_UPDATE",
+    }
+    messages = recorded(relay["emulator"])
+    assert len(messages) == 1
+    expected = json.loads((SAMPLES / "fcm-silent-ping-example.json").read_text())["message"]
+    assert messages[0]["message"] == expected
+
+
+def test_cloudevents_structured_mode(relay):
+    event = CloudEvent({"type": UPDATED, "source": SOURCE, "id": "ce-structured-1", "datacontenttype": "application/json"}, VERSION)
+    message = to_structured_event(event)
+    headers, body = message.headers, message.body
+    answer = requests.post(relay["webhook"], data=body, headers={**headers, **signed_headers(body)}, timeout=30)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["event"]["format"] == "cloudevent-structured"
+    assert recorded(relay["emulator"])[0]["message"]["data"]["CONFIG_VERSION"] == "42"
+
+
+def test_cloudevents_of_another_type_are_refused(relay):
+    event = CloudEvent({"type": "google.cloud.storage.object.v1.finalized", "source": SOURCE, "id": "x", "datacontenttype": "application/json"}, {"bucket": "b"})
+    message = to_binary_event(event)
+    headers, body = message.headers, message.body
+    answer = requests.post(relay["webhook"], data=body, headers={**headers, **signed_headers(body)}, timeout=30)
+    assert answer.status_code == 422
+    assert answer.json()["type"] == "urn:rc-relay:problem:unknown-event-type"
+    assert recorded(relay["emulator"]) == []
+
+
+def test_google_auth_verifies_the_assertion_rc_relay_signs(relay):
+    body = json.dumps({"versionNumber": 5}).encode()
+    assert requests.post(relay["webhook"], data=body, headers={"content-type": "application/json", **signed_headers(body)}, timeout=30).status_code == 200
+    key = relay["emulator"]["key"]
+    assertions = requests.get(relay["emulator"]["url"] + "/emulator/assertions", timeout=10).json()
+    assert len(assertions) == 1
+    private = serialization.load_pem_private_key(key["private_key"].encode(), password=None)
+    public_pem = private.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    claims = google_jwt.decode(assertions[0], certs={key["private_key_id"]: public_pem.decode()}, audience=key["token_uri"])
+    assert claims["iss"] == key["client_email"]
+    assert claims["scope"] == "https://www.googleapis.com/auth/firebase.messaging"
+    assert claims["exp"] - claims["iat"] <= 3600
+    assert google_jwt.decode_header(assertions[0])["kid"] == key["private_key_id"]
+
+
+def test_google_auth_client_gets_a_token_from_the_emulator(emulator):
+    """The emulator's token endpoint accepts Google's own client, so it judges by Google's rules, not rc-relay's."""
+    credentials = service_account.Credentials.from_service_account_file(
+        str(emulator["key_file"]), scopes=["https://www.googleapis.com/auth/firebase.messaging"]
+    )
+    credentials.refresh(GoogleRequest())
+    assert credentials.token.startswith("ya29.")
+    answer = requests.post(
+        emulator["url"] + "/v1/projects/demo-project/messages:send",
+        json={"message": {"topic": "PUSH_RC", "data": {"CONFIG_STATE": "STALE"}}},
+        headers={"Authorization": f"Bearer {credentials.token}"}, timeout=10,
+    )
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["name"].startswith("projects/demo-project/messages/")
+
+
+def test_development_profile_prints_a_working_signed_curl(tmp_path):
+    """The README's first command: no configuration, an emulator inside, a snippet to paste."""
+    proc = Process([BINARY, "serve"], env={"RC_RELAY_PORT": "0"})
+    try:
+        proc.wait_for(lambda l: "; echo" in l)
+        output = proc.output
+        snippet = output[output.index("SECRET="):output.index("; echo") + len("; echo")]
+        result = subprocess.run(["bash", "-c", snippet], capture_output=True, text=True, timeout=30)
+        answer = json.loads(result.stdout)
+        assert answer["status"] == "delivered", result.stdout + result.stderr
+        messages_url = re.search(r"curl -s (http://\S+/emulator/messages)", output).group(1)
+        messages = requests.get(messages_url, timeout=10).json()
+        assert [m["message"]["topic"] for m in messages] == ["PUSH_RC"]
+        assert messages[0]["message"]["data"] == {"CONFIG_STATE": "STALE", "CONFIG_VERSION": "42"}
+    finally:
+        proc.stop()
+
+
+def test_check_config_accepts_the_example_and_names_the_key_of_a_mistake(tmp_path, emulator):
+    example = (ROOT / "deploy" / "rc-relay.example.yaml").read_text()
+    config = tmp_path / "config.yaml"
+    config.write_text(example)
+    env = {**os.environ, "RC_RELAY_FCM_CREDENTIALS_FILE": str(emulator["key_file"]), "RC_RELAY_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
+    ok = subprocess.run([BINARY, "check-config", str(config)], capture_output=True, text=True, env=env, timeout=30)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "OK" in ok.stdout
+    config.write_text(example.replace("topic: PUSH_RC", "topic: /topics/PUSH_RC", 1))
+    bad = subprocess.run([BINARY, "check-config", str(config)], capture_output=True, text=True, env=env, timeout=30)
+    assert bad.returncode != 0
+    assert "routes[0].topic" in bad.stderr + bad.stdout
+    assert "MfKQ9r8" not in bad.stderr + bad.stdout
