@@ -79,8 +79,8 @@ let package = Package(
                 "RelayServer",
                 "FCMEmulator",
                 "FCMClient",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Yams", package: "Yams"),
             ]
         ),
     ]

@@ -21,7 +21,8 @@ struct Serve: AsyncParsableCommand {
         do {
             settings = try ConfigurationLoader(environment: environment).load(path: path)
         } catch {
-            throw ValidationError(error.description)
+            FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+            throw ExitCode(78)  // EX_CONFIG
         }
         let logger = Logging.bootstrap(level: settings.logLevel, format: settings.logFormat)
         let app = try await RelayApplication.build(settings: settings, logger: logger) { port in
@@ -43,7 +44,8 @@ struct CheckConfig: AsyncParsableCommand {
             let settings = try ConfigurationLoader().load(path: path)
             print("\(path): OK — project \(settings.project), \(settings.routes.routes.count) route(s): " + settings.routes.routes.map(\.name).joined(separator: ", "))
         } catch {
-            throw ValidationError(error.description)
+            FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+            throw ExitCode(78)  // EX_CONFIG
         }
     }
 }

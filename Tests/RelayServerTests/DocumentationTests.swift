@@ -1,0 +1,67 @@
+import FCMEmulator
+import Foundation
+import RelayCore
+@testable import RelayServer
+import Testing
+import Yams
+
+private let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+private func text(_ path: String) throws -> String {
+    try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)
+}
+
+// MARK: Tests
+
+@Test func openAPIDocumentsEveryAnswerOfTheWebhook() throws {
+    let spec = try #require(try Yams.load(yaml: try text("openapi.yaml")) as? [String: Any])
+    let paths = try #require(spec["paths"] as? [String: Any])
+    let webhook = try #require((paths[RelaySettings.defaultWebhookPath] as? [String: Any])?["post"] as? [String: Any])
+    #expect((paths["/healthz"] as? [String: Any])?["get"] != nil)
+    let responses = try #require(webhook["responses"] as? [String: Any])
+    let documented = Set(responses.keys)
+    for kind in ProblemKind.allCases {
+        #expect(documented.contains(String(kind.status.code)), "status \(kind.status.code) of \(kind.rawValue)")
+    }
+    #expect(documented == Set(ProblemKind.allCases.map { String($0.status.code) } + ["200"]))
+    let schemas = try #require((spec["components"] as? [String: Any])?["schemas"] as? [String: Any])
+    let problemTypes = ((((schemas["Problem"] as? [String: Any])?["properties"] as? [String: Any])?["type"] as? [String: Any])?["enum"] as? [String])
+    #expect(Set(problemTypes ?? []) == Set(ProblemKind.allCases.map(\.uri)))
+    let headers = (webhook["parameters"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+    for header in ["webhook-id", "webhook-timestamp", "webhook-signature", "ce-id", "ce-type", "ce-source", "ce-specversion"] {
+        #expect(headers.contains(header), "\(header)")
+    }
+}
+
+@Test func readmeDocumentsEverySettingVariablePlaceholderAndProblem() throws {
+    let readme = try text("README.md")
+    for override in EnvironmentOverrides.all {
+        #expect(readme.contains("| `\(override.key)` | `\(override.variable)` |"), "\(override.variable)")
+    }
+    for (section, keys) in ConfigurationFile.knownKeys where !section.isEmpty && !section.hasPrefix("routes") && !section.contains("[]") {
+        for key in keys { #expect(readme.contains("`\(section).\(key)`"), "\(section).\(key)") }
+    }
+    for (section, keys) in ConfigurationFile.knownKeys where section.hasPrefix("routes[]") {
+        let prefix = section == "routes[]" ? "" : String(section.dropFirst("routes[].".count)) + "."
+        // A key that is itself a section (android, when, …) is documented through its own keys.
+        for key in keys where ConfigurationFile.knownKeys["routes[].\(key)"] == nil || section != "routes[]" {
+            #expect(readme.contains("| `\(prefix)\(key)` |"), "route key \(prefix)\(key)")
+        }
+    }
+    for field in DataTemplate.Field.allCases {
+        #expect(readme.contains("| `{{\(field.rawValue)}}` |"), "{{\(field.rawValue)}}")
+        #expect(readme.contains("| \(field.budget) |") || readme.contains("| \(field.budget) bytes |"), "budget of \(field.rawValue)")
+    }
+    for kind in ProblemKind.allCases {
+        #expect(readme.contains("| \(kind.status.code) | `\(kind.uri)` |"), "\(kind.uri)")
+    }
+}
+
+@Test func exampleConfigurationIsValid() async throws {
+    let key = FileManager.default.temporaryDirectory.appendingPathComponent("rc-relay-example-\(UUID().uuidString).json")
+    try await ServiceAccountFactory.make(project: "demo-project", tokenURI: "http://127.0.0.1:1/token", state: EmulatorState()).write(to: key)
+    let settings = try ConfigurationLoader(environment: [
+        "RC_RELAY_WEBHOOK_SECRET": WebhookSecret.generate(), "RC_RELAY_FCM_CREDENTIALS_FILE": key.path,
+    ]).load(yaml: try text("deploy/rc-relay.example.yaml"))
+    #expect(settings.routes.routes.map(\.name) == ["default", "rollbacks-to-testers"])
+}
