@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import NIOCore
 import Logging
 
 /// The emulator as a Hummingbird application: Google's two endpoints plus `/emulator/…` controls for tests.
@@ -9,12 +10,12 @@ public enum FCMEmulatorServer {
         state: EmulatorState, host: String = "127.0.0.1", port: Int = 0, logger: Logger,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
-        let router = Router()
+        let router = Router(context: EmulatorContext.self)
         let token = TokenEndpoint(state: state)
         let send = SendEndpoint(state: state)
         router.post("/token") { request, _ in try await token.handle(request) }
         router.post("/v1/projects/:project/messages:send") { request, context in
-            try await send.handle(request, project: try context.parameters.require("project"))
+            try await send.handle(request, context: context, project: try context.parameters.require("project"))
         }
         addControls(to: router, state: state)
         return Application(
@@ -24,7 +25,7 @@ public enum FCMEmulatorServer {
     }
 
     /// `/emulator/…`: what was recorded, and faults to inject.
-    static func addControls(to router: Router<BasicRequestContext>, state: EmulatorState) {
+    static func addControls(to router: Router<EmulatorContext>, state: EmulatorState) {
         let controls = router.group("emulator")
         controls.get("messages") { _, _ in
             // Each message is shown as the JSON object FCM received.
@@ -61,4 +62,15 @@ public enum FCMEmulatorServer {
         encoder.dateEncodingStrategy = .iso8601
         return encoder
     }()
+}
+
+/// The emulator's request context keeps the connection, so a fault can drop it.
+public struct EmulatorContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    let channel: any Channel
+
+    public init(source: ApplicationRequestContextSource) {
+        self.coreContext = .init(source: source)
+        self.channel = source.channel
+    }
 }

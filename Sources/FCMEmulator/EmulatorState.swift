@@ -30,9 +30,15 @@ public actor EmulatorState {
         public var retryAfter: String?
         /// Delay before answering.
         public var latencyMs: Int?
+        /// Close the connection without answering, as a reset or a crashed front end does.
+        public var drop: Bool?
         /// How many requests this fault applies to (default 1).
         public var count: Int?
-        public init(status: Int? = nil, errorCode: String? = nil, retryAfter: String? = nil, latencyMs: Int? = nil, count: Int? = nil) {
+        public init(
+            status: Int? = nil, errorCode: String? = nil, retryAfter: String? = nil, latencyMs: Int? = nil,
+            drop: Bool? = nil, count: Int? = nil
+        ) {
+            self.drop = drop
             self.status = status
             self.errorCode = errorCode
             self.retryAfter = retryAfter

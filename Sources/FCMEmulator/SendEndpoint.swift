@@ -5,11 +5,15 @@ import Hummingbird
 struct SendEndpoint {
     let state: EmulatorState
 
-    func handle(_ request: Request, project: String) async throws -> Response {
+    func handle(_ request: Request, context: EmulatorContext, project: String) async throws -> Response {
         let body = try await request.body.collect(upTo: 1024 * 1024)
         let fault = await state.nextFault()
         let latency = (fault?.latencyMs ?? 0) + (await state.baseLatencyMs)
         if latency > 0 { try await Task.sleep(for: .milliseconds(latency)) }
+        if fault?.drop == true {
+            try? await context.channel.close()
+            return Response(status: .internalServerError)  // never written: the connection is gone
+        }
         if let fault, let status = fault.status {
             return GoogleErrors.fcm(
                 status, status: Self.canonicalStatus(status), message: "Injected fault.", errorCode: fault.errorCode,

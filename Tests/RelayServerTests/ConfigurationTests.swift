@@ -91,6 +91,7 @@ private func refusal(_ yaml: String, environment: [String: String] = [:]) -> Con
         (base(key) + "\nroutes: [{topic: /topics/PUSH_RC}]", [:], "routes[0].topic"),
         (base(key) + "\nroutes: [{topic: a, data: {N: 42}}]", [:], "routes[0].data.N"),
         (base(key) + "\nroutes: [{topic: a, data: {from: x}}]", [:], "routes[0].data.from"),
+        (base(key) + "\nroutes:\n  - topic: a\n    data:\n      V: {{version}}", [:], "routes[0].data.V"),
         (base(key) + "\nroutes: [{topic: a, colour: red}]", [:], "routes[0].colour"),
         ("fcm: {credentialsFile: \"\(key)\"}", [:], "webhook.secrets"),
         ("webhook: {secrets: [{env: NOT_SET}]}\nfcm: {credentialsFile: \"\(key)\"}", [:], "webhook.secrets[0]"),

@@ -38,3 +38,26 @@ import Testing
         #expect((error?["message"] as? String)?.contains("could not be reached") == true)
     }
 }
+
+@Test func droppedConnectionIsReportedHonestly() async throws {
+    try await withLiveRelay { relay in
+        await relay.emulator.inject(.init(drop: true))
+        let answer = try await relay.post(#"{"versionNumber":9}"#)
+        #expect(answer.status == 502)
+        let error = (answer.json["deliveries"] as? [[String: Any]])?.first?["error"] as? [String: Any]
+        #expect((error?["message"] as? String)?.contains("could not be reached") == true)
+        #expect(await relay.emulator.messages.isEmpty)
+        // The next webhook goes through on a fresh connection.
+        #expect(try await relay.post(#"{"versionNumber":10}"#).status == 200)
+    }
+}
+
+@Test func slowFCMBeyondTheTimeoutIsReportedHonestly() async throws {
+    try await withLiveRelay(environment: ["RC_RELAY_FCM_TIMEOUT_SECONDS": "1"]) { relay in
+        await relay.emulator.inject(.init(latencyMs: 2500))
+        let answer = try await relay.post(#"{"versionNumber":9}"#)
+        #expect(answer.status == 502)
+        let error = (answer.json["deliveries"] as? [[String: Any]])?.first?["error"] as? [String: Any]
+        #expect(error?["httpStatus"] == nil)
+    }
+}

@@ -51,6 +51,10 @@ extension Route {
                     fix: "rename it; FCM reserves from, message_type, notification and keys starting with google or gcm")
             }
             switch value {
+            case .notString("a list or map"):
+                throw RouteError(
+                    key: "data.\(key)", problem: "the value is a YAML list or map (an unquoted {{…}} is one)",
+                    fix: "quote it: \(key): \"{{version}}\"")
             case .notString(let shown):
                 throw RouteError(
                     key: "data.\(key)", problem: "the value \(shown) is not a string; FCM data values are strings",
