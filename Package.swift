@@ -6,6 +6,9 @@ import PackageDescription
 /// The targets follow the path of one webhook: `RelayCore` verifies, decodes and routes (pure Swift, no HTTP);
 /// `FCMClient` gets access tokens and calls `messages:send`; `RelayServer` receives webhooks and wires it all
 /// together; `FCMEmulator` is an independent Google look-alike used by the tests and the development profile.
+/// Our own targets build with warnings as errors (Swift 6 language mode already checks concurrency strictly).
+let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
+
 let package = Package(
     name: "rc-relay",
     platforms: [.macOS(.v15)],
@@ -28,7 +31,8 @@ let package = Package(
     targets: [
         .target(
             name: "RelayCore",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict
         ),
         .target(
             name: "FCMClient",
@@ -36,7 +40,8 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: strict
         ),
         .target(
             name: "RelayServer",
@@ -50,7 +55,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-            ]
+            ],
+            swiftSettings: strict
         ),
         .target(
             name: "FCMEmulator",
@@ -59,7 +65,8 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: strict
         ),
         .executableTarget(
             name: "rc-relay",
@@ -67,11 +74,13 @@ let package = Package(
                 "RelayServer",
                 "FCMEmulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            swiftSettings: strict
         ),
         .testTarget(
             name: "RelayCoreTests",
-            dependencies: ["RelayCore"]
+            dependencies: ["RelayCore"],
+            swiftSettings: strict
         ),
         .testTarget(
             name: "RelayServerTests",
@@ -81,7 +90,8 @@ let package = Package(
                 "FCMClient",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Yams", package: "Yams"),
-            ]
+            ],
+            swiftSettings: strict
         ),
     ]
 )
