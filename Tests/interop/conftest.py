@@ -67,28 +67,38 @@ def emulator(tmp_path):
     proc.stop()
 
 
-@pytest.fixture
-def relay(emulator, tmp_path):
+def start_relay(emulator, tmp_path, extra=""):
+    """Runs `rc-relay serve` with a config pointing at the emulator; `extra` adds top-level YAML."""
     config = tmp_path / "rc-relay.yaml"
     config.write_text(
         f"""
 server: {{port: 0}}
-webhook:
-  secrets: [{{env: TEST_WEBHOOK_SECRET}}]
 fcm: {{credentialsFile: "{emulator['key_file']}", baseURL: "{emulator['url']}"}}
 log: {{format: json, level: debug}}
+{extra}
 """
     )
     proc = Process([BINARY, "serve", "--config", str(config)], env={"TEST_WEBHOOK_SECRET": SECRET})
     line = proc.wait_for(lambda l: "rc-relay listening" in l)
     address = json.loads(line)["address"]
-    yield {"url": f"http://{address}", "webhook": f"http://{address}/webhooks/remote-config", "proc": proc, "emulator": emulator}
+    return {"url": f"http://{address}", "webhook": f"http://{address}/webhooks/remote-config", "proc": proc, "emulator": emulator}
+
+
+def stop_relay(relay):
+    proc = relay["proc"]
     proc.stop()
     # Whatever happened in the test, no secret, token or assertion reached the log.
     log = proc.output
     assert SECRET not in log and SECRET[6:] not in log
     assert "ya29." not in log, "an access token was logged"
     assert "eyJ" not in log, "a JWT was logged"
+
+
+@pytest.fixture
+def relay(emulator, tmp_path):
+    relay = start_relay(emulator, tmp_path, "webhook: {secrets: [{env: TEST_WEBHOOK_SECRET}]}")
+    yield relay
+    stop_relay(relay)
 
 
 def signed_headers(body: bytes, msg_id: str = None, secret: str = SECRET):

@@ -29,7 +29,14 @@ public enum RelayApplication {
         }
         let sender = FCMSender(
             httpClient: httpClient, baseURL: settings.fcmBaseURL, tokenSource: tokenSource, timeout: settings.fcmTimeout)
-        let router = makeRouter(settings: settings, sender: sender)
+        let idTokens: IDTokenVerifier?
+        do {
+            idTokens = try await makeIDTokenVerifier(settings.oidc, httpClient: httpClient)
+        } catch {
+            try? await httpClient.shutdown()
+            throw error
+        }
+        let router = makeRouter(settings: settings, sender: sender, idTokens: idTokens)
         return Application(
             router: router,
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "rc-relay"),
@@ -38,10 +45,29 @@ public enum RelayApplication {
             logger: logger)
     }
 
+    /// The ID-token verifier for `webhook.auth: oidc` or `both`, with its keys from a URL or a file.
+    static func makeIDTokenVerifier(_ oidc: RelaySettings.OIDCSettings?, httpClient: HTTPClient) async throws -> IDTokenVerifier? {
+        guard let oidc else { return nil }
+        let keys: any JWKSProvider
+        switch oidc.keys {
+        case .url(let url):
+            keys = RemoteJWKS(url: url, httpClient: httpClient, minimumRefreshInterval: oidc.jwksMinimumRefresh)
+        case .json(let json):
+            do {
+                keys = try await FileJWKS(json: json)
+            } catch {
+                throw ConfigurationError(key: "oidc.jwksFile", problem: "the file is not a JWKS (JSON Web Key Set)", fix: "save Google's keys from \(RelaySettings.googleJWKSURL)")
+            }
+        }
+        return IDTokenVerifier(
+            keys: keys, audiences: oidc.audiences, allowedEmails: oidc.allowedEmails,
+            clockSkew: Double(oidc.clockSkew.components.seconds))
+    }
+
     /// The routes: the webhook and the health probe.
-    static func makeRouter(settings: RelaySettings, sender: any MessageSender) -> Router<RelayRequestContext> {
+    static func makeRouter(settings: RelaySettings, sender: any MessageSender, idTokens: IDTokenVerifier?) -> Router<RelayRequestContext> {
         let webhook = WebhookController(
-            verifier: settings.verifier, maxBodyBytes: settings.maxBodyBytes, project: settings.project,
+            auth: settings.webhookAuth, verifier: settings.verifier, idTokens: idTokens, maxBodyBytes: settings.maxBodyBytes, project: settings.project,
             routes: settings.routes,
             dispatcher: Dispatcher(sender: sender, validateOnly: settings.validateOnly, logPings: settings.logPings))
         let router = Router(context: RelayRequestContext.self)

@@ -6,6 +6,7 @@ struct ConfigurationFile: Decodable {
     var webhook: Webhook?
     var fcm: FCM?
     var log: Log?
+    var oidc: OIDC?
     var routes: [RouteDefinition]?
 
     struct Server: Decodable {
@@ -16,6 +17,7 @@ struct ConfigurationFile: Decodable {
     }
 
     struct Webhook: Decodable {
+        var auth: String?
         var secrets: [SecretSource]?
         var toleranceSeconds: Int?
     }
@@ -28,6 +30,15 @@ struct ConfigurationFile: Decodable {
         var timeoutSeconds: Int?
     }
 
+    struct OIDC: Decodable {
+        var audiences: [String]?
+        var allowedEmails: [String]?
+        var jwksURL: String?
+        var jwksFile: String?
+        var clockSkewSeconds: Int?
+        var jwksMinRefreshSeconds: Int?
+    }
+
     struct Log: Decodable {
         var level: String?
         var format: String?
@@ -36,9 +47,10 @@ struct ConfigurationFile: Decodable {
 
     /// Every key the file may hold, to refuse typos instead of ignoring them.
     static let knownKeys: [String: Set<String>] = [
-        "": ["server", "webhook", "fcm", "log", "routes"],
+        "": ["server", "webhook", "fcm", "log", "oidc", "routes"],
         "server": ["host", "port", "webhookPath", "maxBodyBytes"],
-        "webhook": ["secrets", "toleranceSeconds"],
+        "webhook": ["auth", "secrets", "toleranceSeconds"],
+        "oidc": ["audiences", "allowedEmails", "jwksURL", "jwksFile", "clockSkewSeconds", "jwksMinRefreshSeconds"],
         "fcm": ["project", "credentialsFile", "baseURL", "validateOnly", "timeoutSeconds"],
         "log": ["level", "format", "pings"],
         "routes[]": ["name", "topic", "condition", "data", "when", "android", "apns", "webpush"],

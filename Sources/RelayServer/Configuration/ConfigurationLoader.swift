@@ -58,7 +58,7 @@ public struct ConfigurationLoader: Sendable {
         for override in EnvironmentOverrides.all {
             guard let value = environment[override.variable] else { continue }
             let node: Node
-            if override.key == "webhook.secrets" {
+            if override.isList && override.key != "routes" {
                 node = Node(value.split(whereSeparator: \.isWhitespace).map { Node(String($0)) })
             } else if override.isList {
                 guard let parsed = try? Yams.compose(yaml: value), parsed.sequence != nil else {

@@ -4,7 +4,7 @@ public enum EnvironmentOverrides {
     public struct Override: Sendable {
         public var variable: String
         public var key: String
-        /// Lists take a YAML/JSON flow value (`[a, b]`); secrets take space-separated `whsec_…` values.
+        /// Lists take space-separated values, or a YAML/JSON flow value (`[a, b]`) for routes.
         public var isList: Bool
     }
 
@@ -16,6 +16,7 @@ public enum EnvironmentOverrides {
         .init(variable: "RC_RELAY_PORT", key: "server.port", isList: false),
         .init(variable: "RC_RELAY_WEBHOOK_PATH", key: "server.webhookPath", isList: false),
         .init(variable: "RC_RELAY_MAX_BODY_BYTES", key: "server.maxBodyBytes", isList: false),
+        .init(variable: "RC_RELAY_WEBHOOK_AUTH", key: "webhook.auth", isList: false),
         .init(variable: "RC_RELAY_WEBHOOK_SECRETS", key: "webhook.secrets", isList: true),
         .init(variable: "RC_RELAY_WEBHOOK_TOLERANCE_SECONDS", key: "webhook.toleranceSeconds", isList: false),
         .init(variable: "RC_RELAY_FCM_PROJECT", key: "fcm.project", isList: false),
@@ -23,6 +24,12 @@ public enum EnvironmentOverrides {
         .init(variable: "RC_RELAY_FCM_BASE_URL", key: "fcm.baseURL", isList: false),
         .init(variable: "RC_RELAY_FCM_VALIDATE_ONLY", key: "fcm.validateOnly", isList: false),
         .init(variable: "RC_RELAY_FCM_TIMEOUT_SECONDS", key: "fcm.timeoutSeconds", isList: false),
+        .init(variable: "RC_RELAY_OIDC_AUDIENCES", key: "oidc.audiences", isList: true),
+        .init(variable: "RC_RELAY_OIDC_ALLOWED_EMAILS", key: "oidc.allowedEmails", isList: true),
+        .init(variable: "RC_RELAY_OIDC_JWKS_URL", key: "oidc.jwksURL", isList: false),
+        .init(variable: "RC_RELAY_OIDC_JWKS_FILE", key: "oidc.jwksFile", isList: false),
+        .init(variable: "RC_RELAY_OIDC_CLOCK_SKEW_SECONDS", key: "oidc.clockSkewSeconds", isList: false),
+        .init(variable: "RC_RELAY_OIDC_JWKS_MIN_REFRESH_SECONDS", key: "oidc.jwksMinRefreshSeconds", isList: false),
         .init(variable: "RC_RELAY_LOG_LEVEL", key: "log.level", isList: false),
         .init(variable: "RC_RELAY_LOG_FORMAT", key: "log.format", isList: false),
         .init(variable: "RC_RELAY_LOG_PINGS", key: "log.pings", isList: false),

@@ -9,7 +9,12 @@ public struct RelaySettings: Sendable {
     public var port: Int
     public var webhookPath: String
     public var maxBodyBytes: Int
+    /// How webhook senders prove who they are.
+    public var webhookAuth: WebhookAuth
+    /// Standard Webhooks secrets; empty when `webhookAuth` is `.oidc`.
     public var verifier: StandardWebhookVerifier
+    /// Google-signed ID tokens; nil when `webhookAuth` is `.hmac`.
+    public var oidc: OIDCSettings?
     public var project: String
     public var credentialsFile: String
     public var serviceAccount: ServiceAccountKey
@@ -22,6 +27,31 @@ public struct RelaySettings: Sendable {
     public var logPings: Bool
     public var routes: RouteTable
 
+    public enum WebhookAuth: String, Sendable, CaseIterable {
+        /// Standard Webhooks HMAC signatures (scripts, CI, a forwarding function).
+        case hmac
+        /// A Google-signed OIDC ID token (Eventarc, Pub/Sub push).
+        case oidc
+        /// Both, each checked.
+        case both
+
+        var needsHMAC: Bool { self != .oidc }
+        var needsOIDC: Bool { self != .hmac }
+    }
+
+    /// Where ID-token keys come from and what the token must say.
+    public struct OIDCSettings: Sendable {
+        public enum Keys: Sendable {
+            case url(String)
+            case json(String)
+        }
+        public var keys: Keys
+        public var audiences: Set<String>
+        public var allowedEmails: Set<String>
+        public var clockSkew: Duration
+        public var jwksMinimumRefresh: Duration
+    }
+
     public enum LogFormat: String, Sendable, CaseIterable {
         case text, json
     }
@@ -31,4 +61,5 @@ public struct RelaySettings: Sendable {
     static let defaultWebhookPath = "/webhooks/remote-config"
     static let defaultMaxBodyBytes = 65_536
     static let defaultFCMBaseURL = "https://fcm.googleapis.com"
+    static let googleJWKSURL = "https://www.googleapis.com/oauth2/v3/certs"
 }

@@ -7,7 +7,9 @@ import RelayCore
 
 /// `POST {webhookPath}`: read → verify → decode → route → deliver → answer. A refused request sends nothing.
 struct WebhookController: Sendable {
+    let auth: RelaySettings.WebhookAuth
     let verifier: StandardWebhookVerifier
+    let idTokens: IDTokenVerifier?
     let maxBodyBytes: Int
     let project: String
     let routes: RouteTable
@@ -46,21 +48,34 @@ struct WebhookController: Sendable {
         } catch {
             logger.notice("webhook refused", metadata: ["status": "\(error.kind.status.code)", "problem": "\(error.kind.rawValue)", "reason": "\(error.detail)"])
             response = Problem(error.kind, detail: error.detail, requestID: requestID).response()
+            if error.kind == .verificationUnavailable { response.headers[.retryAfter] = "30" }
         }
         response.headers[.init("X-Request-Id")!] = requestID
         return response
     }
 
     private func relay(_ request: Request, requestID: String, logger: inout Logger) async throws(Refusal) -> Response {
+        if let idTokens {
+            // Header-only, so it runs before an unauthenticated caller may upload anything.
+            do throws(OIDCError) {
+                let sender = try await idTokens.verify(authorization: request.headers[.authorization])
+                logger[metadataKey: "sender"] = "\(sender)"
+            } catch {
+                if case .keysUnavailable = error { throw Refusal(kind: .verificationUnavailable, detail: error.description) }
+                throw Refusal(kind: .invalidIDToken, detail: error.description)
+            }
+        }
         let body = try await read(request)
         let signature = StandardWebhookVerifier.Headers(
             id: request.headers[.webhookID], timestamp: request.headers[.webhookTimestamp],
             signature: request.headers[.webhookSignature])
-        do throws(VerificationError) {
-            try verifier.verify(signature, body: body)
-        } catch {
-            let kind: ProblemKind = error == .timestampTooOld || error == .timestampInFuture ? .timestampOutOfTolerance : .invalidSignature
-            throw Refusal(kind: kind, detail: error.description)
+        if auth.needsHMAC {
+            do throws(VerificationError) {
+                try verifier.verify(signature, body: body)
+            } catch {
+                let kind: ProblemKind = error == .timestampTooOld || error == .timestampInFuture ? .timestampOutOfTolerance : .invalidSignature
+                throw Refusal(kind: kind, detail: error.description)
+            }
         }
         let event: RemoteConfigEvent
         do throws(DecodeError) {

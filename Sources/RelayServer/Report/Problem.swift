@@ -5,6 +5,8 @@ import Hummingbird
 public enum ProblemKind: String, Sendable, CaseIterable {
     case invalidSignature = "invalid-signature"
     case timestampOutOfTolerance = "timestamp-out-of-tolerance"
+    case invalidIDToken = "invalid-id-token"
+    case verificationUnavailable = "verification-unavailable"
     case bodyTooLarge = "body-too-large"
     case unsupportedMediaType = "unsupported-media-type"
     case malformedEvent = "malformed-event"
@@ -14,7 +16,8 @@ public enum ProblemKind: String, Sendable, CaseIterable {
 
     public var status: HTTPResponse.Status {
         switch self {
-        case .invalidSignature, .timestampOutOfTolerance: .unauthorized
+        case .invalidSignature, .timestampOutOfTolerance, .invalidIDToken: .unauthorized
+        case .verificationUnavailable: .serviceUnavailable
         case .bodyTooLarge: .contentTooLarge
         case .unsupportedMediaType: .unsupportedMediaType
         case .malformedEvent: .badRequest
@@ -27,6 +30,8 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         switch self {
         case .invalidSignature: "The webhook signature is missing or does not verify"
         case .timestampOutOfTolerance: "The webhook timestamp is too old or in the future"
+        case .invalidIDToken: "The Google-signed ID token is missing or not acceptable"
+        case .verificationUnavailable: "The sender cannot be verified right now"
         case .bodyTooLarge: "The request body is larger than allowed"
         case .unsupportedMediaType: "The content type is not JSON or CloudEvents JSON"
         case .malformedEvent: "The body is not a Remote Config template version or CloudEvent"

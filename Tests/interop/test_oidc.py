@@ -1,0 +1,222 @@
+"""Google-signed OIDC ID tokens, minted by PyJWT against a local JWKS server: one good token, every attack refused."""
+import base64
+import hashlib
+import hmac
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import jwt
+import pytest
+import requests
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from conftest import SECRET, recorded, signed_headers, start_relay, stop_relay
+
+AUDIENCE = "https://relay.example.com/webhooks/remote-config"
+INVOKER = "eventarc-invoker@demo-project.iam.gserviceaccount.com"
+CE = {
+    "content-type": "application/json", "ce-specversion": "1.0", "ce-id": "ev-1",
+    "ce-type": "google.firebase.remoteconfig.remoteConfig.v1.updated",
+    "ce-source": "//firebaseremoteconfig.googleapis.com/projects/demo-project",
+}
+BODY = json.dumps({"versionNumber": "42", "updateType": "INCREMENTAL_UPDATE"}).encode()
+
+
+class Keys:
+    """RSA keys and the JWKS document that publishes some of them."""
+
+    def __init__(self):
+        self.private = {}
+        self.published = []
+        self.fetches = 0
+
+    def add(self, kid, publish=True):
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.private[kid] = key
+        if publish:
+            self.published.append(kid)
+        return key
+
+    def jwks(self):
+        keys = []
+        for kid in self.published:
+            jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.private[kid].public_key()))
+            keys.append({**jwk, "kid": kid, "alg": "RS256", "use": "sig"})
+        return {"keys": keys}
+
+    def public_pem(self, kid):
+        return self.private[kid].public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+@pytest.fixture
+def keys():
+    keys = Keys()
+    keys.add("google-key-1")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            keys.fetches += 1
+            body = json.dumps(keys.jwks()).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    keys.url = f"http://127.0.0.1:{server.server_address[1]}/oauth2/v3/certs"
+    yield keys
+    server.shutdown()
+
+
+def oidc_relay(emulator, tmp_path, keys, auth="oidc"):
+    return start_relay(emulator, tmp_path, f"""
+webhook: {{auth: {auth}, secrets: [{{env: TEST_WEBHOOK_SECRET}}]}}
+oidc:
+  audiences: ["{AUDIENCE}"]
+  allowedEmails: ["{INVOKER}"]
+  jwksURL: "{keys.url}"
+  jwksMinRefreshSeconds: 1
+""")
+
+
+@pytest.fixture
+def relay(emulator, tmp_path, keys):
+    relay = oidc_relay(emulator, tmp_path, keys)
+    yield relay
+    stop_relay(relay)
+
+
+def claims(**overrides):
+    now = int(time.time())
+    base = {"iss": "https://accounts.google.com", "aud": AUDIENCE, "email": INVOKER, "email_verified": True,
+            "iat": now, "exp": now + 3600, "sub": "1234567890"}
+    base.update(overrides)
+    return {k: v for k, v in base.items() if v is not None}
+
+
+def token(keys, kid="google-key-1", **overrides):
+    return jwt.encode(claims(**overrides), keys.private[kid], algorithm="RS256", headers={"kid": kid})
+
+
+def b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def post(relay, bearer, headers=None):
+    all_headers = {**CE, **({"authorization": f"Bearer {bearer}"} if bearer else {}), **(headers or {})}
+    return requests.post(relay["webhook"], data=BODY, headers=all_headers, timeout=30)
+
+
+def expect_refusal(relay, answer, check):
+    assert answer.status_code == 401, answer.text
+    problem = answer.json()
+    assert problem["type"] == "urn:rc-relay:problem:invalid-id-token"
+    assert check in problem["detail"], problem["detail"]
+    assert "eyJ" not in answer.text
+    assert recorded(relay["emulator"]) == []
+
+
+def test_a_google_signed_token_is_accepted(relay, keys):
+    answer = post(relay, token(keys))
+    assert answer.status_code == 200, answer.text
+    assert [m["message"]["data"]["CONFIG_VERSION"] for m in recorded(relay["emulator"])] == ["42"]
+
+
+def test_the_short_issuer_form_is_accepted(relay, keys):
+    assert post(relay, token(keys, iss="accounts.google.com")).status_code == 200
+
+
+def test_no_token_is_refused(relay):
+    expect_refusal(relay, post(relay, None), "no Authorization")
+
+
+@pytest.mark.parametrize("name,overrides,check", [
+    ("wrong audience", {"aud": "https://elsewhere.example.com/"}, "audience"),
+    ("wrong issuer", {"iss": "https://evil.example.com"}, "issuer"),
+    ("expired", {"iat": int(time.time()) - 7200, "exp": int(time.time()) - 3600}, "expired"),
+    ("not yet valid", {"iat": int(time.time()) + 3600, "exp": int(time.time()) + 7200}, "not valid yet"),
+    ("nbf in the future", {"nbf": int(time.time()) + 3600}, "not valid yet"),
+    ("email not verified", {"email_verified": False}, "not verified"),
+    ("unlisted email", {"email": "someone-else@demo-project.iam.gserviceaccount.com"}, "allowedEmails"),
+    ("no email", {"email": None}, "allowedEmails"),
+])
+def test_bad_claims_are_refused(relay, keys, name, overrides, check):
+    expect_refusal(relay, post(relay, token(keys, **overrides)), check)
+
+
+def test_unknown_kid_is_refused(relay, keys):
+    keys.add("stranger", publish=False)
+    expect_refusal(relay, post(relay, token(keys, kid="stranger")), "kid")
+
+
+def test_alg_none_is_refused(relay, keys):
+    unsigned = b64(json.dumps({"alg": "none", "kid": "google-key-1"}).encode()) + "." + b64(json.dumps(claims()).encode()) + "."
+    expect_refusal(relay, post(relay, unsigned), "'none' is not RS256")
+
+
+def test_hs256_with_the_public_key_as_secret_is_refused(relay, keys):
+    header = b64(json.dumps({"alg": "HS256", "kid": "google-key-1", "typ": "JWT"}).encode())
+    payload = b64(json.dumps(claims()).encode())
+    signature = hmac.new(keys.public_pem("google-key-1"), f"{header}.{payload}".encode(), hashlib.sha256).digest()
+    expect_refusal(relay, post(relay, f"{header}.{payload}.{b64(signature)}"), "'HS256' is not RS256")
+
+
+def test_tampered_payload_is_refused(relay, keys):
+    header, _, signature = token(keys).split(".")
+    forged = b64(json.dumps(claims(email="attacker@evil.example.com")).encode())
+    expect_refusal(relay, post(relay, f"{header}.{forged}.{signature}"), "signature")
+
+
+def test_a_token_signed_by_another_key_with_a_known_kid_is_refused(relay, keys):
+    keys.add("attacker", publish=False)
+    forged = jwt.encode(claims(), keys.private["attacker"], algorithm="RS256", headers={"kid": "google-key-1"})
+    expect_refusal(relay, post(relay, forged), "signature")
+
+
+def test_rotated_keys_are_fetched_once_and_forged_kids_cause_no_storm(relay, keys):
+    assert post(relay, token(keys)).status_code == 200
+    assert keys.fetches == 1
+    for _ in range(5):
+        post(relay, token(keys, kid="google-key-1") + "x")  # bad signatures: no refetch
+    keys.add("google-key-2")
+    time.sleep(1.1)  # past jwksMinRefreshSeconds
+    assert post(relay, token(keys, kid="google-key-2")).status_code == 200
+    assert keys.fetches == 2
+    keys.add("forged", publish=False)
+    for _ in range(5):
+        post(relay, token(keys, kid="forged"))
+    assert keys.fetches <= 3
+
+
+def test_both_requires_the_signature_and_the_token(emulator, tmp_path, keys):
+    relay = oidc_relay(emulator, tmp_path, keys, auth="both")
+    try:
+        only_token = post(relay, token(keys))
+        assert only_token.status_code == 401
+        assert only_token.json()["type"] == "urn:rc-relay:problem:invalid-signature"
+        only_signature = requests.post(relay["webhook"], data=BODY, headers={**CE, **signed_headers(BODY)}, timeout=30)
+        assert only_signature.json()["type"] == "urn:rc-relay:problem:invalid-id-token"
+        both = post(relay, token(keys), headers=signed_headers(BODY))
+        assert both.status_code == 200, both.text
+    finally:
+        stop_relay(relay)
+
+
+def test_unreachable_keys_answer_503_so_the_sender_retries(emulator, tmp_path, keys):
+    keys.url = "http://127.0.0.1:9/certs"
+    relay = oidc_relay(emulator, tmp_path, keys)
+    try:
+        answer = post(relay, token(keys))
+        assert answer.status_code == 503
+        assert answer.json()["type"] == "urn:rc-relay:problem:verification-unavailable"
+        assert answer.headers["retry-after"] == "30"
+    finally:
+        stop_relay(relay)
