@@ -17,11 +17,30 @@ public enum FCMEmulatorServer {
         router.post("/v1/projects/:project/messages:send") { request, context in
             try await send.handle(request, context: context, project: try context.parameters.require("project"))
         }
+        addMetadataServer(to: router, state: state)
         addControls(to: router, state: state)
         return Application(
             router: router, configuration: .init(address: .hostname(host, port: port), serverName: "fcm-emulator"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
             logger: logger)
+    }
+
+    /// The metadata server of Cloud Run and GCE: the default service account's token, and the project id.
+    /// Like Google's, it answers only requests with `Metadata-Flavor: Google`.
+    static func addMetadataServer(to router: Router<EmulatorContext>, state: EmulatorState) {
+        let missingFlavor = Response(
+            status: .forbidden, headers: [.contentType: "text/html"],
+            body: .init(byteBuffer: ByteBuffer(string: "Missing Metadata-Flavor:Google header.")))
+        router.get("/computeMetadata/v1/instance/service-accounts/default/token") { request, _ in
+            guard request.headers[.init("Metadata-Flavor")!] == "Google" else { return missingFlavor }
+            await state.noteTokenRequest(assertion: nil)
+            let (token, lifetime) = await state.issueToken(project: state.metadataProject)
+            return GoogleErrors.json(["access_token": token, "expires_in": lifetime, "token_type": "Bearer"])
+        }
+        router.get("/computeMetadata/v1/project/project-id") { request, _ in
+            guard request.headers[.init("Metadata-Flavor")!] == "Google" else { return missingFlavor }
+            return Response(status: .ok, headers: [.contentType: "application/text"], body: .init(byteBuffer: ByteBuffer(string: state.metadataProject)))
+        }
     }
 
     /// `/emulator/…`: what was recorded, and faults to inject.

@@ -68,7 +68,11 @@ public actor EmulatorState {
     /// Latency added to every `messages:send`, in milliseconds.
     public var baseLatencyMs: Int
 
-    public init(tokenLifetime: Int = 3599, baseLatencyMs: Int = 0) {
+    /// The project of the metadata server's default service account.
+    public let metadataProject: String
+
+    public init(tokenLifetime: Int = 3599, baseLatencyMs: Int = 0, metadataProject: String = "demo-project") {
+        self.metadataProject = metadataProject
         self.tokenLifetime = tokenLifetime
         self.baseLatencyMs = baseLatencyMs
     }

@@ -19,7 +19,7 @@ struct Emulator: AsyncParsableCommand {
     func run() async throws {
         var logger = Logger(label: "fcm-emulator")
         logger.logLevel = .notice
-        let state = EmulatorState(tokenLifetime: tokenLifetime, baseLatencyMs: latencyMs)
+        let state = EmulatorState(tokenLifetime: tokenLifetime, baseLatencyMs: latencyMs, metadataProject: project)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = FCMEmulatorServer.buildApplication(state: state, host: host, port: port, logger: logger) { continuation.yield($0) }
         try await withThrowingTaskGroup(of: Void.self) { group in

@@ -97,7 +97,6 @@ private func refusal(_ yaml: String, environment: [String: String] = [:]) -> Con
         ("webhook: {secrets: [{env: NOT_SET}]}\nfcm: {credentialsFile: \"\(key)\"}", [:], "webhook.secrets[0]"),
         ("webhook: {secrets: [{file: /nonexistent}]}\nfcm: {credentialsFile: \"\(key)\"}", [:], "webhook.secrets[0]"),
         ("webhook: {secrets: [\"whsec_short\"]}\nfcm: {credentialsFile: \"\(key)\"}", [:], "webhook.secrets[0]"),
-        ("webhook: {secrets: [\"\(secret)\"]}", [:], "fcm.credentialsFile"),
         ("webhook: {secrets: [\"\(secret)\"]}\nfcm: {credentialsFile: /nonexistent.json}", [:], "fcm.credentialsFile"),
         (base(key), ["RC_RELAY_FCM_BASE_URL": "ftp://x"], "fcm.baseURL"),
         ("server: [", [:], "(file)"),

@@ -10,7 +10,7 @@ private func send(_ relay: LiveRelay, _ body: String, project: String = "demo-pr
     if let token {
         bearer = token
     } else {
-        let source = try await ServiceAccountTokenSource(key: try ServiceAccountKey(contentsOf: relay.keyFile), httpClient: .shared, logger: quietLogger)
+        let source = try await ServiceAccountTokenSource.make(key: try ServiceAccountKey(contentsOf: relay.keyFile), httpClient: .shared, logger: quietLogger)
         bearer = try await source.token().value
     }
     var request = HTTPClientRequest(url: "\(relay.emulatorURL)/v1/projects/\(project)/messages:send")
@@ -69,7 +69,7 @@ private let invalidMessages: [(String, String)] = [
 
 @Test func emulatorRefusesTamperedAssertions() async throws {
     try await withLiveRelay { relay in
-        _ = try await ServiceAccountTokenSource(key: try ServiceAccountKey(contentsOf: relay.keyFile), httpClient: .shared, logger: quietLogger).token()
+        _ = try await ServiceAccountTokenSource.make(key: try ServiceAccountKey(contentsOf: relay.keyFile), httpClient: .shared, logger: quietLogger).token()
         let good = try #require(await relay.emulator.assertions.first)
         var parts = good.split(separator: ".").map(String.init)
         parts[1] = parts[1].dropLast(2) + (parts[1].hasSuffix("A") ? "BB" : "AA")

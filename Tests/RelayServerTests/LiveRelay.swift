@@ -67,7 +67,7 @@ let quietLogger: Logger = {
 
 /// Starts the emulator, then a relay configured with `yaml` (its fcm/webhook/server sections are filled in).
 func withLiveRelay(
-    routes: String? = nil, environment: [String: String] = [:], tokenLifetime: Int = 3599,
+    routes: String? = nil, environment: [String: String] = [:], tokenLifetime: Int = 3599, useKeyFile: Bool = true,
     _ body: (LiveRelay) async throws -> Void
 ) async throws {
     let state = EmulatorState(tokenLifetime: tokenLifetime)
@@ -86,10 +86,11 @@ func withLiveRelay(
         let yaml = """
             server: {port: 0}
             webhook: {secrets: ["\(secret)"]}
-            fcm: {credentialsFile: "\(keyFile.path)", baseURL: "\(emulatorURL)"}
+            fcm: {\(useKeyFile ? "credentialsFile: \"\(keyFile.path)\", " : "")baseURL: "\(emulatorURL)"}
             \(routes.map { "routes:\n\($0)" } ?? "")
             """
-        let settings = try ConfigurationLoader(environment: environment).load(yaml: yaml)
+        // "EMULATOR" in a variable stands for the emulator's URL, known only once it runs.
+        let settings = try ConfigurationLoader(environment: environment.mapValues { $0 == "EMULATOR" ? emulatorURL : $0 }).load(yaml: yaml)
         let (relayPorts, relayContinuation) = AsyncStream.makeStream(of: Int.self)
         let relay = try await RelayApplication.build(settings: settings, logger: quietLogger) { relayContinuation.yield($0) }
         let relayGroup = ServiceGroup(services: [relay], gracefulShutdownSignals: [], logger: quietLogger)

@@ -5,8 +5,8 @@ import Foundation
 import Testing
 
 /// A token source for the live relay's key file, talking to its emulator.
-private func tokenSource(_ relay: LiveRelay, refreshMargin: Duration = .seconds(240)) async throws -> ServiceAccountTokenSource {
-    try await ServiceAccountTokenSource(
+private func tokenSource(_ relay: LiveRelay, refreshMargin: Duration = .seconds(240)) async throws -> CachingTokenSource {
+    try await ServiceAccountTokenSource.make(
         key: try ServiceAccountKey(contentsOf: relay.keyFile), httpClient: .shared, refreshMargin: refreshMargin, logger: quietLogger)
 }
 
@@ -93,7 +93,7 @@ private func tokenSource(_ relay: LiveRelay, refreshMargin: Duration = .seconds(
         // A key the emulator has never seen: its signature cannot verify.
         let stranger = EmulatorState()
         let data = try await ServiceAccountFactory.make(project: "demo-project", tokenURI: relay.emulatorURL + "/token", state: stranger)
-        let source = try await ServiceAccountTokenSource(key: try ServiceAccountKey(json: data), httpClient: .shared, logger: quietLogger)
+        let source = try await ServiceAccountTokenSource.make(key: try ServiceAccountKey(json: data), httpClient: .shared, logger: quietLogger)
         do throws(TokenError) {
             _ = try await source.token()
             Issue.record("expected a refusal")

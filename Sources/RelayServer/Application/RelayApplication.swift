@@ -19,13 +19,13 @@ public enum RelayApplication {
         let httpClient = HTTPClient(
             eventLoopGroupProvider: .singleton,
             configuration: .init(timeout: .init(connect: .seconds(5), read: .seconds(settings.fcmTimeout.components.seconds))))
-        let tokenSource: ServiceAccountTokenSource
+        let tokenSource: CachingTokenSource
+        let project: String
         do {
-            tokenSource = try await ServiceAccountTokenSource(
-                key: settings.serviceAccount, path: settings.credentialsFile, httpClient: httpClient, logger: logger)
+            (tokenSource, project) = try await credentials(settings, httpClient: httpClient, logger: logger)
         } catch {
             try? await httpClient.shutdown()
-            throw ConfigurationError(key: "fcm.credentialsFile", problem: "\(error)", fix: "download a new key in the Firebase console")
+            throw error
         }
         let sender = FCMSender(
             httpClient: httpClient, baseURL: settings.fcmBaseURL, tokenSource: tokenSource, timeout: settings.fcmTimeout)
@@ -36,13 +36,40 @@ public enum RelayApplication {
             try? await httpClient.shutdown()
             throw error
         }
-        let router = makeRouter(settings: settings, sender: sender, idTokens: idTokens)
+        let router = makeRouter(settings: settings, project: project, sender: sender, idTokens: idTokens)
         return Application(
             router: router,
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "rc-relay"),
             services: [HTTPClientService(client: httpClient)],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? settings.port) },
             logger: logger)
+    }
+
+    /// The token source for the configured credentials, and the project (asked of the metadata server if unset).
+    static func credentials(_ settings: RelaySettings, httpClient: HTTPClient, logger: Logger) async throws -> (CachingTokenSource, String) {
+        switch settings.credentials {
+        case .keyFile(let path, let key):
+            let source: CachingTokenSource
+            do {
+                source = try await ServiceAccountTokenSource.make(key: key, path: path, httpClient: httpClient, logger: logger)
+            } catch {
+                throw ConfigurationError(key: "fcm.credentialsFile", problem: "\(error)", fix: "download a new key in the Firebase console")
+            }
+            guard let project = settings.project else {
+                throw ConfigurationError(key: "fcm.project", problem: "no Firebase project is known", fix: "set fcm.project to the Firebase project id")
+            }
+            return (source, project)
+        case .metadataServer(let baseURL):
+            let metadata = MetadataServerExchange(baseURL: baseURL, httpClient: httpClient, timeout: settings.fcmTimeout)
+            if let project = settings.project { return (CachingTokenSource(exchange: metadata), project) }
+            do {
+                return (CachingTokenSource(exchange: metadata), try await metadata.projectID())
+            } catch {
+                throw ConfigurationError(
+                    key: "fcm.project", problem: "it is not set, and the metadata server at \(baseURL) did not say (\(error))",
+                    fix: "set fcm.project, or fcm.credentialsFile to a service-account key file when not on Google Cloud")
+            }
+        }
     }
 
     /// The ID-token verifier for `webhook.auth: oidc` or `both`, with its keys from a URL or a file.
@@ -65,9 +92,11 @@ public enum RelayApplication {
     }
 
     /// The routes: the webhook and the health probe.
-    static func makeRouter(settings: RelaySettings, sender: any MessageSender, idTokens: IDTokenVerifier?) -> Router<RelayRequestContext> {
+    static func makeRouter(
+        settings: RelaySettings, project: String, sender: any MessageSender, idTokens: IDTokenVerifier?
+    ) -> Router<RelayRequestContext> {
         let webhook = WebhookController(
-            auth: settings.webhookAuth, verifier: settings.verifier, idTokens: idTokens, maxBodyBytes: settings.maxBodyBytes, project: settings.project,
+            auth: settings.webhookAuth, verifier: settings.verifier, idTokens: idTokens, maxBodyBytes: settings.maxBodyBytes, project: project,
             routes: settings.routes,
             dispatcher: Dispatcher(sender: sender, validateOnly: settings.validateOnly, logPings: settings.logPings))
         let router = Router(context: RelayRequestContext.self)

@@ -25,6 +25,7 @@ struct ConfigurationFile: Decodable {
     struct FCM: Decodable {
         var project: String?
         var credentialsFile: String?
+        var metadataURL: String?
         var baseURL: String?
         var validateOnly: Bool?
         var timeoutSeconds: Int?
@@ -51,7 +52,7 @@ struct ConfigurationFile: Decodable {
         "server": ["host", "port", "webhookPath", "maxBodyBytes"],
         "webhook": ["auth", "secrets", "toleranceSeconds"],
         "oidc": ["audiences", "allowedEmails", "jwksURL", "jwksFile", "clockSkewSeconds", "jwksMinRefreshSeconds"],
-        "fcm": ["project", "credentialsFile", "baseURL", "validateOnly", "timeoutSeconds"],
+        "fcm": ["project", "credentialsFile", "metadataURL", "baseURL", "validateOnly", "timeoutSeconds"],
         "log": ["level", "format", "pings"],
         "routes[]": ["name", "topic", "condition", "data", "when", "android", "apns", "webpush"],
         "routes[].when": ["updateTypes", "origins"],

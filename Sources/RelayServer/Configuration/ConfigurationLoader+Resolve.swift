@@ -28,20 +28,11 @@ extension ConfigurationLoader {
         }
         let secrets = auth.needsHMAC || file.webhook?.secrets != nil ? try resolveSecrets(file.webhook?.secrets ?? []) : []
         let oidc = auth.needsOIDC ? try resolveOIDC(file.oidc) : nil
-        let credentialsFile = file.fcm?.credentialsFile ?? environment["GOOGLE_APPLICATION_CREDENTIALS"]
-        guard let credentialsFile else {
-            throw ConfigurationError(
-                key: "fcm.credentialsFile", problem: "no service-account key file is configured",
-                fix: "set fcm.credentialsFile (or GOOGLE_APPLICATION_CREDENTIALS) to the key file downloaded from the Firebase console")
-        }
-        let key: ServiceAccountKey
-        do {
-            key = try ServiceAccountKey(contentsOf: credentialsFile)
-        } catch {
-            throw ConfigurationError(key: "fcm.credentialsFile", problem: "\(error)", fix: "download a new key in the Firebase console under Project settings › Service accounts")
-        }
-        guard let project = file.fcm?.project ?? key.projectID, !project.isEmpty else {
-            throw ConfigurationError(key: "fcm.project", problem: "no Firebase project is known", fix: "set fcm.project to the Firebase project id")
+        let credentials = try resolveCredentials(file.fcm)
+        var project = file.fcm?.project
+        if project == nil, case .keyFile(_, let key) = credentials { project = key.projectID }
+        if let project, project.isEmpty || project.contains("/") {
+            throw ConfigurationError(key: "fcm.project", problem: "'\(project)' is not a project id", fix: "use the Firebase project id, e.g. my-app-1234")
         }
         let baseURL = file.fcm?.baseURL ?? RelaySettings.defaultFCMBaseURL
         guard let url = URL(string: baseURL), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
@@ -73,9 +64,25 @@ extension ConfigurationLoader {
             host: file.server?.host ?? RelaySettings.defaultHost, port: port, webhookPath: path, maxBodyBytes: maxBody,
             webhookAuth: auth, verifier: StandardWebhookVerifier(secrets: secrets, tolerance: .seconds(tolerance)), oidc: oidc,
             project: project,
-            credentialsFile: credentialsFile, serviceAccount: key, fcmBaseURL: baseURL,
+            credentials: credentials, fcmBaseURL: baseURL,
             validateOnly: file.fcm?.validateOnly ?? false, fcmTimeout: .seconds(timeout), logLevel: level,
             logFormat: format, logPings: file.log?.pings ?? false, routes: routes)
+    }
+
+    /// Application Default Credentials order: the configured key file, GOOGLE_APPLICATION_CREDENTIALS, the metadata server.
+    private func resolveCredentials(_ fcm: ConfigurationFile.FCM?) throws(ConfigurationError) -> RelaySettings.Credentials {
+        if let path = fcm?.credentialsFile ?? environment["GOOGLE_APPLICATION_CREDENTIALS"] {
+            do {
+                return .keyFile(path: path, key: try ServiceAccountKey(contentsOf: path))
+            } catch {
+                throw ConfigurationError(key: "fcm.credentialsFile", problem: "\(error)", fix: "download a new key in the Firebase console under Project settings › Service accounts")
+            }
+        }
+        let base = fcm?.metadataURL ?? environment["GCE_METADATA_HOST"].map { "http://\($0)" } ?? MetadataServerExchange.defaultBaseURL
+        guard let url = URL(string: base), url.scheme == "http" || url.scheme == "https", url.host != nil else {
+            throw ConfigurationError(key: "fcm.metadataURL", problem: "'\(base)' is not an http(s) URL", fix: "leave it unset on Google Cloud (\(MetadataServerExchange.defaultBaseURL))")
+        }
+        return .metadataServer(baseURL: base)
     }
 
     private func resolveOIDC(_ oidc: ConfigurationFile.OIDC?) throws(ConfigurationError) -> RelaySettings.OIDCSettings {

@@ -21,6 +21,7 @@ public enum EnvironmentOverrides {
         .init(variable: "RC_RELAY_WEBHOOK_TOLERANCE_SECONDS", key: "webhook.toleranceSeconds", isList: false),
         .init(variable: "RC_RELAY_FCM_PROJECT", key: "fcm.project", isList: false),
         .init(variable: "RC_RELAY_FCM_CREDENTIALS_FILE", key: "fcm.credentialsFile", isList: false),
+        .init(variable: "RC_RELAY_FCM_METADATA_URL", key: "fcm.metadataURL", isList: false),
         .init(variable: "RC_RELAY_FCM_BASE_URL", key: "fcm.baseURL", isList: false),
         .init(variable: "RC_RELAY_FCM_VALIDATE_ONLY", key: "fcm.validateOnly", isList: false),
         .init(variable: "RC_RELAY_FCM_TIMEOUT_SECONDS", key: "fcm.timeoutSeconds", isList: false),

@@ -15,9 +15,9 @@ public struct RelaySettings: Sendable {
     public var verifier: StandardWebhookVerifier
     /// Google-signed ID tokens; nil when `webhookAuth` is `.hmac`.
     public var oidc: OIDCSettings?
-    public var project: String
-    public var credentialsFile: String
-    public var serviceAccount: ServiceAccountKey
+    /// The Firebase project; nil means "ask the metadata server" (on Google Cloud with no key file).
+    public var project: String?
+    public var credentials: Credentials
     public var fcmBaseURL: String
     public var validateOnly: Bool
     public var fcmTimeout: Duration
@@ -50,6 +50,14 @@ public struct RelaySettings: Sendable {
         public var allowedEmails: Set<String>
         public var clockSkew: Duration
         public var jwksMinimumRefresh: Duration
+    }
+
+    /// Where FCM access tokens come from, in Application Default Credentials order.
+    public enum Credentials: Sendable {
+        /// A service-account key file (`fcm.credentialsFile`, else `GOOGLE_APPLICATION_CREDENTIALS`).
+        case keyFile(path: String, key: ServiceAccountKey)
+        /// The metadata server of Cloud Run, GKE or GCE (no key file anywhere).
+        case metadataServer(baseURL: String)
     }
 
     public enum LogFormat: String, Sendable, CaseIterable {
