@@ -107,3 +107,26 @@ func refusesOtherContentTypes(contentType: String?) {
         try EventDecoder.decode(body: Data(#"{"versionNumber":1}"#.utf8), headers: EventHeaders(contentType: contentType))
     }
 }
+
+@Test func decodesAPubSubPushEnvelope() throws {
+    let event = try PubSubDecoder.decode(body: try sample("pubsub-push.json"), contentType: "application/json")
+    #expect(event.format == .pubSub)
+    #expect(event.id == "2070443601311540")
+    #expect(event.project == "demo-project")
+    #expect(event.version.versionNumber == 42)
+    #expect(event.version.updateUser?.imageUrl == "https://example.com/dana.png")
+}
+
+@Test func refusesBadPubSubEnvelopes() {
+    let version = Data(#"{"versionNumber":1}"#.utf8).base64EncodedString()
+    let cases: [(String, DecodeError)] = [
+        (#"{"versionNumber":1}"#, .invalidEnvelope(#"expected {"message": {"data", "messageId"}, "subscription"}"#)),
+        (#"{"message":{"data":"\#(version)"}}"#, .invalidEnvelope("message.messageId is missing")),
+        (#"{"message":{"messageId":"1","data":"%%%"}}"#, .invalidEnvelope("message.data is missing or not base64")),
+        (#"{"message":{"messageId":"1","data":"\#(Data("{}".utf8).base64EncodedString())"}}"#, .missingVersionNumber),
+        (#"{"message":{"messageId":"1","data":"\#(version)","attributes":{"ce-specversion":"1.0","ce-id":"x","ce-source":"s","ce-type":"other.type"}}}"#, .unknownEventType("other.type")),
+    ]
+    for (body, expected) in cases {
+        #expect(throws: expected) { try PubSubDecoder.decode(body: Data(body.utf8), contentType: "application/json") }
+    }
+}

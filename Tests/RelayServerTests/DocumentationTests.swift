@@ -24,6 +24,8 @@ private func text(_ path: String) throws -> String {
         #expect(documented.contains(String(kind.status.code)), "status \(kind.status.code) of \(kind.rawValue)")
     }
     #expect(documented == Set(ProblemKind.allCases.map { String($0.status.code) } + ["200"]))
+    let pubSub = try #require((paths[RelaySettings.defaultPubSubPath] as? [String: Any])?["post"] as? [String: Any])
+    #expect(Set((pubSub["responses"] as? [String: Any] ?? [:]).keys) == documented)
     let schemas = try #require((spec["components"] as? [String: Any])?["schemas"] as? [String: Any])
     let problemTypes = ((((schemas["Problem"] as? [String: Any])?["properties"] as? [String: Any])?["type"] as? [String: Any])?["enum"] as? [String])
     #expect(Set(problemTypes ?? []) == Set(ProblemKind.allCases.map(\.uri)))

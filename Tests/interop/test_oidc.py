@@ -220,3 +220,47 @@ def test_unreachable_keys_answer_503_so_the_sender_retries(emulator, tmp_path, k
         assert answer.headers["retry-after"] == "30"
     finally:
         stop_relay(relay)
+
+
+SAMPLES = __import__("pathlib").Path(__file__).resolve().parents[3] / "shared" / "samples"
+
+
+def push(relay, envelope, bearer):
+    headers = {"content-type": "application/json", **({"authorization": f"Bearer {bearer}"} if bearer else {})}
+    return requests.post(relay["url"] + "/pubsub/remote-config", data=json.dumps(envelope), headers=headers, timeout=30)
+
+
+def test_pubsub_push_is_relayed_and_redelivery_is_acked_without_a_second_ping(relay, keys):
+    envelope = json.loads((SAMPLES / "pubsub-push.json").read_text())
+    first = push(relay, envelope, token(keys))
+    assert first.status_code == 200, first.text  # 200: Pub/Sub acks
+    assert first.json()["event"]["format"] == "pubsub"
+    assert first.json()["event"]["id"] == "2070443601311540"
+    again = push(relay, envelope, token(keys))
+    assert again.status_code == 200
+    assert again.json()["duplicate"] is True
+    messages = recorded(relay["emulator"])
+    assert [m["message"]["data"] for m in messages] == [{"CONFIG_STATE": "STALE", "CONFIG_VERSION": "42"}]
+
+
+def test_pubsub_push_without_a_token_is_refused_and_nacked(relay):
+    envelope = json.loads((SAMPLES / "pubsub-push.json").read_text())
+    answer = push(relay, envelope, None)
+    assert answer.status_code == 401
+    assert answer.json()["type"] == "urn:rc-relay:problem:invalid-id-token"
+    assert recorded(relay["emulator"]) == []
+
+
+def test_pubsub_push_with_bad_data_is_nacked_for_the_dead_letter_topic(relay, keys):
+    envelope = {"message": {"data": "bm90IGpzb24=", "messageId": "99"}, "subscription": "projects/p/subscriptions/s"}
+    answer = push(relay, envelope, token(keys))
+    assert answer.status_code == 400
+    assert answer.json()["type"] == "urn:rc-relay:problem:malformed-event"
+
+
+def test_pubsub_path_is_absent_without_oidc(emulator, tmp_path):
+    relay = start_relay(emulator, tmp_path, "webhook: {secrets: [{env: TEST_WEBHOOK_SECRET}]}")
+    try:
+        assert push(relay, {"message": {}}, None).status_code == 404
+    finally:
+        stop_relay(relay)

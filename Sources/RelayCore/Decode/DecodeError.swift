@@ -16,6 +16,8 @@ public enum DecodeError: Error, Equatable, Sendable {
     case unknownEventType(String)
     /// `ce-source` is not a Remote Config project source.
     case invalidSource(String)
+    /// A Pub/Sub push body that is not `{message: {data, messageId, …}, subscription}`.
+    case invalidEnvelope(String)
 }
 
 extension DecodeError: CustomStringConvertible {
@@ -30,6 +32,7 @@ extension DecodeError: CustomStringConvertible {
         case .unsupportedSpecVersion(let version): "CloudEvents spec version '\(version)' is not supported (only 1.0)"
         case .unknownEventType(let type):
             "event type '\(type)' is not \(EventDecoder.remoteConfigUpdatedType)"
+        case .invalidEnvelope(let reason): "the Pub/Sub push envelope is invalid: \(reason)"
         case .invalidSource(let source):
             "source '\(source)' is not //firebaseremoteconfig.googleapis.com/projects/{project}"
         }

@@ -5,9 +5,10 @@ public struct RemoteConfigEvent: Sendable, Equatable {
         case cloudEventBinary = "cloudevent-binary"
         case cloudEventStructured = "cloudevent-structured"
         case templateVersion = "template-version"
+        case pubSub = "pubsub"
     }
 
-    /// The sender's event id (`ce-id`), when the shape carries one.
+    /// The sender's event id (`ce-id`, or Pub/Sub's `messageId`), when the shape carries one.
     public var id: String?
     /// The Firebase project, from `ce-source` when present.
     public var project: String?

@@ -95,13 +95,25 @@ public enum RelayApplication {
     static func makeRouter(
         settings: RelaySettings, project: String, sender: any MessageSender, idTokens: IDTokenVerifier?
     ) -> Router<RelayRequestContext> {
+        let dispatcher = Dispatcher(sender: sender, validateOnly: settings.validateOnly, logPings: settings.logPings)
+        let recent = RecentEvents()
         let webhook = WebhookController(
-            auth: settings.webhookAuth, verifier: settings.verifier, idTokens: idTokens, maxBodyBytes: settings.maxBodyBytes, project: project,
-            routes: settings.routes,
-            dispatcher: Dispatcher(sender: sender, validateOnly: settings.validateOnly, logPings: settings.logPings))
+            ingest: .webhook, auth: settings.webhookAuth, verifier: settings.verifier,
+            idTokens: settings.webhookAuth.needsOIDC ? idTokens : nil, maxBodyBytes: settings.maxBodyBytes,
+            project: project, routes: settings.routes, dispatcher: dispatcher, recent: recent)
         let router = Router(context: RelayRequestContext.self)
         router.post(RouterPath(settings.webhookPath)) { request, context in
             await webhook.handle(request, context: context)
+        }
+        if let idTokens {
+            // Pub/Sub push proves itself with an ID token only; without `oidc` settings the path does not exist.
+            let pubSub = WebhookController(
+                ingest: .pubSub, auth: .oidc, verifier: settings.verifier, idTokens: idTokens,
+                maxBodyBytes: settings.maxBodyBytes, project: project, routes: settings.routes, dispatcher: dispatcher,
+                recent: recent)
+            router.post(RouterPath(settings.pubsubPath)) { request, context in
+                await pubSub.handle(request, context: context)
+            }
         }
         router.get("/healthz") { _, _ in
             JSONResponse.make(["status": "ok", "version": version])

@@ -13,6 +13,7 @@ struct ConfigurationFile: Decodable {
         var host: String?
         var port: Int?
         var webhookPath: String?
+        var pubsubPath: String?
         var maxBodyBytes: Int?
     }
 
@@ -49,7 +50,7 @@ struct ConfigurationFile: Decodable {
     /// Every key the file may hold, to refuse typos instead of ignoring them.
     static let knownKeys: [String: Set<String>] = [
         "": ["server", "webhook", "fcm", "log", "oidc", "routes"],
-        "server": ["host", "port", "webhookPath", "maxBodyBytes"],
+        "server": ["host", "port", "webhookPath", "pubsubPath", "maxBodyBytes"],
         "webhook": ["auth", "secrets", "toleranceSeconds"],
         "oidc": ["audiences", "allowedEmails", "jwksURL", "jwksFile", "clockSkewSeconds", "jwksMinRefreshSeconds"],
         "fcm": ["project", "credentialsFile", "metadataURL", "baseURL", "validateOnly", "timeoutSeconds"],

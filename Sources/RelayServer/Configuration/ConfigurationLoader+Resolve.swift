@@ -14,6 +14,10 @@ extension ConfigurationLoader {
         guard path.hasPrefix("/"), !path.contains(" "), path != "/healthz" else {
             throw ConfigurationError(key: "server.webhookPath", problem: "'\(path)' is not a usable path", fix: "use an absolute path such as \(RelaySettings.defaultWebhookPath)")
         }
+        let pubsubPath = file.server?.pubsubPath ?? RelaySettings.defaultPubSubPath
+        guard pubsubPath.hasPrefix("/"), !pubsubPath.contains(" "), pubsubPath != path, pubsubPath != "/healthz" else {
+            throw ConfigurationError(key: "server.pubsubPath", problem: "'\(pubsubPath)' is not a usable path", fix: "use an absolute path of its own such as \(RelaySettings.defaultPubSubPath)")
+        }
         let maxBody = file.server?.maxBodyBytes ?? RelaySettings.defaultMaxBodyBytes
         guard (1024...10_485_760).contains(maxBody) else {
             throw ConfigurationError(key: "server.maxBodyBytes", problem: "\(maxBody) is outside 1024 to 10485760", fix: "template versions are small; 65536 is plenty")
@@ -27,7 +31,7 @@ extension ConfigurationLoader {
             throw ConfigurationError(key: "webhook.auth", problem: "'\(authText)' is not an authentication mode", fix: "use hmac (Standard Webhooks), oidc (Google ID tokens, as Eventarc sends) or both")
         }
         let secrets = auth.needsHMAC || file.webhook?.secrets != nil ? try resolveSecrets(file.webhook?.secrets ?? []) : []
-        let oidc = auth.needsOIDC ? try resolveOIDC(file.oidc) : nil
+        let oidc = auth.needsOIDC || file.oidc != nil ? try resolveOIDC(file.oidc) : nil
         let credentials = try resolveCredentials(file.fcm)
         var project = file.fcm?.project
         if project == nil, case .keyFile(_, let key) = credentials { project = key.projectID }
@@ -61,7 +65,8 @@ extension ConfigurationLoader {
             throw ConfigurationError(key: error.key, problem: error.error.problem, fix: error.error.fix)
         }
         return RelaySettings(
-            host: file.server?.host ?? RelaySettings.defaultHost, port: port, webhookPath: path, maxBodyBytes: maxBody,
+            host: file.server?.host ?? RelaySettings.defaultHost, port: port, webhookPath: path, pubsubPath: pubsubPath,
+            maxBodyBytes: maxBody,
             webhookAuth: auth, verifier: StandardWebhookVerifier(secrets: secrets, tolerance: .seconds(tolerance)), oidc: oidc,
             project: project,
             credentials: credentials, fcmBaseURL: baseURL,

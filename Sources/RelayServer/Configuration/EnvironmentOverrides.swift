@@ -15,6 +15,7 @@ public enum EnvironmentOverrides {
         .init(variable: "RC_RELAY_HOST", key: "server.host", isList: false),
         .init(variable: "RC_RELAY_PORT", key: "server.port", isList: false),
         .init(variable: "RC_RELAY_WEBHOOK_PATH", key: "server.webhookPath", isList: false),
+        .init(variable: "RC_RELAY_PUBSUB_PATH", key: "server.pubsubPath", isList: false),
         .init(variable: "RC_RELAY_MAX_BODY_BYTES", key: "server.maxBodyBytes", isList: false),
         .init(variable: "RC_RELAY_WEBHOOK_AUTH", key: "webhook.auth", isList: false),
         .init(variable: "RC_RELAY_WEBHOOK_SECRETS", key: "webhook.secrets", isList: true),

@@ -8,6 +8,8 @@ public struct RelaySettings: Sendable {
     public var host: String
     public var port: Int
     public var webhookPath: String
+    /// Where Pub/Sub pushes; served only when `oidc` is configured.
+    public var pubsubPath: String
     public var maxBodyBytes: Int
     /// How webhook senders prove who they are.
     public var webhookAuth: WebhookAuth
@@ -67,6 +69,7 @@ public struct RelaySettings: Sendable {
     static let defaultHost = "127.0.0.1"
     static let defaultPort = 8080
     static let defaultWebhookPath = "/webhooks/remote-config"
+    static let defaultPubSubPath = "/pubsub/remote-config"
     static let defaultMaxBodyBytes = 65_536
     static let defaultFCMBaseURL = "https://fcm.googleapis.com"
     static let googleJWKSURL = "https://www.googleapis.com/oauth2/v3/certs"

@@ -5,8 +5,18 @@ import Logging
 import NIOCore
 import RelayCore
 
-/// `POST {webhookPath}`: read → verify → decode → route → deliver → answer. A refused request sends nothing.
+/// `POST {webhookPath}` and `POST {pubsubPath}`: read → verify → decode → route → deliver → answer.
+/// A refused request sends nothing.
 struct WebhookController: Sendable {
+    /// What the endpoint receives.
+    enum Ingest: Sendable {
+        /// CloudEvents (binary or structured) and bare template versions.
+        case webhook
+        /// Pub/Sub push envelopes (always with an ID token).
+        case pubSub
+    }
+
+    let ingest: Ingest
     let auth: RelaySettings.WebhookAuth
     let verifier: StandardWebhookVerifier
     let idTokens: IDTokenVerifier?
@@ -14,11 +24,14 @@ struct WebhookController: Sendable {
     let project: String
     let routes: RouteTable
     let dispatcher: Dispatcher
+    let recent: RecentEvents
 
     /// The answer once every ping was accepted (or validated).
     struct Delivered: Encodable {
         var status = "delivered"
         var requestId: String
+        /// True when this event id was seen recently: nothing was sent again.
+        var duplicate: Bool
         var event: EventSummary
         var deliveries: [DeliveryReport]
     }
@@ -69,7 +82,7 @@ struct WebhookController: Sendable {
         let signature = StandardWebhookVerifier.Headers(
             id: request.headers[.webhookID], timestamp: request.headers[.webhookTimestamp],
             signature: request.headers[.webhookSignature])
-        if auth.needsHMAC {
+        if ingest == .webhook && auth.needsHMAC {
             do throws(VerificationError) {
                 try verifier.verify(signature, body: body)
             } catch {
@@ -79,7 +92,10 @@ struct WebhookController: Sendable {
         }
         let event: RemoteConfigEvent
         do throws(DecodeError) {
-            event = try EventDecoder.decode(body: body, headers: eventHeaders(request))
+            event = switch ingest {
+            case .webhook: try EventDecoder.decode(body: body, headers: eventHeaders(request))
+            case .pubSub: try PubSubDecoder.decode(body: body, contentType: request.headers[.contentType])
+            }
         } catch {
             throw Refusal(kind: Self.kind(of: error), detail: error.description)
         }
@@ -92,7 +108,12 @@ struct WebhookController: Sendable {
         logger[metadataKey: "version"] = "\(event.version.versionNumber)"
         let pings = routes.pings(for: event.version, project: project)
         logger.info("webhook accepted", metadata: ["format": "\(event.format.rawValue)", "pings": "\(pings.count)"])
-        let reports = await dispatcher.deliver(pings, logger: logger)
+        let eventID = event.id ?? signature.id
+        let dispatcher = self.dispatcher
+        let (reports, duplicate) = await recent.deliver(key: eventID.map { "\(project)/\($0)" }) { [logger] in
+            await dispatcher.deliver(pings, logger: logger)
+        }
+        if duplicate { logger.info("duplicate event: answered from the first delivery, nothing sent again") }
         guard reports.allSatisfy({ $0.status != .failed }) else {
             let failed = reports.filter { $0.status == .failed }.map(\.route)
             return Problem(
@@ -101,9 +122,9 @@ struct WebhookController: Sendable {
             ).response()
         }
         let summary = EventSummary(
-            id: event.id ?? signature.id, format: event.format.rawValue, project: project,
+            id: eventID, format: event.format.rawValue, project: project,
             versionNumber: String(event.version.versionNumber), updateType: event.version.updateType)
-        return JSONResponse.make(Delivered(requestId: requestID, event: summary, deliveries: reports))
+        return JSONResponse.make(Delivered(requestId: requestID, duplicate: duplicate, event: summary, deliveries: reports))
     }
 
     /// Reads the body, refusing as soon as it passes the limit (a declared length is checked before reading).
@@ -130,7 +151,8 @@ struct WebhookController: Sendable {
         switch error {
         case .unsupportedContentType: .unsupportedMediaType
         case .unknownEventType: .unknownEventType
-        case .malformedJSON, .missingVersionNumber, .invalidField, .missingAttribute, .unsupportedSpecVersion, .invalidSource:
+        case .malformedJSON, .missingVersionNumber, .invalidField, .missingAttribute, .unsupportedSpecVersion, .invalidSource,
+            .invalidEnvelope:
             .malformedEvent
         }
     }
