@@ -26,7 +26,7 @@ struct Serve: AsyncParsableCommand {
         }
         let logger = Logging.bootstrap(level: settings.logLevel, format: settings.logFormat)
         let app = try await RelayApplication.build(settings: settings, logger: logger) { port in
-            logger.notice("rc-relay listening", metadata: ["address": "\(settings.host):\(port)", "webhook_path": "\(settings.webhookPath)", "project": "\(settings.project ?? "(from the metadata server)")", "routes": "\(settings.routes.routes.count)"])
+            logger.notice("rc-relay listening", metadata: ["address": "\(settings.host):\(port)", "webhook_path": "\(settings.webhookPath)", "projects": "\(settings.projects.map { $0.id ?? "(from the metadata server)" }.joined(separator: ","))"])
         }
         try await app.runService()
     }
@@ -42,7 +42,10 @@ struct CheckConfig: AsyncParsableCommand {
     func run() async throws {
         do {
             let settings = try ConfigurationLoader().load(path: path)
-            print("\(path): OK — project \(settings.project ?? "(from the metadata server at start)"), \(settings.routes.routes.count) route(s): " + settings.routes.routes.map(\.name).joined(separator: ", "))
+            for project in settings.projects {
+                let routes = project.routes.routes.map(\.name).joined(separator: ", ")
+                print("\(path): OK — project \(project.id ?? "(from the metadata server at start)"): \(project.routes.routes.count) route(s): \(routes)")
+            }
         } catch {
             FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
             throw ExitCode(78)  // EX_CONFIG

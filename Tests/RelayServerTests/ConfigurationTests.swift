@@ -37,9 +37,9 @@ private func refusal(_ yaml: String, environment: [String: String] = [:]) -> Con
     #expect(settings.port == 8080)
     #expect(settings.webhookPath == "/webhooks/remote-config")
     #expect(settings.maxBodyBytes == 65_536)
-    #expect(settings.project == "demo-project")
+    #expect(settings.projects[0].id == "demo-project")
     #expect(settings.fcmBaseURL == "https://fcm.googleapis.com")
-    #expect(settings.routes.routes.map(\.name) == ["default"])
+    #expect(settings.projects[0].routes.routes.map(\.name) == ["default"])
     #expect(settings.verifier.tolerance == .seconds(300))
 }
 
@@ -52,8 +52,8 @@ private func refusal(_ yaml: String, environment: [String: String] = [:]) -> Con
     ]).load(yaml: base(key) + "\nserver: {port: 8081}")
     #expect(settings.port == 9000)
     #expect(settings.host == "0.0.0.0")
-    #expect(settings.project == "other")
-    #expect(settings.routes.routes.map(\.name) == ["a", "b"])
+    #expect(settings.projects[0].id == "other")
+    #expect(settings.projects[0].routes.routes.map(\.name) == ["a", "b"])
     #expect(settings.logFormat == .json)
     #expect(settings.maxBodyBytes == 4096)
 }

@@ -50,6 +50,9 @@ private func text(_ path: String) throws -> String {
             #expect(readme.contains("| `\(prefix)\(key)` |"), "route key \(prefix)\(key)")
         }
     }
+    for key in ConfigurationFile.knownKeys["projects[]"] ?? [] {
+        #expect(readme.contains("| `projects[].\(key)` |"), "projects[].\(key)")
+    }
     for field in DataTemplate.Field.allCases {
         #expect(readme.contains("| `{{\(field.rawValue)}}` |"), "{{\(field.rawValue)}}")
         #expect(readme.contains("| \(field.budget) |") || readme.contains("| \(field.budget) bytes |"), "budget of \(field.rawValue)")
@@ -65,5 +68,5 @@ private func text(_ path: String) throws -> String {
     let settings = try ConfigurationLoader(environment: [
         "RC_RELAY_WEBHOOK_SECRET": WebhookSecret.generate(), "RC_RELAY_FCM_CREDENTIALS_FILE": key.path,
     ]).load(yaml: try text("deploy/rc-relay.example.yaml"))
-    #expect(settings.routes.routes.map(\.name) == ["default", "rollbacks-to-testers"])
+    #expect(settings.projects[0].routes.routes.map(\.name) == ["default", "rollbacks-to-testers"])
 }

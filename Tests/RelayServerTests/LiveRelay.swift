@@ -16,6 +16,8 @@ struct LiveRelay {
     let emulator: EmulatorState
     let secret: String
     let keyFile: String
+    /// A second project's key file, trusted by the same emulator.
+    let gameBKeyFile: String
     let client = HTTPClient.shared
 
     /// A response with its body parsed as JSON.
@@ -68,7 +70,7 @@ let quietLogger: Logger = {
 /// Starts the emulator, then a relay configured with `yaml` (its fcm/webhook/server sections are filled in).
 func withLiveRelay(
     routes: String? = nil, environment: [String: String] = [:], tokenLifetime: Int = 3599, useKeyFile: Bool = true,
-    _ body: (LiveRelay) async throws -> Void
+    extraYAML: (LiveRelay) -> String = { _ in "" }, _ body: (LiveRelay) async throws -> Void
 ) async throws {
     let state = EmulatorState(tokenLifetime: tokenLifetime)
     let (emulatorPorts, emulatorContinuation) = AsyncStream.makeStream(of: Int.self)
@@ -81,13 +83,22 @@ func withLiveRelay(
         let emulatorURL = "http://127.0.0.1:\(await ports.next()!)"
         let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("rc-relay-test-\(UUID().uuidString).json")
         try await ServiceAccountFactory.make(project: "demo-project", tokenURI: "\(emulatorURL)/token", state: state).write(to: keyFile)
-        defer { try? FileManager.default.removeItem(at: keyFile) }
+        let gameBKeyFile = keyFile.deletingPathExtension().appendingPathExtension("game-b.json")
+        try await ServiceAccountFactory.make(project: "game-b", tokenURI: "\(emulatorURL)/token", state: state).write(to: gameBKeyFile)
+        defer {
+            try? FileManager.default.removeItem(at: keyFile)
+            try? FileManager.default.removeItem(at: gameBKeyFile)
+        }
         let secret = WebhookSecret.generate()
+        let partial = LiveRelay(
+            relayURL: "", emulatorURL: emulatorURL, webhookURL: "", emulator: state, secret: secret, keyFile: keyFile.path,
+            gameBKeyFile: gameBKeyFile.path)
         let yaml = """
             server: {port: 0}
             webhook: {secrets: ["\(secret)"]}
             fcm: {\(useKeyFile ? "credentialsFile: \"\(keyFile.path)\", " : "")baseURL: "\(emulatorURL)"}
             \(routes.map { "routes:\n\($0)" } ?? "")
+            \(extraYAML(partial))
             """
         // "EMULATOR" in a variable stands for the emulator's URL, known only once it runs.
         let settings = try ConfigurationLoader(environment: environment.mapValues { $0 == "EMULATOR" ? emulatorURL : $0 }).load(yaml: yaml)
@@ -99,7 +110,7 @@ func withLiveRelay(
         let relayURL = "http://127.0.0.1:\(await relayIterator.next()!)"
         let live = LiveRelay(
             relayURL: relayURL, emulatorURL: emulatorURL, webhookURL: relayURL + settings.webhookPath, emulator: state,
-            secret: secret, keyFile: keyFile.path)
+            secret: secret, keyFile: keyFile.path, gameBKeyFile: gameBKeyFile.path)
         do {
             try await body(live)
         } catch {

@@ -22,7 +22,7 @@ private let cases: [RefusalCase] = [
     },
     .init(name: "signed by another secret", status: 401, problem: "invalid-signature") { relay in
         var other = relay
-        other = LiveRelay(relayURL: relay.relayURL, emulatorURL: relay.emulatorURL, webhookURL: relay.webhookURL, emulator: relay.emulator, secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", keyFile: relay.keyFile)
+        other = LiveRelay(relayURL: relay.relayURL, emulatorURL: relay.emulatorURL, webhookURL: relay.webhookURL, emulator: relay.emulator, secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", keyFile: relay.keyFile, gameBKeyFile: relay.gameBKeyFile)
         return try await other.post(body)
     },
     .init(name: "stale timestamp", status: 401, problem: "timestamp-out-of-tolerance") { try await $0.post(body, timestamp: now - 301) },

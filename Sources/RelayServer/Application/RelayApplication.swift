@@ -19,60 +19,72 @@ public enum RelayApplication {
         let httpClient = HTTPClient(
             eventLoopGroupProvider: .singleton,
             configuration: .init(timeout: .init(connect: .seconds(5), read: .seconds(settings.fcmTimeout.components.seconds))))
-        let tokenSource: CachingTokenSource
-        let project: String
-        do {
-            (tokenSource, project) = try await credentials(settings, httpClient: httpClient, logger: logger)
-        } catch {
-            try? await httpClient.shutdown()
-            throw error
-        }
-        let sender = FCMSender(
-            httpClient: httpClient, baseURL: settings.fcmBaseURL, tokenSource: tokenSource, timeout: settings.fcmTimeout)
+        let projects: ProjectDirectory
         let idTokens: IDTokenVerifier?
         do {
+            projects = try await makeProjects(settings, httpClient: httpClient, logger: logger)
             idTokens = try await makeIDTokenVerifier(settings.oidc, httpClient: httpClient)
         } catch {
             try? await httpClient.shutdown()
             throw error
         }
-        let router = makeRouter(settings: settings, project: project, sender: sender, idTokens: idTokens)
         return Application(
-            router: router,
+            router: makeRouter(settings: settings, projects: projects, idTokens: idTokens),
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "rc-relay"),
             services: [HTTPClientService(client: httpClient)],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? settings.port) },
             logger: logger)
     }
 
-    /// The token source for the configured credentials, and the project (asked of the metadata server if unset).
-    static func credentials(_ settings: RelaySettings, httpClient: HTTPClient, logger: Logger) async throws -> (CachingTokenSource, String) {
-        switch settings.credentials {
+    /// Each project's routes and dispatcher; projects with the same credentials share one token cache.
+    static func makeProjects(_ settings: RelaySettings, httpClient: HTTPClient, logger: Logger) async throws -> ProjectDirectory {
+        var sources: [String: CachingTokenSource] = [:]
+        var pipelines: [(String, ProjectDirectory.Pipeline)] = []
+        for project in settings.projects {
+            let (identity, source, metadata) = try await tokenSource(project.credentials, cached: sources, httpClient: httpClient, settings: settings, logger: logger)
+            sources[identity] = source
+            let id: String
+            if let known = project.id {
+                id = known
+            } else {
+                guard let metadata else {
+                    throw ConfigurationError(key: "fcm.project", problem: "the key file names no project_id", fix: "set fcm.project to the Firebase project id")
+                }
+                do {
+                    id = try await metadata.projectID()
+                } catch {
+                    throw ConfigurationError(
+                        key: "fcm.project", problem: "it is not set, and the metadata server did not say (\(error))",
+                        fix: "set fcm.project, or fcm.credentialsFile to a service-account key file when not on Google Cloud")
+                }
+            }
+            let sender = FCMSender(httpClient: httpClient, baseURL: settings.fcmBaseURL, tokenSource: source, timeout: settings.fcmTimeout)
+            let dispatcher = Dispatcher(sender: sender, validateOnly: settings.validateOnly, logPings: settings.logPings)
+            pipelines.append((id, .init(routes: project.routes, dispatcher: dispatcher)))
+        }
+        return ProjectDirectory(pipelines)
+    }
+
+    /// The cached token source for one set of credentials: its identity, the source, and the metadata exchange if any.
+    private static func tokenSource(
+        _ credentials: RelaySettings.Credentials, cached: [String: CachingTokenSource], httpClient: HTTPClient,
+        settings: RelaySettings, logger: Logger
+    ) async throws -> (String, CachingTokenSource, MetadataServerExchange?) {
+        switch credentials {
         case .keyFile(let path, let key):
-            let source: CachingTokenSource
+            if let source = cached[path] { return (path, source, nil) }
             do {
-                source = try await ServiceAccountTokenSource.make(key: key, path: path, httpClient: httpClient, logger: logger)
+                return (path, try await ServiceAccountTokenSource.make(key: key, path: path, httpClient: httpClient, logger: logger), nil)
             } catch {
                 throw ConfigurationError(key: "fcm.credentialsFile", problem: "\(error)", fix: "download a new key in the Firebase console")
             }
-            guard let project = settings.project else {
-                throw ConfigurationError(key: "fcm.project", problem: "no Firebase project is known", fix: "set fcm.project to the Firebase project id")
-            }
-            return (source, project)
         case .metadataServer(let baseURL):
             let metadata = MetadataServerExchange(baseURL: baseURL, httpClient: httpClient, timeout: settings.fcmTimeout)
-            if let project = settings.project { return (CachingTokenSource(exchange: metadata), project) }
-            do {
-                return (CachingTokenSource(exchange: metadata), try await metadata.projectID())
-            } catch {
-                throw ConfigurationError(
-                    key: "fcm.project", problem: "it is not set, and the metadata server at \(baseURL) did not say (\(error))",
-                    fix: "set fcm.project, or fcm.credentialsFile to a service-account key file when not on Google Cloud")
-            }
+            return (baseURL, cached[baseURL] ?? CachingTokenSource(exchange: metadata), metadata)
         }
     }
 
-    /// The ID-token verifier for `webhook.auth: oidc` or `both`, with its keys from a URL or a file.
+    /// The ID-token verifier when `oidc` is configured, with its keys from a URL or a file.
     static func makeIDTokenVerifier(_ oidc: RelaySettings.OIDCSettings?, httpClient: HTTPClient) async throws -> IDTokenVerifier? {
         guard let oidc else { return nil }
         let keys: any JWKSProvider
@@ -91,16 +103,13 @@ public enum RelayApplication {
             clockSkew: Double(oidc.clockSkew.components.seconds))
     }
 
-    /// The routes: the webhook and the health probe.
-    static func makeRouter(
-        settings: RelaySettings, project: String, sender: any MessageSender, idTokens: IDTokenVerifier?
-    ) -> Router<RelayRequestContext> {
-        let dispatcher = Dispatcher(sender: sender, validateOnly: settings.validateOnly, logPings: settings.logPings)
+    /// The routes: the webhook, Pub/Sub push (with `oidc`), and the health probe.
+    static func makeRouter(settings: RelaySettings, projects: ProjectDirectory, idTokens: IDTokenVerifier?) -> Router<RelayRequestContext> {
         let recent = RecentEvents()
         let webhook = WebhookController(
             ingest: .webhook, auth: settings.webhookAuth, verifier: settings.verifier,
             idTokens: settings.webhookAuth.needsOIDC ? idTokens : nil, maxBodyBytes: settings.maxBodyBytes,
-            project: project, routes: settings.routes, dispatcher: dispatcher, recent: recent)
+            projects: projects, recent: recent)
         let router = Router(context: RelayRequestContext.self)
         router.post(RouterPath(settings.webhookPath)) { request, context in
             await webhook.handle(request, context: context)
@@ -109,8 +118,7 @@ public enum RelayApplication {
             // Pub/Sub push proves itself with an ID token only; without `oidc` settings the path does not exist.
             let pubSub = WebhookController(
                 ingest: .pubSub, auth: .oidc, verifier: settings.verifier, idTokens: idTokens,
-                maxBodyBytes: settings.maxBodyBytes, project: project, routes: settings.routes, dispatcher: dispatcher,
-                recent: recent)
+                maxBodyBytes: settings.maxBodyBytes, projects: projects, recent: recent)
             router.post(RouterPath(settings.pubsubPath)) { request, context in
                 await pubSub.handle(request, context: context)
             }

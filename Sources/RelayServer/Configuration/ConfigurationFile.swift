@@ -8,6 +8,14 @@ struct ConfigurationFile: Decodable {
     var log: Log?
     var oidc: OIDC?
     var routes: [RouteDefinition]?
+    var projects: [Project]?
+
+    /// One of several Firebase projects served by one process.
+    struct Project: Decodable {
+        var id: String?
+        var credentialsFile: String?
+        var routes: [RouteDefinition]?
+    }
 
     struct Server: Decodable {
         var host: String?
@@ -49,7 +57,13 @@ struct ConfigurationFile: Decodable {
 
     /// Every key the file may hold, to refuse typos instead of ignoring them.
     static let knownKeys: [String: Set<String>] = [
-        "": ["server", "webhook", "fcm", "log", "oidc", "routes"],
+        "": ["server", "webhook", "fcm", "log", "oidc", "routes", "projects"],
+        "projects[]": ["id", "credentialsFile", "routes"],
+        "projects[].routes[]": ["name", "topic", "condition", "data", "when", "android", "apns", "webpush"],
+        "projects[].routes[].when": ["updateTypes", "origins"],
+        "projects[].routes[].android": ["priority", "collapseKey", "ttlSeconds"],
+        "projects[].routes[].apns": ["collapseId"],
+        "projects[].routes[].webpush": ["ttlSeconds", "urgency"],
         "server": ["host", "port", "webhookPath", "pubsubPath", "maxBodyBytes"],
         "webhook": ["auth", "secrets", "toleranceSeconds"],
         "oidc": ["audiences", "allowedEmails", "jwksURL", "jwksFile", "clockSkewSeconds", "jwksMinRefreshSeconds"],

@@ -33,11 +33,6 @@ extension ConfigurationLoader {
         let secrets = auth.needsHMAC || file.webhook?.secrets != nil ? try resolveSecrets(file.webhook?.secrets ?? []) : []
         let oidc = auth.needsOIDC || file.oidc != nil ? try resolveOIDC(file.oidc) : nil
         let credentials = try resolveCredentials(file.fcm)
-        var project = file.fcm?.project
-        if project == nil, case .keyFile(_, let key) = credentials { project = key.projectID }
-        if let project, project.isEmpty || project.contains("/") {
-            throw ConfigurationError(key: "fcm.project", problem: "'\(project)' is not a project id", fix: "use the Firebase project id, e.g. my-app-1234")
-        }
         let baseURL = file.fcm?.baseURL ?? RelaySettings.defaultFCMBaseURL
         guard let url = URL(string: baseURL), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
             throw ConfigurationError(key: "fcm.baseURL", problem: "'\(baseURL)' is not an http(s) URL", fix: "use \(RelaySettings.defaultFCMBaseURL)")
@@ -54,24 +49,74 @@ extension ConfigurationLoader {
         guard let format = RelaySettings.LogFormat(rawValue: formatText) else {
             throw ConfigurationError(key: "log.format", problem: "'\(formatText)' is not a log format", fix: "use text or json")
         }
-        let definitions = file.routes ?? [RouteDefinition.default]
-        guard !definitions.isEmpty else {
-            throw ConfigurationError(key: "routes", problem: "the list is empty, so no update would ever be relayed", fix: "add a route, or remove the key to use the default PUSH_RC route")
-        }
-        let routes: RouteTable
-        do {
-            routes = try RouteTable(definitions)
-        } catch {
-            throw ConfigurationError(key: error.key, problem: error.error.problem, fix: error.error.fix)
-        }
+        let routes = try resolveRoutes(file.routes ?? [RouteDefinition.default], key: "routes")
+        let projects = try resolveProjects(file, credentials: credentials, routes: routes)
         return RelaySettings(
             host: file.server?.host ?? RelaySettings.defaultHost, port: port, webhookPath: path, pubsubPath: pubsubPath,
             maxBodyBytes: maxBody,
             webhookAuth: auth, verifier: StandardWebhookVerifier(secrets: secrets, tolerance: .seconds(tolerance)), oidc: oidc,
-            project: project,
-            credentials: credentials, fcmBaseURL: baseURL,
+            projects: projects, fcmBaseURL: baseURL,
             validateOnly: file.fcm?.validateOnly ?? false, fcmTimeout: .seconds(timeout), logLevel: level,
-            logFormat: format, logPings: file.log?.pings ?? false, routes: routes)
+            logFormat: format, logPings: file.log?.pings ?? false)
+    }
+
+    private func resolveRoutes(_ definitions: [RouteDefinition], key: String) throws(ConfigurationError) -> RouteTable {
+        guard !definitions.isEmpty else {
+            throw ConfigurationError(key: key, problem: "the list is empty, so no update would ever be relayed", fix: "add a route, or remove the key to use the default PUSH_RC route")
+        }
+        do {
+            return try RouteTable(definitions)
+        } catch {
+            let prefix = key.dropLast("routes".count)
+            throw ConfigurationError(key: prefix + error.key, problem: error.error.problem, fix: error.error.fix)
+        }
+    }
+
+    /// One project from `fcm`, or each of `projects` with its own credentials and routes (the top-level ones by default).
+    private func resolveProjects(
+        _ file: ConfigurationFile, credentials: RelaySettings.Credentials, routes: RouteTable
+    ) throws(ConfigurationError) -> [RelaySettings.ProjectSettings] {
+        guard let entries = file.projects else {
+            var id = file.fcm?.project
+            if id == nil, case .keyFile(_, let key) = credentials { id = key.projectID }
+            if let id { try checkProjectID(id, key: "fcm.project") }
+            return [.init(id: id, credentials: credentials, routes: routes)]
+        }
+        guard !entries.isEmpty else {
+            throw ConfigurationError(key: "projects", problem: "the list is empty", fix: "list each Firebase project, or remove the key and use fcm.project")
+        }
+        guard file.fcm?.project == nil else {
+            throw ConfigurationError(key: "fcm.project", problem: "it is set together with projects", fix: "give each project's id in projects[].id instead")
+        }
+        var projects: [RelaySettings.ProjectSettings] = []
+        for (index, entry) in entries.enumerated() {
+            guard let id = entry.id else {
+                throw ConfigurationError(key: "projects[\(index)].id", problem: "it is required", fix: "set the Firebase project id")
+            }
+            try checkProjectID(id, key: "projects[\(index)].id")
+            guard !projects.contains(where: { $0.id == id }) else {
+                throw ConfigurationError(key: "projects[\(index)].id", problem: "'\(id)' is listed twice", fix: "list each project once")
+            }
+            var own = credentials
+            if let path = entry.credentialsFile {
+                do {
+                    own = .keyFile(path: path, key: try ServiceAccountKey(contentsOf: path))
+                } catch {
+                    throw ConfigurationError(key: "projects[\(index)].credentialsFile", problem: "\(error)", fix: "download this project's key in the Firebase console")
+                }
+            }
+            let table = try entry.routes.map { definitions throws(ConfigurationError) in
+                try resolveRoutes(definitions, key: "projects[\(index)].routes")
+            } ?? routes
+            projects.append(.init(id: id, credentials: own, routes: table))
+        }
+        return projects
+    }
+
+    private func checkProjectID(_ id: String, key: String) throws(ConfigurationError) {
+        guard !id.isEmpty, !id.contains("/"), !id.contains(" ") else {
+            throw ConfigurationError(key: key, problem: "'\(id)' is not a project id", fix: "use the Firebase project id, e.g. my-app-1234")
+        }
     }
 
     /// Application Default Credentials order: the configured key file, GOOGLE_APPLICATION_CREDENTIALS, the metadata server.

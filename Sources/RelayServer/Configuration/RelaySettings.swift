@@ -17,9 +17,8 @@ public struct RelaySettings: Sendable {
     public var verifier: StandardWebhookVerifier
     /// Google-signed ID tokens; nil when `webhookAuth` is `.hmac`.
     public var oidc: OIDCSettings?
-    /// The Firebase project; nil means "ask the metadata server" (on Google Cloud with no key file).
-    public var project: String?
-    public var credentials: Credentials
+    /// The Firebase projects served, each with its credentials and routes; the first takes events that name none.
+    public var projects: [ProjectSettings]
     public var fcmBaseURL: String
     public var validateOnly: Bool
     public var fcmTimeout: Duration
@@ -27,7 +26,6 @@ public struct RelaySettings: Sendable {
     public var logFormat: LogFormat
     /// Log each ping's full FCM message at info (the development profile turns this on).
     public var logPings: Bool
-    public var routes: RouteTable
 
     public enum WebhookAuth: String, Sendable, CaseIterable {
         /// Standard Webhooks HMAC signatures (scripts, CI, a forwarding function).
@@ -52,6 +50,14 @@ public struct RelaySettings: Sendable {
         public var allowedEmails: Set<String>
         public var clockSkew: Duration
         public var jwksMinimumRefresh: Duration
+    }
+
+    /// One Firebase project: who rc-relay sends as, and what it sends.
+    public struct ProjectSettings: Sendable {
+        /// The project id; nil means "ask the metadata server" (on Google Cloud with no key file).
+        public var id: String?
+        public var credentials: Credentials
+        public var routes: RouteTable
     }
 
     /// Where FCM access tokens come from, in Application Default Credentials order.

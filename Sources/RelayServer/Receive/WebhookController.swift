@@ -21,9 +21,7 @@ struct WebhookController: Sendable {
     let verifier: StandardWebhookVerifier
     let idTokens: IDTokenVerifier?
     let maxBodyBytes: Int
-    let project: String
-    let routes: RouteTable
-    let dispatcher: Dispatcher
+    let projects: ProjectDirectory
     let recent: RecentEvents
 
     /// The answer once every ping was accepted (or validated).
@@ -99,17 +97,19 @@ struct WebhookController: Sendable {
         } catch {
             throw Refusal(kind: Self.kind(of: error), detail: error.description)
         }
-        let project = event.project ?? self.project
-        guard project == self.project else {
-            throw Refusal(kind: .unknownProject, detail: "project '\(project)' is not configured; this relay sends for '\(self.project)'")
+        let project = event.project ?? projects.defaultID
+        guard let pipeline = projects[project] else {
+            throw Refusal(
+                kind: .unknownProject,
+                detail: "project '\(project)' is not configured; this relay sends for " + projects.ids.map { "'\($0)'" }.joined(separator: ", "))
         }
         logger[metadataKey: "event_id"] = "\(event.id ?? signature.id ?? "-")"
         logger[metadataKey: "project"] = "\(project)"
         logger[metadataKey: "version"] = "\(event.version.versionNumber)"
-        let pings = routes.pings(for: event.version, project: project)
+        let pings = pipeline.routes.pings(for: event.version, project: project)
         logger.info("webhook accepted", metadata: ["format": "\(event.format.rawValue)", "pings": "\(pings.count)"])
         let eventID = event.id ?? signature.id
-        let dispatcher = self.dispatcher
+        let dispatcher = pipeline.dispatcher
         let (reports, duplicate) = await recent.deliver(key: eventID.map { "\(project)/\($0)" }) { [logger] in
             await dispatcher.deliver(pings, logger: logger)
         }

@@ -1,0 +1,22 @@
+import RelayCore
+
+/// The projects this relay serves, by id: each with its routes and the dispatcher that sends with its credentials.
+struct ProjectDirectory: Sendable {
+    struct Pipeline: Sendable {
+        var routes: RouteTable
+        var dispatcher: Dispatcher
+    }
+
+    /// Events that name no project (bare versions, `projects/_`) go to the first project configured.
+    let defaultID: String
+    let ids: [String]
+    private let pipelines: [String: Pipeline]
+
+    init(_ entries: [(String, Pipeline)]) {
+        self.defaultID = entries[0].0
+        self.ids = entries.map(\.0)
+        self.pipelines = Dictionary(entries, uniquingKeysWith: { first, _ in first })
+    }
+
+    subscript(id: String) -> Pipeline? { pipelines[id] }
+}
