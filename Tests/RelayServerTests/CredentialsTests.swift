@@ -112,3 +112,12 @@ private func credentials(_ yaml: String, _ environment: [String: String]) throws
         #expect(error.key == "fcm.project")
     }
 }
+
+@Test func googleApplicationCredentialsIsUsedWhenNoFileIsConfigured() async throws {
+    try await withLiveRelay(environment: ["GOOGLE_APPLICATION_CREDENTIALS": "KEYFILE"], useKeyFile: false) { relay in
+        let answer = try await relay.post(#"{"versionNumber":9}"#)
+        #expect(answer.status == 200)
+        #expect(await relay.emulator.assertions.count == 1)  // a JWT-bearer grant: the key file was used
+        #expect(await relay.emulator.messages.count == 1)
+    }
+}

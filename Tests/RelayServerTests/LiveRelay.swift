@@ -100,8 +100,9 @@ func withLiveRelay(
             \(routes.map { "routes:\n\($0)" } ?? "")
             \(extraYAML(partial))
             """
-        // "EMULATOR" in a variable stands for the emulator's URL, known only once it runs.
-        let settings = try ConfigurationLoader(environment: environment.mapValues { $0 == "EMULATOR" ? emulatorURL : $0 }).load(yaml: yaml)
+        // "EMULATOR" and "KEYFILE" in a variable stand for the emulator's URL and key file, known only once it runs.
+        let resolved = environment.mapValues { $0 == "EMULATOR" ? emulatorURL : $0 == "KEYFILE" ? keyFile.path : $0 }
+        let settings = try ConfigurationLoader(environment: resolved).load(yaml: yaml)
         let (relayPorts, relayContinuation) = AsyncStream.makeStream(of: Int.self)
         let relay = try await RelayApplication.build(settings: settings, logger: quietLogger) { relayContinuation.yield($0) }
         let relayGroup = ServiceGroup(services: [relay], gracefulShutdownSignals: [], logger: quietLogger)

@@ -264,3 +264,21 @@ def test_pubsub_path_is_absent_without_oidc(emulator, tmp_path):
         assert push(relay, {"message": {}}, None).status_code == 404
     finally:
         stop_relay(relay)
+
+
+def test_a_jwks_file_serves_air_gapped_runs(emulator, tmp_path, keys):
+    jwks = tmp_path / "google-certs.json"
+    jwks.write_text(json.dumps(keys.jwks()))
+    relay = start_relay(emulator, tmp_path, f"""
+webhook: {{auth: oidc}}
+oidc: {{audiences: ["{AUDIENCE}"], allowedEmails: ["{INVOKER}"], jwksFile: "{jwks}"}}
+""")
+    try:
+        assert post(relay, token(keys)).status_code == 200
+        keys.add("rotated-later")
+        refused = post(relay, token(keys, kid="rotated-later"))
+        assert refused.status_code == 401 and "kid" in refused.json()["detail"]
+        assert len(recorded(relay["emulator"])) == 1
+        assert keys.fetches == 0  # the file is all it reads
+    finally:
+        stop_relay(relay)
