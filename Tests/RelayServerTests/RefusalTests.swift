@@ -13,7 +13,8 @@ struct RefusalCase: CustomTestStringConvertible, Sendable {
 }
 
 private let body = #"{"versionNumber":"42","updateType":"INCREMENTAL_UPDATE"}"#
-private let now = Int64(Date().timeIntervalSince1970)
+/// Now, in Unix seconds, read when the request is made (a stored global would be stale by then).
+private var now: Int64 { Int64(Date().timeIntervalSince1970) }
 
 private let cases: [RefusalCase] = [
     .init(name: "no signature", status: 401, problem: "invalid-signature") { try await $0.post(body, headers: ["webhook-signature": ""]) },

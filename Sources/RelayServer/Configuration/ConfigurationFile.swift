@@ -55,15 +55,17 @@ struct ConfigurationFile: Decodable {
         var pings: Bool?
     }
 
-    /// Every key the file may hold, to refuse typos instead of ignoring them.
-    static let knownKeys: [String: Set<String>] = [
+    /// Every key the file may hold, to refuse typos instead of ignoring them. A project's routes take the same keys
+    /// as the top-level routes.
+    static let knownKeys: [String: Set<String>] = {
+        var keys = fileKeys
+        for (section, names) in fileKeys where section.hasPrefix("routes[]") { keys["projects[]." + section] = names }
+        return keys
+    }()
+
+    private static let fileKeys: [String: Set<String>] = [
         "": ["server", "webhook", "fcm", "log", "oidc", "routes", "projects"],
         "projects[]": ["id", "credentialsFile", "routes"],
-        "projects[].routes[]": ["name", "topic", "condition", "data", "when", "android", "apns", "webpush"],
-        "projects[].routes[].when": ["updateTypes", "origins"],
-        "projects[].routes[].android": ["priority", "collapseKey", "ttlSeconds"],
-        "projects[].routes[].apns": ["collapseId"],
-        "projects[].routes[].webpush": ["ttlSeconds", "urgency"],
         "server": ["host", "port", "webhookPath", "pubsubPath", "maxBodyBytes"],
         "webhook": ["auth", "secrets", "toleranceSeconds"],
         "oidc": ["audiences", "allowedEmails", "jwksURL", "jwksFile", "clockSkewSeconds", "jwksMinRefreshSeconds"],

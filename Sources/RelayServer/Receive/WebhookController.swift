@@ -24,32 +24,8 @@ struct WebhookController: Sendable {
     let projects: ProjectDirectory
     let recent: RecentEvents
 
-    /// The answer once every ping was accepted (or validated).
-    struct Delivered: Encodable {
-        var status = "delivered"
-        var requestId: String
-        /// True when this event id was seen recently: nothing was sent again.
-        var duplicate: Bool
-        var event: EventSummary
-        var deliveries: [DeliveryReport]
-    }
-
-    struct EventSummary: Encodable {
-        var id: String?
-        var format: String
-        var project: String
-        var versionNumber: String
-        var updateType: String?
-    }
-
-    /// A refusal: the problem to answer with and the reason to log.
-    struct Refusal: Error {
-        var kind: ProblemKind
-        var detail: String
-    }
-
     func handle(_ request: Request, context: RelayRequestContext) async -> Response {
-        let requestID = request.headers[.init("X-Request-Id")!].flatMap { $0.isEmpty || $0.count > 128 ? nil : $0 } ?? context.id
+        let requestID = request.headers[.requestID].flatMap { $0.isEmpty || $0.count > 128 ? nil : $0 } ?? context.id
         var logger = context.logger
         logger[metadataKey: "request_id"] = "\(requestID)"
         if let peer = context.remoteAddress?.ipAddress { logger[metadataKey: "peer"] = "\(peer)" }
@@ -61,70 +37,60 @@ struct WebhookController: Sendable {
             response = Problem(error.kind, detail: error.detail, requestID: requestID).response()
             if error.kind == .verificationUnavailable { response.headers[.retryAfter] = "30" }
         }
-        response.headers[.init("X-Request-Id")!] = requestID
+        response.headers[.requestID] = requestID
         return response
     }
 
     private func relay(_ request: Request, requestID: String, logger: inout Logger) async throws(Refusal) -> Response {
-        if let idTokens {
-            // Header-only, so it runs before an unauthenticated caller may upload anything.
-            do throws(OIDCError) {
-                let sender = try await idTokens.verify(authorization: request.headers[.authorization])
-                logger[metadataKey: "sender"] = "\(sender)"
-            } catch {
-                if case .keysUnavailable = error { throw Refusal(kind: .verificationUnavailable, detail: error.description) }
-                throw Refusal(kind: .invalidIDToken, detail: error.description)
-            }
-        }
+        try await verifyIDToken(request, logger: &logger)  // headers only: before an unverified caller uploads anything
         let body = try await read(request)
         let signature = StandardWebhookVerifier.Headers(
             id: request.headers[.webhookID], timestamp: request.headers[.webhookTimestamp],
             signature: request.headers[.webhookSignature])
-        if ingest == .webhook && auth.needsHMAC {
-            do throws(VerificationError) {
-                try verifier.verify(signature, body: body)
-            } catch {
-                let kind: ProblemKind = error == .timestampTooOld || error == .timestampInFuture ? .timestampOutOfTolerance : .invalidSignature
-                throw Refusal(kind: kind, detail: error.description)
-            }
-        }
-        let event: RemoteConfigEvent
-        do throws(DecodeError) {
-            event = switch ingest {
-            case .webhook: try EventDecoder.decode(body: body, headers: eventHeaders(request))
-            case .pubSub: try PubSubDecoder.decode(body: body, contentType: request.headers[.contentType])
-            }
-        } catch {
-            throw Refusal(kind: Self.kind(of: error), detail: error.description)
-        }
+        try verifySignature(signature, body: body)
+        let event = try decode(body, request)
         let project = event.project ?? projects.defaultID
         guard let pipeline = projects[project] else {
             throw Refusal(
                 kind: .unknownProject,
                 detail: "project '\(project)' is not configured; this relay sends for " + projects.ids.map { "'\($0)'" }.joined(separator: ", "))
         }
-        logger[metadataKey: "event_id"] = "\(event.id ?? signature.id ?? "-")"
+        let eventID = event.id ?? signature.id
+        logger[metadataKey: "event_id"] = "\(eventID ?? "-")"
         logger[metadataKey: "project"] = "\(project)"
         logger[metadataKey: "version"] = "\(event.version.versionNumber)"
         let pings = pipeline.routes.pings(for: event.version, project: project)
         logger.info("webhook accepted", metadata: ["format": "\(event.format.rawValue)", "pings": "\(pings.count)"])
-        let eventID = event.id ?? signature.id
         let dispatcher = pipeline.dispatcher
         let (reports, duplicate) = await recent.deliver(key: eventID.map { "\(project)/\($0)" }) { [logger] in
             await dispatcher.deliver(pings, logger: logger)
         }
         if duplicate { logger.info("duplicate event: answered from the first delivery, nothing sent again") }
-        guard reports.allSatisfy({ $0.status != .failed }) else {
-            let failed = reports.filter { $0.status == .failed }.map(\.route)
-            return Problem(
-                .deliveryFailed, detail: "FCM did not accept the ping for route(s) \(failed.joined(separator: ", "))",
-                requestID: requestID, deliveries: reports
-            ).response()
-        }
-        let summary = EventSummary(
+        let summary = WebhookAnswer.Event(
             id: eventID, format: event.format.rawValue, project: project,
             versionNumber: String(event.version.versionNumber), updateType: event.version.updateType)
-        return JSONResponse.make(Delivered(requestId: requestID, duplicate: duplicate, event: summary, deliveries: reports))
+        return WebhookAnswer.response(requestID: requestID, duplicate: duplicate, event: summary, reports: reports)
+    }
+
+    private func verifyIDToken(_ request: Request, logger: inout Logger) async throws(Refusal) {
+        guard let idTokens else { return }
+        do throws(OIDCError) {
+            let sender = try await idTokens.verify(authorization: request.headers[.authorization])
+            logger[metadataKey: "sender"] = "\(sender)"
+        } catch {
+            if case .keysUnavailable = error { throw Refusal(kind: .verificationUnavailable, detail: error.description) }
+            throw Refusal(kind: .invalidIDToken, detail: error.description)
+        }
+    }
+
+    private func verifySignature(_ signature: StandardWebhookVerifier.Headers, body: Data) throws(Refusal) {
+        guard ingest == .webhook, auth.needsHMAC else { return }
+        do throws(VerificationError) {
+            try verifier.verify(signature, body: body)
+        } catch {
+            let stale = error == .timestampTooOld || error == .timestampInFuture
+            throw Refusal(kind: stale ? .timestampOutOfTolerance : .invalidSignature, detail: error.description)
+        }
     }
 
     /// Reads the body, refusing as soon as it passes the limit (a declared length is checked before reading).
@@ -141,11 +107,28 @@ struct WebhookController: Sendable {
         }
     }
 
-    private func eventHeaders(_ request: Request) -> EventHeaders {
-        EventHeaders(
-            contentType: request.headers[.contentType], id: request.headers[.ceID], source: request.headers[.ceSource],
-            specVersion: request.headers[.ceSpecVersion], type: request.headers[.ceType])
+    private func decode(_ body: Data, _ request: Request) throws(Refusal) -> RemoteConfigEvent {
+        do throws(DecodeError) {
+            switch ingest {
+            case .webhook:
+                let headers = EventHeaders(
+                    contentType: request.headers[.contentType], id: request.headers[.ceID],
+                    source: request.headers[.ceSource], specVersion: request.headers[.ceSpecVersion],
+                    type: request.headers[.ceType])
+                return try EventDecoder.decode(body: body, headers: headers)
+            case .pubSub:
+                return try PubSubDecoder.decode(body: body, contentType: request.headers[.contentType])
+            }
+        } catch {
+            throw Refusal(kind: Refusal.kind(of: error), detail: error.description)
+        }
     }
+}
+
+/// A refusal: the problem to answer with and the reason to log.
+struct Refusal: Error {
+    var kind: ProblemKind
+    var detail: String
 
     static func kind(of error: DecodeError) -> ProblemKind {
         switch error {
@@ -159,6 +142,7 @@ struct WebhookController: Sendable {
 }
 
 extension HTTPField.Name {
+    static let requestID = Self("X-Request-Id")!
     static let webhookID = Self("webhook-id")!
     static let webhookTimestamp = Self("webhook-timestamp")!
     static let webhookSignature = Self("webhook-signature")!
