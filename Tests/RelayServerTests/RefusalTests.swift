@@ -26,8 +26,8 @@ private let cases: [RefusalCase] = [
         other = LiveRelay(relayURL: relay.relayURL, emulatorURL: relay.emulatorURL, webhookURL: relay.webhookURL, emulator: relay.emulator, secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", keyFile: relay.keyFile, gameBKeyFile: relay.gameBKeyFile)
         return try await other.post(body)
     },
-    .init(name: "stale timestamp", status: 401, problem: "timestamp-out-of-tolerance") { try await $0.post(body, timestamp: now - 301) },
-    .init(name: "future timestamp", status: 401, problem: "timestamp-out-of-tolerance") { try await $0.post(body, timestamp: now + 301) },
+    .init(name: "stale timestamp", status: 401, problem: "timestamp-out-of-tolerance") { try await $0.post(body, timestamp: now - 400) },
+    .init(name: "future timestamp", status: 401, problem: "timestamp-out-of-tolerance") { try await $0.post(body, timestamp: now + 400) },
     .init(name: "body over the limit", status: 413, problem: "body-too-large") {
         try await $0.post(#"{"versionNumber":1,"description":""# + String(repeating: "x", count: 70_000) + #""}"#)
     },
