@@ -84,6 +84,11 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "FCMClientTests",
+            dependencies: ["FCMClient"],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "RelayServerTests",
             dependencies: [
                 "RelayServer",

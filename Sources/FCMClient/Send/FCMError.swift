@@ -10,6 +10,14 @@ public struct FCMErrorResponse: Sendable, Equatable {
     public var message: String?
     /// The `Retry-After` header, as sent.
     public var retryAfter: String?
+
+    public init(httpStatus: Int, status: String?, errorCode: String?, message: String?, retryAfter: String?) {
+        self.httpStatus = httpStatus
+        self.status = status
+        self.errorCode = errorCode
+        self.message = message
+        self.retryAfter = retryAfter
+    }
 }
 
 /// Why a ping was not accepted by FCM.
