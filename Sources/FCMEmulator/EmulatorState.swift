@@ -32,13 +32,16 @@ public actor EmulatorState {
         public var latencyMs: Int?
         /// Close the connection without answering, as a reset or a crashed front end does.
         public var drop: Bool?
+        /// `send` (default) for `messages:send`, or `token` for the OAuth token endpoint.
+        public var endpoint: String?
         /// How many requests this fault applies to (default 1).
         public var count: Int?
         public init(
             status: Int? = nil, errorCode: String? = nil, retryAfter: String? = nil, latencyMs: Int? = nil,
-            drop: Bool? = nil, count: Int? = nil
+            drop: Bool? = nil, endpoint: String? = nil, count: Int? = nil
         ) {
             self.drop = drop
+            self.endpoint = endpoint
             self.status = status
             self.errorCode = errorCode
             self.retryAfter = retryAfter
@@ -54,7 +57,18 @@ public actor EmulatorState {
         public var sendRequests = 0
         public var accepted = 0
         public var validatedOnly = 0
+        /// The most `messages:send` requests in progress at once.
+        public var maxConcurrentSends = 0
     }
+
+    private var sendsInProgress = 0
+
+    func beginSend() {
+        sendsInProgress += 1
+        stats.maxConcurrentSends = max(stats.maxConcurrentSends, sendsInProgress)
+    }
+
+    func endSend() { sendsInProgress -= 1 }
 
     var accounts: [String: Account] = [:]  // by private_key_id
     var tokens: [String: (project: String, expiresAt: Date)] = [:]
@@ -111,16 +125,17 @@ public actor EmulatorState {
 
     public func inject(_ fault: Fault) { faults.append(fault) }
 
-    /// Takes the next fault for a send request, if any.
-    func nextFault() -> Fault? {
-        stats.sendRequests += 1
-        guard var fault = faults.first else { return nil }
+    /// Takes the next fault queued for `endpoint` (`send` or `token`), if any.
+    func nextFault(for endpoint: String = "send") -> Fault? {
+        if endpoint == "send" { stats.sendRequests += 1 }
+        guard let index = faults.firstIndex(where: { ($0.endpoint ?? "send") == endpoint }) else { return nil }
+        var fault = faults[index]
         let remaining = (fault.count ?? 1) - 1
         if remaining > 0 {
             fault.count = remaining
-            faults[0] = fault
+            faults[index] = fault
         } else {
-            faults.removeFirst()
+            faults.remove(at: index)
         }
         return fault
     }

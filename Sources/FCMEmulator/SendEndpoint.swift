@@ -7,9 +7,16 @@ struct SendEndpoint {
 
     func handle(_ request: Request, context: EmulatorContext, project: String) async throws -> Response {
         let body = try await request.body.collect(upTo: 1024 * 1024)
+        await state.beginSend()
+        let response = await respond(to: request, body: body, context: context, project: project)
+        await state.endSend()
+        return response
+    }
+
+    private func respond(to request: Request, body: ByteBuffer, context: EmulatorContext, project: String) async -> Response {
         let fault = await state.nextFault()
         let latency = (fault?.latencyMs ?? 0) + (await state.baseLatencyMs)
-        if latency > 0 { try await Task.sleep(for: .milliseconds(latency)) }
+        if latency > 0 { try? await Task.sleep(for: .milliseconds(latency)) }
         if fault?.drop == true {
             try? await context.channel.close()
             return Response(status: .internalServerError)  // never written: the connection is gone

@@ -19,6 +19,9 @@ struct TokenEndpoint {
         let body = try await request.body.collect(upTo: 64 * 1024)
         let form = Self.formFields(String(buffer: body))
         await state.noteTokenRequest(assertion: form["assertion"])
+        if let fault = await state.nextFault(for: "token"), let status = fault.status {
+            return GoogleErrors.oauth("temporarily_unavailable", "Injected fault.", status: .init(code: status))
+        }
         guard form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer" else {
             return GoogleErrors.oauth("unsupported_grant_type", "Invalid grant_type: \(form["grant_type"] ?? "")")
         }

@@ -58,7 +58,7 @@ private func credentials(_ yaml: String, _ environment: [String: String]) throws
 }
 
 @Test func severalProjectsEachGetTheirOwnRoutesAndCredentials() async throws {
-    try await withLiveRelay(routes: nil, extraYAML: { relay in
+    try await withLiveRelay(routes: nil, secondProject: true, extraYAML: { relay in
         """
         projects:
           - id: demo-project

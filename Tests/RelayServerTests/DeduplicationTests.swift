@@ -50,7 +50,7 @@ import Testing
 
 @Test func aFailedDeliveryIsNotRememberedSoTheRetryDelivers() async throws {
     try await withLiveRelay { relay in
-        await relay.emulator.inject(.init(status: 503))
+        await relay.emulator.inject(.init(status: 400, errorCode: "INVALID_ARGUMENT"))
         let failed = try await relay.post(#"{"versionNumber":7}"#, id: "msg_retry")
         #expect(failed.status == 502)
         let retry = try await relay.post(#"{"versionNumber":7}"#, id: "msg_retry")

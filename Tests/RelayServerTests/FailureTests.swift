@@ -2,62 +2,124 @@ import FCMEmulator
 import Foundation
 import Testing
 
+/// The first delivery's report: its status and attempts.
+private func delivery(_ answer: LiveRelay.Answer) -> (status: String?, attempts: [[String: Any]], error: [String: Any]?) {
+    let report = (answer.json["deliveries"] as? [[String: Any]])?.first
+    return (report?["status"] as? String, report?["attempts"] as? [[String: Any]] ?? [], report?["error"] as? [String: Any])
+}
+
+private func times(_ attempts: [[String: Any]]) -> [Date] {
+    attempts.compactMap { ($0["at"] as? String).flatMap { try? Date($0, strategy: .iso8601.year().month().day().time(includingFractionalSeconds: true)) } }
+}
+
 // MARK: Tests
 
-@Test func rejectedPingIsReportedAs502WithFCMsErrorCode() async throws {
+@Test func unavailableThreeTimesThenDeliveredOnceHonouringRetryAfter() async throws {
+    try await withLiveRelay(environment: ["RC_RELAY_DELIVERY_MAX_ATTEMPTS": "5"]) { relay in
+        await relay.emulator.inject(.init(status: 503, retryAfter: "1", count: 3))
+        let answer = try await relay.post(#"{"versionNumber":21}"#)
+        #expect(answer.status == 200)
+        let (status, attempts, _) = delivery(answer)
+        #expect(status == "accepted")
+        #expect(attempts.compactMap { $0["httpStatus"] as? Int } == [503, 503, 503, 200])
+        let at = times(attempts)
+        #expect(at.count == 4)
+        for (earlier, later) in zip(at, at.dropFirst()) { #expect(later.timeIntervalSince(earlier) >= 0.99) }
+        #expect(await relay.emulator.messages.count == 1)
+    }
+}
+
+@Test func quotaExceededWaitsAtLeastTheQuotaDelay() async throws {
+    try await withLiveRelay(environment: ["RC_RELAY_DELIVERY_QUOTA_DELAY_SECONDS": "0.5"]) { relay in
+        await relay.emulator.inject(.init(status: 429, errorCode: "QUOTA_EXCEEDED"))
+        let answer = try await relay.post(#"{"versionNumber":22}"#)
+        #expect(answer.status == 200)
+        let at = times(delivery(answer).attempts)
+        #expect(at.count == 2)
+        #expect(at.count == 2 && at[1].timeIntervalSince(at[0]) >= 0.5)
+    }
+}
+
+@Test func invalidArgumentIsTriedOnceAndReportedWithFCMsCode() async throws {
     try await withLiveRelay { relay in
-        await relay.emulator.inject(.init(status: 400, errorCode: "INVALID_ARGUMENT"))
-        let answer = try await relay.post(#"{"versionNumber":9}"#)
+        await relay.emulator.inject(.init(status: 400, errorCode: "INVALID_ARGUMENT", count: 5))
+        let answer = try await relay.post(#"{"versionNumber":23}"#)
         #expect(answer.status == 502)
         #expect(answer.headers["content-type"] == "application/problem+json")
         #expect(answer.problemType == "urn:rc-relay:problem:delivery-failed")
-        let delivery = (answer.json["deliveries"] as? [[String: Any]])?.first
-        #expect(delivery?["status"] as? String == "failed")
-        let error = delivery?["error"] as? [String: Any]
+        let (status, attempts, error) = delivery(answer)
+        #expect(status == "failed")
+        #expect(attempts.count == 1)
         #expect(error?["httpStatus"] as? Int == 400)
         #expect(error?["errorCode"] as? String == "INVALID_ARGUMENT")
+        #expect(await relay.emulator.stats.sendRequests == 1)
+    }
+}
+
+@Test func aPingThatKeepsFailingIsDeadAfterItsAttempts() async throws {
+    try await withLiveRelay { relay in
+        await relay.emulator.inject(.init(status: 503, count: 10))
+        let answer = try await relay.post(#"{"versionNumber":24}"#)
+        #expect(answer.status == 502)
+        let (status, attempts, _) = delivery(answer)
+        #expect(status == "dead")
+        #expect(attempts.count == 3)
+        #expect(await relay.emulator.stats.sendRequests == 3)
         #expect(await relay.emulator.messages.isEmpty)
     }
 }
 
-@Test func unavailableFCMIsReportedHonestly() async throws {
-    try await withLiveRelay { relay in
-        await relay.emulator.inject(.init(status: 503, retryAfter: "1"))
-        let answer = try await relay.post(#"{"versionNumber":9}"#)
-        #expect(answer.status == 502)
-        let error = (answer.json["deliveries"] as? [[String: Any]])?.first?["error"] as? [String: Any]
-        #expect(error?["httpStatus"] as? Int == 503)
-    }
-}
-
-@Test func unreachableFCMIsReportedHonestly() async throws {
-    try await withLiveRelay(environment: ["RC_RELAY_FCM_BASE_URL": "http://127.0.0.1:9"]) { relay in
-        let answer = try await relay.post(#"{"versionNumber":9}"#)
-        #expect(answer.status == 502)
-        let error = (answer.json["deliveries"] as? [[String: Any]])?.first?["error"] as? [String: Any]
-        #expect((error?["message"] as? String)?.contains("could not be reached") == true)
-    }
-}
-
-@Test func droppedConnectionIsReportedHonestly() async throws {
+@Test func aDroppedConnectionIsRetried() async throws {
     try await withLiveRelay { relay in
         await relay.emulator.inject(.init(drop: true))
-        let answer = try await relay.post(#"{"versionNumber":9}"#)
-        #expect(answer.status == 502)
-        let error = (answer.json["deliveries"] as? [[String: Any]])?.first?["error"] as? [String: Any]
-        #expect((error?["message"] as? String)?.contains("could not be reached") == true)
-        #expect(await relay.emulator.messages.isEmpty)
-        // The next webhook goes through on a fresh connection.
-        #expect(try await relay.post(#"{"versionNumber":10}"#).status == 200)
+        let answer = try await relay.post(#"{"versionNumber":25}"#)
+        #expect(answer.status == 200)
+        let attempts = delivery(answer).attempts
+        #expect(attempts.count == 2)
+        #expect(attempts.first?["httpStatus"] == nil)
+        #expect(await relay.emulator.messages.count == 1)
     }
 }
 
-@Test func slowFCMBeyondTheTimeoutIsReportedHonestly() async throws {
+@Test func latencyBeyondTheTimeoutIsRetried() async throws {
     try await withLiveRelay(environment: ["RC_RELAY_FCM_TIMEOUT_SECONDS": "1"]) { relay in
         await relay.emulator.inject(.init(latencyMs: 2500))
-        let answer = try await relay.post(#"{"versionNumber":9}"#)
+        let answer = try await relay.post(#"{"versionNumber":26}"#)
+        #expect(answer.status == 200)
+        #expect(delivery(answer).attempts.count == 2)
+    }
+}
+
+@Test func aFailingTokenEndpointIsRetriedWithoutAStorm() async throws {
+    try await withLiveRelay(routes: (1...5).map { "  - {name: r\($0), topic: t\($0)}" }.joined(separator: "\n")) { relay in
+        await relay.emulator.inject(.init(status: 503, endpoint: "token"))
+        let answer = try await relay.post(#"{"versionNumber":27}"#)
+        #expect(answer.status == 200)
+        #expect(await relay.emulator.messages.count == 5)
+        // Five pings failed together on one shared token request, then shared the next one.
+        #expect(await relay.emulator.stats.tokenRequests == 2)
+    }
+}
+
+@Test func unreachableFCMEndsDeadAndIsReported() async throws {
+    try await withLiveRelay(environment: ["RC_RELAY_FCM_BASE_URL": "http://127.0.0.1:9", "RC_RELAY_FCM_TIMEOUT_SECONDS": "1"]) { relay in
+        let answer = try await relay.post(#"{"versionNumber":28}"#)
         #expect(answer.status == 502)
-        let error = (answer.json["deliveries"] as? [[String: Any]])?.first?["error"] as? [String: Any]
-        #expect(error?["httpStatus"] == nil)
+        let (status, attempts, error) = delivery(answer)
+        #expect(status == "dead")
+        #expect(attempts.count == 3)
+        #expect((error?["message"] as? String)?.contains("could not be reached") == true)
+    }
+}
+
+@Test func outboundConcurrencyIsBounded() async throws {
+    let routes = (1...6).map { "  - {name: r\($0), topic: t\($0)}" }.joined(separator: "\n")
+    try await withLiveRelay(routes: routes, environment: ["RC_RELAY_DELIVERY_CONCURRENCY": "2"]) { relay in
+        await relay.emulator.inject(.init(latencyMs: 200, count: 6))
+        let started = Date()
+        let answer = try await relay.post(#"{"versionNumber":29}"#)
+        #expect(answer.status == 200)
+        #expect(await relay.emulator.stats.maxConcurrentSends == 2)
+        #expect(Date().timeIntervalSince(started) >= 0.6)  // 6 sends, 2 at a time, 200 ms each
     }
 }

@@ -70,7 +70,7 @@ let quietLogger: Logger = {
 /// Starts the emulator, then a relay configured with `yaml` (its fcm/webhook/server sections are filled in).
 func withLiveRelay(
     routes: String? = nil, environment: [String: String] = [:], tokenLifetime: Int = 3599, useKeyFile: Bool = true,
-    extraYAML: (LiveRelay) -> String = { _ in "" }, _ body: (LiveRelay) async throws -> Void
+    secondProject: Bool = false, extraYAML: (LiveRelay) -> String = { _ in "" }, _ body: (LiveRelay) async throws -> Void
 ) async throws {
     let state = EmulatorState(tokenLifetime: tokenLifetime)
     let (emulatorPorts, emulatorContinuation) = AsyncStream.makeStream(of: Int.self)
@@ -84,7 +84,9 @@ func withLiveRelay(
         let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("rc-relay-test-\(UUID().uuidString).json")
         try await ServiceAccountFactory.make(project: "demo-project", tokenURI: "\(emulatorURL)/token", state: state).write(to: keyFile)
         let gameBKeyFile = keyFile.deletingPathExtension().appendingPathExtension("game-b.json")
-        try await ServiceAccountFactory.make(project: "game-b", tokenURI: "\(emulatorURL)/token", state: state).write(to: gameBKeyFile)
+        if secondProject {
+            try await ServiceAccountFactory.make(project: "game-b", tokenURI: "\(emulatorURL)/token", state: state).write(to: gameBKeyFile)
+        }
         defer {
             try? FileManager.default.removeItem(at: keyFile)
             try? FileManager.default.removeItem(at: gameBKeyFile)
@@ -101,7 +103,13 @@ func withLiveRelay(
             \(extraYAML(partial))
             """
         // "EMULATOR" and "KEYFILE" in a variable stand for the emulator's URL and key file, known only once it runs.
-        let resolved = environment.mapValues { $0 == "EMULATOR" ? emulatorURL : $0 == "KEYFILE" ? keyFile.path : $0 }
+        // Retries are quick in tests unless a test says otherwise.
+        let fastRetries = [
+            "RC_RELAY_DELIVERY_BASE_DELAY_SECONDS": "0.02", "RC_RELAY_DELIVERY_MAX_DELAY_SECONDS": "0.2",
+            "RC_RELAY_DELIVERY_QUOTA_DELAY_SECONDS": "0.3", "RC_RELAY_DELIVERY_MAX_ATTEMPTS": "3",
+        ]
+        let resolved = fastRetries.merging(environment) { $1 }
+            .mapValues { $0 == "EMULATOR" ? emulatorURL : $0 == "KEYFILE" ? keyFile.path : $0 }
         let settings = try ConfigurationLoader(environment: resolved).load(yaml: yaml)
         let (relayPorts, relayContinuation) = AsyncStream.makeStream(of: Int.self)
         let relay = try await RelayApplication.build(settings: settings, logger: quietLogger) { relayContinuation.yield($0) }

@@ -18,7 +18,9 @@ public enum RelayApplication {
     ) async throws -> some ApplicationProtocol {
         let httpClient = HTTPClient(
             eventLoopGroupProvider: .singleton,
-            configuration: .init(timeout: .init(connect: .seconds(5), read: .seconds(settings.fcmTimeout.components.seconds))))
+            configuration: .init(timeout: .init(
+                connect: .seconds(min(5, settings.fcmTimeout.components.seconds)),
+                read: .seconds(settings.fcmTimeout.components.seconds))))
         let projects: ProjectDirectory
         let idTokens: IDTokenVerifier?
         do {
@@ -39,6 +41,7 @@ public enum RelayApplication {
     /// Each project's routes and dispatcher; projects with the same credentials share one token cache.
     static func makeProjects(_ settings: RelaySettings, httpClient: HTTPClient, logger: Logger) async throws -> ProjectDirectory {
         var sources: [String: CachingTokenSource] = [:]
+        let limit = OutboundLimit(limit: settings.outboundConcurrency)
         var pipelines: [(String, ProjectDirectory.Pipeline)] = []
         for project in settings.projects {
             let (identity, source, metadata) = try await tokenSource(project.credentials, cached: sources, httpClient: httpClient, settings: settings, logger: logger)
@@ -51,7 +54,7 @@ public enum RelayApplication {
                     throw ConfigurationError(key: "fcm.project", problem: "the key file names no project_id", fix: "set fcm.project to the Firebase project id")
                 }
                 do {
-                    id = try await metadata.projectID()
+                    id = try await projectID(from: metadata)
                 } catch {
                     throw ConfigurationError(
                         key: "fcm.project", problem: "it is not set, and the metadata server did not say (\(error))",
@@ -59,10 +62,26 @@ public enum RelayApplication {
                 }
             }
             let sender = FCMSender(httpClient: httpClient, baseURL: settings.fcmBaseURL, tokenSource: source, timeout: settings.fcmTimeout)
-            let dispatcher = Dispatcher(sender: sender, validateOnly: settings.validateOnly, logPings: settings.logPings)
+            let dispatcher = Dispatcher(
+                sender: sender, validateOnly: settings.validateOnly, logPings: settings.logPings, policy: settings.retryPolicy,
+                limit: limit)
             pipelines.append((id, .init(routes: project.routes, dispatcher: dispatcher)))
         }
         return ProjectDirectory(pipelines)
+    }
+
+    /// The metadata server's project id, tried a few times: it can be slow to answer while an instance starts.
+    private static func projectID(from metadata: MetadataServerExchange) async throws(TokenError) -> String {
+        var attempt = 1
+        while true {
+            do {
+                return try await metadata.projectID()
+            } catch {
+                guard attempt < 3 else { throw error }
+                attempt += 1
+                try? await Task.sleep(for: .milliseconds(500))
+            }
+        }
     }
 
     /// The cached token source for one set of credentials: its identity, the source, and the metadata exchange if any.

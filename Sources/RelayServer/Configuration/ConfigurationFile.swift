@@ -7,6 +7,7 @@ struct ConfigurationFile: Decodable {
     var fcm: FCM?
     var log: Log?
     var oidc: OIDC?
+    var delivery: Delivery?
     var routes: [RouteDefinition]?
     var projects: [Project]?
 
@@ -40,6 +41,15 @@ struct ConfigurationFile: Decodable {
         var timeoutSeconds: Int?
     }
 
+    struct Delivery: Decodable {
+        var maxAttempts: Int?
+        var deadlineSeconds: Double?
+        var baseDelaySeconds: Double?
+        var maxDelaySeconds: Double?
+        var quotaDelaySeconds: Double?
+        var concurrency: Int?
+    }
+
     struct OIDC: Decodable {
         var audiences: [String]?
         var allowedEmails: [String]?
@@ -64,7 +74,8 @@ struct ConfigurationFile: Decodable {
     }()
 
     private static let fileKeys: [String: Set<String>] = [
-        "": ["server", "webhook", "fcm", "log", "oidc", "routes", "projects"],
+        "": ["server", "webhook", "fcm", "log", "oidc", "delivery", "routes", "projects"],
+        "delivery": ["maxAttempts", "deadlineSeconds", "baseDelaySeconds", "maxDelaySeconds", "quotaDelaySeconds", "concurrency"],
         "projects[]": ["id", "credentialsFile", "routes"],
         "server": ["host", "port", "webhookPath", "pubsubPath", "maxBodyBytes"],
         "webhook": ["auth", "secrets", "toleranceSeconds"],

@@ -22,6 +22,10 @@ public struct RelaySettings: Sendable {
     public var fcmBaseURL: String
     public var validateOnly: Bool
     public var fcmTimeout: Duration
+    /// How failed sends are retried.
+    public var retryPolicy: RetryPolicy
+    /// At most this many FCM requests at once.
+    public var outboundConcurrency: Int
     public var logLevel: Logger.Level
     public var logFormat: LogFormat
     /// Log each ping's full FCM message at info (the development profile turns this on).

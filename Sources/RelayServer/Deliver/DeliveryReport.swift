@@ -1,42 +1,54 @@
 import FCMClient
+import Foundation
 
-/// What happened to one route's ping, as the webhook answer reports it.
+/// What happened to one route's ping, with every attempt, as the webhook answer reports it.
 public struct DeliveryReport: Sendable, Encodable, Equatable {
     public enum Status: String, Sendable, Encodable {
         /// FCM accepted the message for delivery.
         case accepted
         /// FCM checked the message without delivering it (`validate_only`).
         case validated
-        /// FCM, or the token endpoint, refused or could not be reached.
+        /// FCM refused it for good (400, 403, 404, a refused key): retrying cannot help.
         case failed
+        /// Retries ran out (attempts or deadline) while FCM kept failing.
+        case dead
     }
 
     public var route: String
     public var status: Status
     public var messageName: String?
+    /// The last error, when not accepted.
     public var error: ErrorDetail?
+    /// Every attempt, oldest first.
+    public var attempts: [Attempt]
 
-    /// Why a ping failed, in FCM's terms.
+    /// Why an attempt failed, in FCM's terms.
     public struct ErrorDetail: Sendable, Encodable, Equatable {
         public var httpStatus: Int?
         public var errorCode: String?
         public var message: String
     }
 
-    init(route: String, failure: FCMError) {
-        self.route = route
-        self.status = .failed
-        switch failure {
-        case .rejected(let response):
-            self.error = .init(httpStatus: response.httpStatus, errorCode: response.errorCode ?? response.status, message: failure.description)
-        default:
-            self.error = .init(httpStatus: nil, errorCode: nil, message: failure.description)
-        }
+    /// One `messages:send` attempt.
+    public struct Attempt: Sendable, Encodable, Equatable {
+        public var at: Date
+        /// FCM's HTTP status; absent when FCM could not be reached.
+        public var httpStatus: Int?
+        public var errorCode: String?
     }
 
-    init(route: String, messageName: String, validated: Bool) {
-        self.route = route
-        self.status = validated ? .validated : .accepted
-        self.messageName = messageName
+    var succeeded: Bool { status == .accepted || status == .validated }
+
+    static func detail(_ failure: FCMError) -> ErrorDetail {
+        if case .rejected(let response) = failure {
+            return .init(httpStatus: response.httpStatus, errorCode: response.errorCode ?? response.status, message: failure.description)
+        }
+        return .init(httpStatus: nil, errorCode: nil, message: failure.description)
+    }
+
+    static func attempt(_ failure: FCMError?, at: Date) -> Attempt {
+        guard let failure else { return Attempt(at: at, httpStatus: 200, errorCode: nil) }
+        let detail = detail(failure)
+        return Attempt(at: at, httpStatus: detail.httpStatus, errorCode: detail.errorCode)
     }
 }

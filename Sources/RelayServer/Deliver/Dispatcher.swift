@@ -4,12 +4,15 @@ import Logging
 import NIOCore
 import RelayCore
 
-/// Sends an event's pings to FCM in parallel and reports each outcome, in route order.
+/// Sends an event's pings to FCM in parallel (within the outbound limit), retrying each by FCM's rules, and reports
+/// every outcome in route order.
 struct Dispatcher: Sendable {
     let sender: any MessageSender
     let validateOnly: Bool
     /// Log every message's JSON at info (the development profile shows what it "sent").
     let logPings: Bool
+    let policy: RetryPolicy
+    let limit: OutboundLimit
 
     private static let encoder = JSONEncoder()
 
@@ -27,22 +30,44 @@ struct Dispatcher: Sendable {
     private func deliver(_ ping: Ping, logger: Logger) async -> DeliveryReport {
         var logger = logger
         logger[metadataKey: "route"] = "\(ping.route)"
-        let body: Data
-        do {
-            body = try Self.encoder.encode(ping.message)
-        } catch {
-            return DeliveryReport(route: ping.route, failure: .invalidResponse("the message could not be encoded"))
+        guard let body = try? Self.encoder.encode(ping.message) else {
+            let failure = FCMError.invalidResponse("the message could not be encoded")
+            return DeliveryReport(route: ping.route, status: .failed, error: DeliveryReport.detail(failure), attempts: [])
         }
-        if logPings {
-            logger.info("ping", metadata: ["message": "\(String(decoding: body, as: UTF8.self))"])
-        }
-        do {
-            let name = try await sender.send(project: ping.project, message: ByteBuffer(bytes: body), validateOnly: validateOnly)
-            logger.info(validateOnly ? "ping validated by FCM" : "ping accepted by FCM", metadata: ["fcm_message": "\(name)"])
-            return DeliveryReport(route: ping.route, messageName: name, validated: validateOnly)
-        } catch {
-            logger.error("ping failed", metadata: ["error": "\(error)"])
-            return DeliveryReport(route: ping.route, failure: error)
+        if logPings { logger.info("ping", metadata: ["message": "\(String(decoding: body, as: UTF8.self))"]) }
+        let message = ByteBuffer(bytes: body)
+        let deadline = ContinuousClock.now + policy.deadline
+        var attempts: [DeliveryReport.Attempt] = []
+        while true {
+            logger[metadataKey: "attempt"] = "\(attempts.count + 1)"
+            let result = await limit.run { () async -> Result<String, FCMError> in
+                do throws(FCMError) {
+                    return .success(try await sender.send(project: ping.project, message: message, validateOnly: validateOnly))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            switch result {
+            case .success(let name):
+                attempts.append(DeliveryReport.attempt(nil, at: Date()))
+                logger.info(validateOnly ? "ping validated by FCM" : "ping accepted by FCM", metadata: ["fcm_message": "\(name)"])
+                return DeliveryReport(route: ping.route, status: validateOnly ? .validated : .accepted, messageName: name, attempts: attempts)
+            case .failure(let failure):
+                attempts.append(DeliveryReport.attempt(failure, at: Date()))
+                let report = DeliveryReport(route: ping.route, status: .failed, error: DeliveryReport.detail(failure), attempts: attempts)
+                switch policy.decision(after: failure, attempt: attempts.count) {
+                case .permanent:
+                    logger.error("ping refused by FCM for good", metadata: ["error": "\(failure)"])
+                    return report
+                case .retry(let delay):
+                    guard attempts.count < policy.maximumAttempts, ContinuousClock.now + delay < deadline else {
+                        logger.error("ping is dead: retries ran out", metadata: ["error": "\(failure)", "attempts": "\(attempts.count)"])
+                        return DeliveryReport(route: report.route, status: .dead, error: report.error, attempts: attempts)
+                    }
+                    logger.warning("ping will be retried", metadata: ["error": "\(failure)", "retry_in": "\(delay)"])
+                    try? await Task.sleep(for: delay)
+                }
+            }
         }
     }
 }

@@ -26,7 +26,7 @@ actor RecentEvents {
         inFlight[key] = task
         let reports = await task.value
         inFlight[key] = nil
-        if reports.allSatisfy({ $0.status != .failed }) { remember(key, reports) }
+        if reports.allSatisfy(\.succeeded) { remember(key, reports) }
         return (reports, false)
     }
 

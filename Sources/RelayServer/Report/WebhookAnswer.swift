@@ -21,7 +21,7 @@ enum WebhookAnswer {
     }
 
     static func response(requestID: String, duplicate: Bool, event: Event, reports: [DeliveryReport]) -> Response {
-        let failed = reports.filter { $0.status == .failed }.map(\.route)
+        let failed = reports.filter { !$0.succeeded }.map(\.route)
         guard failed.isEmpty else {
             return Problem(
                 .deliveryFailed, detail: "FCM did not accept the ping for route(s) \(failed.joined(separator: ", "))",
