@@ -60,11 +60,48 @@ import Testing
     }
 }
 
-@Test func differentEventsAreNotDuplicates() async throws {
+@Test func differentVersionsAreNotDuplicates() async throws {
     try await withLiveRelay { relay in
         let first = try await relay.post(#"{"versionNumber":8}"#)
-        let second = try await relay.post(#"{"versionNumber":8}"#)
+        let second = try await relay.post(#"{"versionNumber":9}"#)
         #expect(first.status == 200 && second.status == 200)
         #expect(await relay.emulator.messages.count == 2)
+    }
+}
+
+@Test func theSameVersionByTwoWaysInIsOneEvent() async throws {
+    try await withLiveRelay { relay in
+        let cloudEvent = try await relay.post(try sample("template-version.json"), headers: binaryHeaders(id: "eventarc-1"))
+        let forwarded = try await relay.post(#"{"versionNumber":"42","updateType":"INCREMENTAL_UPDATE"}"#, id: "msg_from_ci")
+        #expect(cloudEvent.status == 200 && forwarded.status == 200)
+        #expect(forwarded.json["duplicate"] as? Bool == true)
+        #expect(await relay.emulator.messages.count == 1)
+    }
+}
+
+@Test func aBurstOfVersionsDuringAnOutageSendsOnlyTheNewest() async throws {
+    let routes = """
+          - {name: default, topic: PUSH_RC, data: {CONFIG_STATE: STALE, CONFIG_VERSION: "{{version}}"}}
+          - {name: console, topic: RC_CONSOLE, data: {V: "{{version}}"}}
+        """
+    try await withLiveRelay(routes: routes, environment: ["RC_RELAY_DELIVERY_MAX_ATTEMPTS": "8"]) { relay in
+        // Every retry waits at least a second, so the newer versions arrive while the older pings wait.
+        await relay.emulator.inject(.init(status: 503, retryAfter: "1", count: 8))
+        async let n = relay.post(#"{"versionNumber":100}"#)
+        try await Task.sleep(for: .milliseconds(150))
+        async let n1 = relay.post(#"{"versionNumber":101}"#)
+        try await Task.sleep(for: .milliseconds(150))
+        async let n2 = relay.post(#"{"versionNumber":102}"#)
+        let statuses = { (answer: LiveRelay.Answer) in
+            (answer.json["deliveries"] as? [[String: Any]] ?? []).compactMap { $0["status"] as? String }
+        }
+        let (a, b, c) = try await (n, n1, n2)
+        #expect(a.status == 200 && b.status == 200 && c.status == 200)
+        #expect(statuses(a) == ["superseded", "superseded"])
+        #expect(statuses(b) == ["superseded", "superseded"])
+        #expect(statuses(c) == ["accepted", "accepted"])
+        let sent = await relay.recordedMessages()
+        #expect(sent.count == 2)
+        #expect(sent.allSatisfy { ($0["data"] as? [String: String])?.values.contains("102") == true })
     }
 }

@@ -42,6 +42,7 @@ public enum RelayApplication {
     static func makeProjects(_ settings: RelaySettings, httpClient: HTTPClient, logger: Logger) async throws -> ProjectDirectory {
         var sources: [String: CachingTokenSource] = [:]
         let limit = OutboundLimit(limit: settings.outboundConcurrency)
+        let latest = LatestVersions()
         var pipelines: [(String, ProjectDirectory.Pipeline)] = []
         for project in settings.projects {
             let (identity, source, metadata) = try await tokenSource(project.credentials, cached: sources, httpClient: httpClient, settings: settings, logger: logger)
@@ -64,7 +65,7 @@ public enum RelayApplication {
             let sender = FCMSender(httpClient: httpClient, baseURL: settings.fcmBaseURL, tokenSource: source, timeout: settings.fcmTimeout)
             let dispatcher = Dispatcher(
                 sender: sender, validateOnly: settings.validateOnly, logPings: settings.logPings, policy: settings.retryPolicy,
-                limit: limit)
+                limit: limit, latest: latest)
             pipelines.append((id, .init(routes: project.routes, dispatcher: dispatcher)))
         }
         return ProjectDirectory(pipelines)

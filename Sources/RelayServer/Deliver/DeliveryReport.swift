@@ -12,6 +12,8 @@ public struct DeliveryReport: Sendable, Encodable, Equatable {
         case failed
         /// Retries ran out (attempts or deadline) while FCM kept failing.
         case dead
+        /// A newer version's ping for the same route took over while this one waited to retry.
+        case superseded
     }
 
     public var route: String
@@ -37,7 +39,8 @@ public struct DeliveryReport: Sendable, Encodable, Equatable {
         public var errorCode: String?
     }
 
-    var succeeded: Bool { status == .accepted || status == .validated }
+    /// Settled without anything left to do: accepted, validated, or replaced by a newer version's ping.
+    var succeeded: Bool { status == .accepted || status == .validated || status == .superseded }
 
     static func detail(_ failure: FCMError) -> ErrorDetail {
         if case .rejected(let response) = failure {

@@ -13,13 +13,14 @@ struct Dispatcher: Sendable {
     let logPings: Bool
     let policy: RetryPolicy
     let limit: OutboundLimit
+    let latest: LatestVersions
 
     private static let encoder = JSONEncoder()
 
-    func deliver(_ pings: [Ping], logger: Logger) async -> [DeliveryReport] {
+    func deliver(_ pings: [Ping], version: Int64, logger: Logger) async -> [DeliveryReport] {
         await withTaskGroup(of: (Int, DeliveryReport).self) { group in
             for (index, ping) in pings.enumerated() {
-                group.addTask { (index, await deliver(ping, logger: logger)) }
+                group.addTask { (index, await deliver(ping, version: version, logger: logger)) }
             }
             var reports = [DeliveryReport?](repeating: nil, count: pings.count)
             for await (index, report) in group { reports[index] = report }
@@ -27,9 +28,13 @@ struct Dispatcher: Sendable {
         }
     }
 
-    private func deliver(_ ping: Ping, logger: Logger) async -> DeliveryReport {
+    private func deliver(_ ping: Ping, version: Int64, logger: Logger) async -> DeliveryReport {
         var logger = logger
         logger[metadataKey: "route"] = "\(ping.route)"
+        guard await latest.claim(project: ping.project, route: ping.route, version: version) else {
+            logger.notice("ping superseded before sending: a newer version's ping is already under way")
+            return DeliveryReport(route: ping.route, status: .superseded, attempts: [])
+        }
         guard let body = try? Self.encoder.encode(ping.message) else {
             let failure = FCMError.invalidResponse("the message could not be encoded")
             return DeliveryReport(route: ping.route, status: .failed, error: DeliveryReport.detail(failure), attempts: [])
@@ -66,6 +71,10 @@ struct Dispatcher: Sendable {
                     }
                     logger.warning("ping will be retried", metadata: ["error": "\(failure)", "retry_in": "\(delay)"])
                     try? await Task.sleep(for: delay)
+                    if await latest.isSuperseded(project: ping.project, route: ping.route, version: version) {
+                        logger.notice("ping superseded: a newer version's ping took over", metadata: ["attempts": "\(attempts.count)"])
+                        return DeliveryReport(route: ping.route, status: .superseded, error: report.error, attempts: attempts)
+                    }
                 }
             }
         }

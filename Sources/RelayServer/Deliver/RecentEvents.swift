@@ -1,6 +1,6 @@
 import Foundation
 
-/// Remembers recent events by id, so a redelivery sends nothing twice.
+/// Remembers recent events by their keys (event id, project and version), so a redelivery sends nothing twice.
 ///
 /// A duplicate that arrives while the first is being delivered waits for it and gets the same reports. Only fully
 /// accepted deliveries are remembered: after a failure, the sender's retry delivers again. Bounded by count and age.
@@ -16,17 +16,16 @@ actor RecentEvents {
         self.capacity = capacity
     }
 
-    /// Runs `work` for a new key; for a key seen recently, returns what it returned then (`duplicate` true).
-    func deliver(key: String?, _ work: @escaping @Sendable () async -> [DeliveryReport]) async -> (reports: [DeliveryReport], duplicate: Bool) {
-        guard let key else { return (await work(), false) }
+    /// Runs `work` unless one of `keys` was seen recently; then returns what it returned then (`duplicate` true).
+    func deliver(keys: [String], _ work: @escaping @Sendable () async -> [DeliveryReport]) async -> (reports: [DeliveryReport], duplicate: Bool) {
         forgetExpired()
-        if let previous = done[key] { return (previous.reports, true) }
-        if let running = inFlight[key] { return (await running.value, true) }
+        if let previous = keys.lazy.compactMap({ self.done[$0] }).first { return (previous.reports, true) }
+        if let running = keys.lazy.compactMap({ self.inFlight[$0] }).first { return (await running.value, true) }
         let task = Task { await work() }
-        inFlight[key] = task
+        for key in keys { inFlight[key] = task }
         let reports = await task.value
-        inFlight[key] = nil
-        if reports.allSatisfy(\.succeeded) { remember(key, reports) }
+        for key in keys { inFlight[key] = nil }
+        if reports.allSatisfy(\.succeeded) { for key in keys { remember(key, reports) } }
         return (reports, false)
     }
 

@@ -62,8 +62,11 @@ struct WebhookController: Sendable {
         let pings = pipeline.routes.pings(for: event.version, project: project)
         logger.info("webhook accepted", metadata: ["format": "\(event.format.rawValue)", "pings": "\(pings.count)"])
         let dispatcher = pipeline.dispatcher
-        let (reports, duplicate) = await recent.deliver(key: eventID.map { "\(project)/\($0)" }) { [logger] in
-            await dispatcher.deliver(pings, logger: logger)
+        // The same event by id, or the same version of the project by another way in, is one event.
+        let keys = [eventID.map { "\(project)/id/\($0)" }, "\(project)/version/\(event.version.versionNumber)"].compactMap { $0 }
+        let version = event.version.versionNumber
+        let (reports, duplicate) = await recent.deliver(keys: keys) { [logger] in
+            await dispatcher.deliver(pings, version: version, logger: logger)
         }
         if duplicate { logger.info("duplicate event: answered from the first delivery, nothing sent again") }
         let summary = WebhookAnswer.Event(

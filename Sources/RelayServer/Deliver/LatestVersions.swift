@@ -1,0 +1,18 @@
+/// The newest template version each route has a ping for, so an older ping still waiting to retry can stand down:
+/// pings are idempotent "your config is stale" signals, and the newer one carries the newer version.
+actor LatestVersions {
+    private var latest: [String: Int64] = [:]
+
+    /// Records that `version` is being sent on the route; returns false if a newer one already is.
+    func claim(project: String, route: String, version: Int64) -> Bool {
+        let key = "\(project)/\(route)"
+        if let current = latest[key], current > version { return false }
+        latest[key] = version
+        return true
+    }
+
+    /// Whether a newer version than `version` has been claimed on the route since.
+    func isSuperseded(project: String, route: String, version: Int64) -> Bool {
+        (latest["\(project)/\(route)"] ?? version) > version
+    }
+}
