@@ -48,9 +48,19 @@ import Testing
     }
 }
 
-@Test func aFailedDeliveryIsNotRememberedSoTheRetryDelivers() async throws {
+@Test func aPermanentFailureIsRememberedSoARetrySendsNothing() async throws {
     try await withLiveRelay { relay in
-        await relay.emulator.inject(.init(status: 400, errorCode: "INVALID_ARGUMENT"))
+        await relay.emulator.inject(.init(status: 400, errorCode: "INVALID_ARGUMENT", count: 5))
+        let first = try await relay.post(#"{"versionNumber":7}"#, id: "msg_retry")
+        let retry = try await relay.post(#"{"versionNumber":7}"#, id: "msg_retry")
+        #expect(first.status == 502 && retry.status == 502)
+        #expect(await relay.emulator.stats.sendRequests == 1)
+    }
+}
+
+@Test func aDeadDeliveryIsNotRememberedSoTheRetryDelivers() async throws {
+    try await withLiveRelay { relay in
+        await relay.emulator.inject(.init(status: 503, count: 3))  // all three attempts
         let failed = try await relay.post(#"{"versionNumber":7}"#, id: "msg_retry")
         #expect(failed.status == 502)
         let retry = try await relay.post(#"{"versionNumber":7}"#, id: "msg_retry")

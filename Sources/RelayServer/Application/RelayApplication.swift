@@ -21,21 +21,34 @@ public enum RelayApplication {
             configuration: .init(timeout: .init(
                 connect: .seconds(min(5, settings.fcmTimeout.components.seconds)),
                 read: .seconds(settings.fcmTimeout.components.seconds))))
-        let projects: ProjectDirectory
+        let deliveries: DeliveryService
         let idTokens: IDTokenVerifier?
         do {
-            projects = try await makeProjects(settings, httpClient: httpClient, logger: logger)
+            let projects = try await makeProjects(settings, httpClient: httpClient, logger: logger)
+            deliveries = DeliveryService(
+                projects: projects, recent: RecentEvents(spool: try makeSpool(settings.spoolDirectory)),
+                answerWithin: settings.answerWithin)
             idTokens = try await makeIDTokenVerifier(settings.oidc, httpClient: httpClient)
         } catch {
             try? await httpClient.shutdown()
             throw error
         }
         return Application(
-            router: makeRouter(settings: settings, projects: projects, idTokens: idTokens),
+            router: makeRouter(settings: settings, deliveries: deliveries, idTokens: idTokens),
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "rc-relay"),
-            services: [HTTPClientService(client: httpClient)],
+            // Shut down in reverse: deliveries drain while the HTTP client is still up.
+            services: [HTTPClientService(client: httpClient), DeliveryLifecycle(service: deliveries, grace: settings.drainGrace, logger: logger)],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? settings.port) },
             logger: logger)
+    }
+
+    static func makeSpool(_ directory: String?) throws -> (any Spool)? {
+        guard let directory else { return nil }
+        do {
+            return try FileSpool(directory: directory)
+        } catch {
+            throw ConfigurationError(key: "delivery.spoolDirectory", problem: "\(directory) cannot be created", fix: "point it at a writable directory on a persistent volume")
+        }
     }
 
     /// Each project's routes and dispatcher; projects with the same credentials share one token cache.
@@ -124,12 +137,11 @@ public enum RelayApplication {
     }
 
     /// The routes: the webhook, Pub/Sub push (with `oidc`), and the health probe.
-    static func makeRouter(settings: RelaySettings, projects: ProjectDirectory, idTokens: IDTokenVerifier?) -> Router<RelayRequestContext> {
-        let recent = RecentEvents()
+    static func makeRouter(settings: RelaySettings, deliveries: DeliveryService, idTokens: IDTokenVerifier?) -> Router<RelayRequestContext> {
         let webhook = WebhookController(
             ingest: .webhook, auth: settings.webhookAuth, verifier: settings.verifier,
             idTokens: settings.webhookAuth.needsOIDC ? idTokens : nil, maxBodyBytes: settings.maxBodyBytes,
-            projects: projects, recent: recent)
+            deliveries: deliveries)
         let router = Router(context: RelayRequestContext.self)
         router.post(RouterPath(settings.webhookPath)) { request, context in
             await webhook.handle(request, context: context)
@@ -138,7 +150,7 @@ public enum RelayApplication {
             // Pub/Sub push proves itself with an ID token only; without `oidc` settings the path does not exist.
             let pubSub = WebhookController(
                 ingest: .pubSub, auth: .oidc, verifier: settings.verifier, idTokens: idTokens,
-                maxBodyBytes: settings.maxBodyBytes, projects: projects, recent: recent)
+                maxBodyBytes: settings.maxBodyBytes, deliveries: deliveries)
             router.post(RouterPath(settings.pubsubPath)) { request, context in
                 await pubSub.handle(request, context: context)
             }

@@ -48,6 +48,9 @@ struct ConfigurationFile: Decodable {
         var maxDelaySeconds: Double?
         var quotaDelaySeconds: Double?
         var concurrency: Int?
+        var answerWithinSeconds: Double?
+        var spoolDirectory: String?
+        var drainSeconds: Double?
     }
 
     struct OIDC: Decodable {
@@ -75,7 +78,10 @@ struct ConfigurationFile: Decodable {
 
     private static let fileKeys: [String: Set<String>] = [
         "": ["server", "webhook", "fcm", "log", "oidc", "delivery", "routes", "projects"],
-        "delivery": ["maxAttempts", "deadlineSeconds", "baseDelaySeconds", "maxDelaySeconds", "quotaDelaySeconds", "concurrency"],
+        "delivery": [
+            "maxAttempts", "deadlineSeconds", "baseDelaySeconds", "maxDelaySeconds", "quotaDelaySeconds", "concurrency",
+            "answerWithinSeconds", "spoolDirectory", "drainSeconds",
+        ],
         "projects[]": ["id", "credentialsFile", "routes"],
         "server": ["host", "port", "webhookPath", "pubsubPath", "maxBodyBytes"],
         "webhook": ["auth", "secrets", "toleranceSeconds"],

@@ -57,7 +57,11 @@ extension ConfigurationLoader {
             webhookAuth: auth, verifier: StandardWebhookVerifier(secrets: secrets, tolerance: .seconds(tolerance)), oidc: oidc,
             projects: projects, fcmBaseURL: baseURL,
             validateOnly: file.fcm?.validateOnly ?? false, fcmTimeout: .seconds(timeout),
-            retryPolicy: try resolveRetryPolicy(file.delivery), outboundConcurrency: try resolveConcurrency(file.delivery), logLevel: level,
+            retryPolicy: try resolveRetryPolicy(file.delivery), outboundConcurrency: try resolveConcurrency(file.delivery),
+            answerWithin: try duration(file.delivery?.answerWithinSeconds, key: "delivery.answerWithinSeconds", default: 10, range: 0.05...600),
+            spoolDirectory: file.delivery?.spoolDirectory,
+            drainGrace: try duration(file.delivery?.drainSeconds, key: "delivery.drainSeconds", default: 20, range: 0...600),
+            logLevel: level,
             logFormat: format, logPings: file.log?.pings ?? false)
     }
 
@@ -80,6 +84,14 @@ extension ConfigurationLoader {
             baseDelay: try seconds(delivery?.baseDelaySeconds, "baseDelaySeconds", defaults.baseDelay, 0.001...600),
             maximumDelay: try seconds(delivery?.maxDelaySeconds, "maxDelaySeconds", defaults.maximumDelay, 0.001...3600),
             quotaDelay: try seconds(delivery?.quotaDelaySeconds, "quotaDelaySeconds", defaults.quotaDelay, 0.001...3600))
+    }
+
+    private func duration(_ value: Double?, key: String, default fallback: Double, range: ClosedRange<Double>) throws(ConfigurationError) -> Duration {
+        let seconds = value ?? fallback
+        guard range.contains(seconds) else {
+            throw ConfigurationError(key: key, problem: "\(seconds) is outside \(range.lowerBound) to \(range.upperBound) seconds", fix: "use \(fallback)")
+        }
+        return .milliseconds(Int(seconds * 1000))
     }
 
     private func resolveConcurrency(_ delivery: ConfigurationFile.Delivery?) throws(ConfigurationError) -> Int {

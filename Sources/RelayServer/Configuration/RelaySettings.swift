@@ -26,6 +26,12 @@ public struct RelaySettings: Sendable {
     public var retryPolicy: RetryPolicy
     /// At most this many FCM requests at once.
     public var outboundConcurrency: Int
+    /// How long the webhook waits for its pings to settle before answering 202 (spooled) or 503.
+    public var answerWithin: Duration
+    /// Where acknowledged events wait until delivered; nil: no spool (503 instead of 202).
+    public var spoolDirectory: String?
+    /// On SIGTERM, how long deliveries under way may take before they are spooled.
+    public var drainGrace: Duration
     public var logLevel: Logger.Level
     public var logFormat: LogFormat
     /// Log each ping's full FCM message at info (the development profile turns this on).

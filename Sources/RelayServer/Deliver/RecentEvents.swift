@@ -1,32 +1,95 @@
 import Foundation
+import Synchronization
 
-/// Remembers recent events by their keys (event id, project and version), so a redelivery sends nothing twice.
+/// The deliveries under way and those settled recently, by their keys (event id, project and version).
 ///
-/// A duplicate that arrives while the first is being delivered waits for it and gets the same reports. Only fully
-/// accepted deliveries are remembered: after a failure, the sender's retry delivers again. Bounded by count and age.
+/// A duplicate joins the delivery under way, or gets the answer of one settled in the last `window`. Deliveries run on
+/// after the webhook is answered; each removes its spool file when it settles. Dead deliveries (retries ran out) are
+/// not remembered, so the sender's retry delivers again.
 actor RecentEvents {
+    /// What a caller learns within its wait.
+    enum Outcome: Sendable {
+        case settled([DeliveryReport], duplicate: Bool)
+        case pending
+    }
+
     let window: TimeInterval
     let capacity: Int
-    private var inFlight: [String: Task<[DeliveryReport], Never>] = [:]
+    let spool: (any Spool)?
+    private var inFlight: [String: (task: Task<[DeliveryReport], Never>, record: SpoolRecord)] = [:]
     private var done: [String: (reports: [DeliveryReport], at: Date)] = [:]
     private var order: [String] = []
 
-    init(window: Duration = .seconds(600), capacity: Int = 10_000) {
+    init(window: Duration = .seconds(600), capacity: Int = 10_000, spool: (any Spool)? = nil) {
         self.window = Double(window.components.seconds)
         self.capacity = capacity
+        self.spool = spool
     }
 
-    /// Runs `work` unless one of `keys` was seen recently; then returns what it returned then (`duplicate` true).
-    func deliver(keys: [String], _ work: @escaping @Sendable () async -> [DeliveryReport]) async -> (reports: [DeliveryReport], duplicate: Bool) {
+    /// Starts the delivery (or joins the one under way) and waits up to `wait` for it to settle.
+    func deliver(_ record: SpoolRecord, wait: Duration, _ work: @escaping @Sendable () async -> [DeliveryReport]) async -> Outcome {
         forgetExpired()
-        if let previous = keys.lazy.compactMap({ self.done[$0] }).first { return (previous.reports, true) }
-        if let running = keys.lazy.compactMap({ self.inFlight[$0] }).first { return (await running.value, true) }
-        let task = Task { await work() }
-        for key in keys { inFlight[key] = task }
-        let reports = await task.value
-        for key in keys { inFlight[key] = nil }
-        if reports.allSatisfy(\.succeeded) { for key in keys { remember(key, reports) } }
-        return (reports, false)
+        if let previous = record.keys.lazy.compactMap({ self.done[$0] }).first { return .settled(previous.reports, duplicate: true) }
+        let task: Task<[DeliveryReport], Never>
+        let duplicate: Bool
+        if let running = record.keys.lazy.compactMap({ self.inFlight[$0] }).first {
+            (task, duplicate) = (running.task, true)
+        } else {
+            // Unstructured on purpose: the delivery outlives the request that started it; `drain` awaits it on stop.
+            task = Task {
+                let reports = await work()
+                self.finish(record, reports)
+                return reports
+            }
+            for key in record.keys { inFlight[key] = (task, record) }
+            duplicate = false
+        }
+        guard let reports = await Self.value(of: task, within: wait) else { return .pending }
+        return .settled(reports, duplicate: duplicate)
+    }
+
+    /// Writes a still-running delivery to the spool, before the sender is told 202.
+    func spoolIfRunning(_ record: SpoolRecord) throws {
+        guard let spool, inFlight[record.keys[0]] != nil else { return }
+        try spool.write(record)
+    }
+
+    /// On stop: waits up to `grace` for deliveries under way; returns those still running.
+    func drain(within grace: Duration) async -> [SpoolRecord] {
+        var unique: [String: (task: Task<[DeliveryReport], Never>, record: SpoolRecord)] = [:]
+        for entry in inFlight.values { unique[entry.record.keys[0]] = entry }
+        var left: [SpoolRecord] = []
+        let deadline = ContinuousClock.now + grace
+        for entry in unique.values where await Self.value(of: entry.task, within: deadline - .now) == nil {
+            left.append(entry.record)
+        }
+        return left
+    }
+
+    private func finish(_ record: SpoolRecord, _ reports: [DeliveryReport]) {
+        for key in record.keys { inFlight[key] = nil }
+        spool?.remove(record)
+        guard reports.allSatisfy({ $0.status != .dead }) else { return }
+        for key in record.keys { remember(key, reports) }
+    }
+
+    /// The task's result if it settles within `wait`, else nil; the task itself runs on either way.
+    ///
+    /// A task group would not do: it waits for all its children, and awaiting another task's value cannot be cancelled.
+    private static func value(of task: Task<[DeliveryReport], Never>, within wait: Duration) async -> [DeliveryReport]? {
+        guard wait > .zero else { return nil }
+        return await withCheckedContinuation { continuation in
+            let once = ResumeOnce(continuation)
+            let timer = Task {
+                try? await Task.sleep(for: wait)
+                once.resume(nil)
+            }
+            Task {
+                let reports = await task.value
+                timer.cancel()
+                once.resume(reports)
+            }
+        }
     }
 
     private func remember(_ key: String, _ reports: [DeliveryReport]) {
@@ -40,6 +103,22 @@ actor RecentEvents {
         while let first = order.first, let entry = done[first], entry.at < cutoff {
             done[first] = nil
             order.removeFirst()
+        }
+    }
+}
+
+/// Resumes a continuation the first time only; whichever of the delivery and the timer comes first wins.
+private final class ResumeOnce: Sendable {
+    private let continuation: Mutex<CheckedContinuation<[DeliveryReport]?, Never>?>
+
+    init(_ continuation: CheckedContinuation<[DeliveryReport]?, Never>) {
+        self.continuation = Mutex(continuation)
+    }
+
+    func resume(_ value: [DeliveryReport]?) {
+        continuation.withLock { pending in
+            pending?.resume(returning: value)
+            pending = nil
         }
     }
 }

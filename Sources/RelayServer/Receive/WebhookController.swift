@@ -21,8 +21,7 @@ struct WebhookController: Sendable {
     let verifier: StandardWebhookVerifier
     let idTokens: IDTokenVerifier?
     let maxBodyBytes: Int
-    let projects: ProjectDirectory
-    let recent: RecentEvents
+    let deliveries: DeliveryService
 
     func handle(_ request: Request, context: RelayRequestContext) async -> Response {
         let requestID = request.headers[.requestID].flatMap { $0.isEmpty || $0.count > 128 ? nil : $0 } ?? context.id
@@ -36,6 +35,7 @@ struct WebhookController: Sendable {
             logger.notice("webhook refused", metadata: ["status": "\(error.kind.status.code)", "problem": "\(error.kind.rawValue)", "reason": "\(error.detail)"])
             response = Problem(error.kind, detail: error.detail, requestID: requestID).response()
             if error.kind == .verificationUnavailable { response.headers[.retryAfter] = "30" }
+            if error.kind == .deliveryInProgress { response.headers[.retryAfter] = "\(max(1, deliveries.answerWithin.components.seconds))" }
         }
         response.headers[.requestID] = requestID
         return response
@@ -49,8 +49,9 @@ struct WebhookController: Sendable {
             signature: request.headers[.webhookSignature])
         try verifySignature(signature, body: body)
         let event = try decode(body, request)
+        let projects = deliveries.projects
         let project = event.project ?? projects.defaultID
-        guard let pipeline = projects[project] else {
+        guard projects[project] != nil else {
             throw Refusal(
                 kind: .unknownProject,
                 detail: "project '\(project)' is not configured; this relay sends for " + projects.ids.map { "'\($0)'" }.joined(separator: ", "))
@@ -59,20 +60,32 @@ struct WebhookController: Sendable {
         logger[metadataKey: "event_id"] = "\(eventID ?? "-")"
         logger[metadataKey: "project"] = "\(project)"
         logger[metadataKey: "version"] = "\(event.version.versionNumber)"
-        let pings = pipeline.routes.pings(for: event.version, project: project)
-        logger.info("webhook accepted", metadata: ["format": "\(event.format.rawValue)", "pings": "\(pings.count)"])
-        let dispatcher = pipeline.dispatcher
+        logger.info("webhook accepted", metadata: ["format": "\(event.format.rawValue)"])
         // The same event by id, or the same version of the project by another way in, is one event.
-        let keys = [eventID.map { "\(project)/id/\($0)" }, "\(project)/version/\(event.version.versionNumber)"].compactMap { $0 }
-        let version = event.version.versionNumber
-        let (reports, duplicate) = await recent.deliver(keys: keys) { [logger] in
-            await dispatcher.deliver(pings, version: version, logger: logger)
-        }
-        if duplicate { logger.info("duplicate event: answered from the first delivery, nothing sent again") }
+        let keys = ["\(project)/version/\(event.version.versionNumber)", eventID.map { "\(project)/id/\($0)" }].compactMap { $0 }
+        let record = SpoolRecord(
+            keys: keys, project: project, eventID: eventID, format: event.format.rawValue, version: event.version,
+            receivedAt: Date())
         let summary = WebhookAnswer.Event(
             id: eventID, format: event.format.rawValue, project: project,
             versionNumber: String(event.version.versionNumber), updateType: event.version.updateType)
-        return WebhookAnswer.response(requestID: requestID, duplicate: duplicate, event: summary, reports: reports)
+        switch await deliveries.deliver(record, logger: logger) {
+        case .settled(let reports, let duplicate):
+            if duplicate { logger.info("duplicate event: answered from the first delivery, nothing sent again") }
+            return WebhookAnswer.response(requestID: requestID, duplicate: duplicate, event: summary, reports: reports)
+        case .pending:
+            guard deliveries.recent.spool != nil else {
+                throw Refusal(kind: .deliveryInProgress, detail: "the pings are still being delivered; retry to join the delivery under way")
+            }
+            do {
+                try await deliveries.recent.spoolIfRunning(record)
+            } catch {
+                logger.error("the event could not be spooled", metadata: ["error": "\(error)"])
+                throw Refusal(kind: .deliveryInProgress, detail: "the pings are still being delivered; retry to join the delivery under way")
+            }
+            logger.info("delivery continues in the background; the event is spooled")
+            return WebhookAnswer.inProgress(requestID: requestID, event: summary)
+        }
     }
 
     private func verifyIDToken(_ request: Request, logger: inout Logger) async throws(Refusal) {

@@ -13,11 +13,12 @@ public enum ProblemKind: String, Sendable, CaseIterable {
     case unknownEventType = "unknown-event-type"
     case unknownProject = "unknown-project"
     case deliveryFailed = "delivery-failed"
+    case deliveryInProgress = "delivery-in-progress"
 
     public var status: HTTPResponse.Status {
         switch self {
         case .invalidSignature, .timestampOutOfTolerance, .invalidIDToken: .unauthorized
-        case .verificationUnavailable: .serviceUnavailable
+        case .verificationUnavailable, .deliveryInProgress: .serviceUnavailable
         case .bodyTooLarge: .contentTooLarge
         case .unsupportedMediaType: .unsupportedMediaType
         case .malformedEvent: .badRequest
@@ -38,6 +39,7 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         case .unknownEventType: "The event is not a Remote Config update"
         case .unknownProject: "The event's Firebase project is not configured"
         case .deliveryFailed: "FCM did not accept every ping"
+        case .deliveryInProgress: "The pings are still being delivered"
         }
     }
 

@@ -20,6 +20,17 @@ enum WebhookAnswer {
         var updateType: String?
     }
 
+    /// 202: the event is durably spooled and its pings are still being delivered.
+    struct InProgress: Encodable {
+        var status = "in-progress"
+        var requestId: String
+        var event: Event
+    }
+
+    static func inProgress(requestID: String, event: Event) -> Response {
+        JSONResponse.make(InProgress(requestId: requestID, event: event), status: .accepted)
+    }
+
     static func response(requestID: String, duplicate: Bool, event: Event, reports: [DeliveryReport]) -> Response {
         let failed = reports.filter { !$0.succeeded }.map(\.route)
         guard failed.isEmpty else {
