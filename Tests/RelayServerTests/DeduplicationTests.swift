@@ -115,3 +115,15 @@ import Testing
         #expect(sent.allSatisfy { ($0["data"] as? [String: String])?.values.contains("102") == true })
     }
 }
+
+@Test func settledEventsAreForgottenAfterTheWindow() async throws {
+    try await withLiveRelay(environment: ["RC_RELAY_DELIVERY_DEDUP_WINDOW_SECONDS": "0.5"]) { relay in
+        let first = try await relay.post(#"{"versionNumber":40}"#, id: "msg_window")
+        let soon = try await relay.post(#"{"versionNumber":40}"#, id: "msg_window")
+        try await Task.sleep(for: .milliseconds(700))
+        let later = try await relay.post(#"{"versionNumber":40}"#, id: "msg_window")
+        #expect(first.status == 200 && soon.json["duplicate"] as? Bool == true)
+        #expect(later.json["duplicate"] as? Bool == false)
+        #expect(await relay.emulator.messages.count == 2)
+    }
+}

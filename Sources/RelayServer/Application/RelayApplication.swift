@@ -26,7 +26,9 @@ public enum RelayApplication {
         do {
             let projects = try await makeProjects(settings, httpClient: httpClient, logger: logger)
             deliveries = DeliveryService(
-                projects: projects, recent: RecentEvents(spool: try makeSpool(settings.spoolDirectory)),
+                projects: projects,
+                recent: RecentEvents(
+                    window: settings.dedupWindow, capacity: settings.dedupMaxEvents, spool: try makeSpool(settings.spoolDirectory)),
                 answerWithin: settings.answerWithin)
             idTokens = try await makeIDTokenVerifier(settings.oidc, httpClient: httpClient)
         } catch {

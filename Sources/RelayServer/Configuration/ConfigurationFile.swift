@@ -51,6 +51,8 @@ struct ConfigurationFile: Decodable {
         var answerWithinSeconds: Double?
         var spoolDirectory: String?
         var drainSeconds: Double?
+        var dedupWindowSeconds: Double?
+        var dedupMaxEvents: Int?
     }
 
     struct OIDC: Decodable {
@@ -80,7 +82,7 @@ struct ConfigurationFile: Decodable {
         "": ["server", "webhook", "fcm", "log", "oidc", "delivery", "routes", "projects"],
         "delivery": [
             "maxAttempts", "deadlineSeconds", "baseDelaySeconds", "maxDelaySeconds", "quotaDelaySeconds", "concurrency",
-            "answerWithinSeconds", "spoolDirectory", "drainSeconds",
+            "answerWithinSeconds", "spoolDirectory", "drainSeconds", "dedupWindowSeconds", "dedupMaxEvents",
         ],
         "projects[]": ["id", "credentialsFile", "routes"],
         "server": ["host", "port", "webhookPath", "pubsubPath", "maxBodyBytes"],

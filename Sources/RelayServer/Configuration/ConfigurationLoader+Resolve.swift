@@ -61,6 +61,8 @@ extension ConfigurationLoader {
             answerWithin: try duration(file.delivery?.answerWithinSeconds, key: "delivery.answerWithinSeconds", default: 10, range: 0.05...600),
             spoolDirectory: file.delivery?.spoolDirectory,
             drainGrace: try duration(file.delivery?.drainSeconds, key: "delivery.drainSeconds", default: 20, range: 0...600),
+            dedupWindow: try duration(file.delivery?.dedupWindowSeconds, key: "delivery.dedupWindowSeconds", default: 600, range: 0...86_400),
+            dedupMaxEvents: try dedupMaxEvents(file.delivery),
             logLevel: level,
             logFormat: format, logPings: file.log?.pings ?? false)
     }
@@ -92,6 +94,14 @@ extension ConfigurationLoader {
             throw ConfigurationError(key: key, problem: "\(seconds) is outside \(range.lowerBound) to \(range.upperBound) seconds", fix: "use \(fallback)")
         }
         return .milliseconds(Int(seconds * 1000))
+    }
+
+    private func dedupMaxEvents(_ delivery: ConfigurationFile.Delivery?) throws(ConfigurationError) -> Int {
+        let count = delivery?.dedupMaxEvents ?? 10_000
+        guard (0...1_000_000).contains(count) else {
+            throw ConfigurationError(key: "delivery.dedupMaxEvents", problem: "\(count) is outside 0 to 1000000", fix: "use 10000 (a few MB at most)")
+        }
+        return count
     }
 
     private func resolveConcurrency(_ delivery: ConfigurationFile.Delivery?) throws(ConfigurationError) -> Int {

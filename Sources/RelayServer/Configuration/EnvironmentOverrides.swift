@@ -41,6 +41,8 @@ public enum EnvironmentOverrides {
         .init(variable: "RC_RELAY_DELIVERY_ANSWER_WITHIN_SECONDS", key: "delivery.answerWithinSeconds", isList: false),
         .init(variable: "RC_RELAY_DELIVERY_SPOOL_DIRECTORY", key: "delivery.spoolDirectory", isList: false),
         .init(variable: "RC_RELAY_DELIVERY_DRAIN_SECONDS", key: "delivery.drainSeconds", isList: false),
+        .init(variable: "RC_RELAY_DELIVERY_DEDUP_WINDOW_SECONDS", key: "delivery.dedupWindowSeconds", isList: false),
+        .init(variable: "RC_RELAY_DELIVERY_DEDUP_MAX_EVENTS", key: "delivery.dedupMaxEvents", isList: false),
         .init(variable: "RC_RELAY_LOG_LEVEL", key: "log.level", isList: false),
         .init(variable: "RC_RELAY_LOG_FORMAT", key: "log.format", isList: false),
         .init(variable: "RC_RELAY_LOG_PINGS", key: "log.pings", isList: false),

@@ -32,6 +32,9 @@ public struct RelaySettings: Sendable {
     public var spoolDirectory: String?
     /// On SIGTERM, how long deliveries under way may take before they are spooled.
     public var drainGrace: Duration
+    /// How long, and for how many events at most, settled deliveries are remembered against duplicates.
+    public var dedupWindow: Duration
+    public var dedupMaxEvents: Int
     public var logLevel: Logger.Level
     public var logFormat: LogFormat
     /// Log each ping's full FCM message at info (the development profile turns this on).

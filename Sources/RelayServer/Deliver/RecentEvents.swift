@@ -21,7 +21,7 @@ actor RecentEvents {
     private var order: [String] = []
 
     init(window: Duration = .seconds(600), capacity: Int = 10_000, spool: (any Spool)? = nil) {
-        self.window = Double(window.components.seconds)
+        self.window = Double(window.components.seconds) + Double(window.components.attoseconds) / 1e18
         self.capacity = capacity
         self.spool = spool
     }
