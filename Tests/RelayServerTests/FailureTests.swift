@@ -9,7 +9,7 @@ private func delivery(_ answer: LiveRelay.Answer) -> (status: String?, attempts:
 }
 
 private func times(_ attempts: [[String: Any]]) -> [Date] {
-    attempts.compactMap { ($0["at"] as? String).flatMap { try? Date($0, strategy: .iso8601.year().month().day().time(includingFractionalSeconds: true)) } }
+    attempts.compactMap { ($0["at"] as? String).flatMap { try? Date($0, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)) } }
 }
 
 // MARK: Tests

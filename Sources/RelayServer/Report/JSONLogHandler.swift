@@ -22,7 +22,7 @@ public struct JSONLogHandler: LogHandler {
         for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }) {
             fields[key] = "\(value)"
         }
-        fields["ts"] = Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true))
+        fields["ts"] = Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
         fields["level"] = event.level.rawValue
         fields["msg"] = "\(event.message)"
         fields["logger"] = label
