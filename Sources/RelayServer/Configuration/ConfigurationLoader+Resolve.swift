@@ -67,51 +67,6 @@ extension ConfigurationLoader {
             logFormat: format, logPings: file.log?.pings ?? false)
     }
 
-    private func resolveRetryPolicy(_ delivery: ConfigurationFile.Delivery?) throws(ConfigurationError) -> RetryPolicy {
-        let defaults = RetryPolicy()
-        let attempts = delivery?.maxAttempts ?? defaults.maximumAttempts
-        guard (1...100).contains(attempts) else {
-            throw ConfigurationError(key: "delivery.maxAttempts", problem: "\(attempts) is outside 1 to 100", fix: "use \(defaults.maximumAttempts)")
-        }
-        func seconds(_ value: Double?, _ key: String, _ fallback: Duration, _ range: ClosedRange<Double>) throws(ConfigurationError) -> Duration {
-            guard let value else { return fallback }
-            guard range.contains(value) else {
-                throw ConfigurationError(key: "delivery.\(key)", problem: "\(value) is outside \(range.lowerBound) to \(range.upperBound) seconds", fix: "use \(fallback.components.seconds)")
-            }
-            return .milliseconds(Int(value * 1000))
-        }
-        return RetryPolicy(
-            maximumAttempts: attempts,
-            deadline: try seconds(delivery?.deadlineSeconds, "deadlineSeconds", defaults.deadline, 0.1...86_400),
-            baseDelay: try seconds(delivery?.baseDelaySeconds, "baseDelaySeconds", defaults.baseDelay, 0.001...600),
-            maximumDelay: try seconds(delivery?.maxDelaySeconds, "maxDelaySeconds", defaults.maximumDelay, 0.001...3600),
-            quotaDelay: try seconds(delivery?.quotaDelaySeconds, "quotaDelaySeconds", defaults.quotaDelay, 0.001...3600))
-    }
-
-    private func duration(_ value: Double?, key: String, default fallback: Double, range: ClosedRange<Double>) throws(ConfigurationError) -> Duration {
-        let seconds = value ?? fallback
-        guard range.contains(seconds) else {
-            throw ConfigurationError(key: key, problem: "\(seconds) is outside \(range.lowerBound) to \(range.upperBound) seconds", fix: "use \(fallback)")
-        }
-        return .milliseconds(Int(seconds * 1000))
-    }
-
-    private func dedupMaxEvents(_ delivery: ConfigurationFile.Delivery?) throws(ConfigurationError) -> Int {
-        let count = delivery?.dedupMaxEvents ?? 10_000
-        guard (0...1_000_000).contains(count) else {
-            throw ConfigurationError(key: "delivery.dedupMaxEvents", problem: "\(count) is outside 0 to 1000000", fix: "use 10000 (a few MB at most)")
-        }
-        return count
-    }
-
-    private func resolveConcurrency(_ delivery: ConfigurationFile.Delivery?) throws(ConfigurationError) -> Int {
-        let concurrency = delivery?.concurrency ?? 64
-        guard (1...1000).contains(concurrency) else {
-            throw ConfigurationError(key: "delivery.concurrency", problem: "\(concurrency) is outside 1 to 1000", fix: "use 64; FCM allows at most 1000 concurrent topic fan-outs per project")
-        }
-        return concurrency
-    }
-
     private func resolveRoutes(_ definitions: [RouteDefinition], key: String) throws(ConfigurationError) -> RouteTable {
         guard !definitions.isEmpty else {
             throw ConfigurationError(key: key, problem: "the list is empty, so no update would ever be relayed", fix: "add a route, or remove the key to use the default PUSH_RC route")
@@ -185,46 +140,6 @@ extension ConfigurationLoader {
             throw ConfigurationError(key: "fcm.metadataURL", problem: "'\(base)' is not an http(s) URL", fix: "leave it unset on Google Cloud (\(MetadataServerExchange.defaultBaseURL))")
         }
         return .metadataServer(baseURL: base)
-    }
-
-    private func resolveOIDC(_ oidc: ConfigurationFile.OIDC?) throws(ConfigurationError) -> RelaySettings.OIDCSettings {
-        guard let audiences = oidc?.audiences, !audiences.isEmpty else {
-            throw ConfigurationError(
-                key: "oidc.audiences", problem: "webhook.auth needs ID tokens but no audience is configured",
-                fix: "set it to the audience the sender uses: for Eventarc and Pub/Sub push, by default the full push URL, e.g. https://relay.example.com/webhooks/remote-config")
-        }
-        guard let emails = oidc?.allowedEmails, !emails.isEmpty else {
-            throw ConfigurationError(
-                key: "oidc.allowedEmails", problem: "no service account is allowed, so every token would be refused",
-                fix: "list the service account the trigger or subscription pushes as, e.g. rc-relay-invoker@my-project.iam.gserviceaccount.com")
-        }
-        let keys: RelaySettings.OIDCSettings.Keys
-        switch (oidc?.jwksURL, oidc?.jwksFile) {
-        case (.some, .some):
-            throw ConfigurationError(key: "oidc.jwksFile", problem: "both jwksURL and jwksFile are set", fix: "keep one")
-        case (nil, let path?):
-            guard let json = try? String(contentsOfFile: path, encoding: .utf8) else {
-                throw ConfigurationError(key: "oidc.jwksFile", problem: "\(path) cannot be read", fix: "save Google's keys with: curl -o \(path) \(RelaySettings.googleJWKSURL)")
-            }
-            keys = .json(json)
-        case (let url, nil):
-            let url = url ?? RelaySettings.googleJWKSURL
-            guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme ?? ""), parsed.host != nil else {
-                throw ConfigurationError(key: "oidc.jwksURL", problem: "'\(url)' is not an http(s) URL", fix: "use \(RelaySettings.googleJWKSURL)")
-            }
-            keys = .url(url)
-        }
-        let skew = oidc?.clockSkewSeconds ?? 60
-        guard (0...300).contains(skew) else {
-            throw ConfigurationError(key: "oidc.clockSkewSeconds", problem: "\(skew) is outside 0 to 300", fix: "use 60")
-        }
-        let refresh = oidc?.jwksMinRefreshSeconds ?? 60
-        guard (1...3600).contains(refresh) else {
-            throw ConfigurationError(key: "oidc.jwksMinRefreshSeconds", problem: "\(refresh) is outside 1 to 3600", fix: "use 60")
-        }
-        return .init(
-            keys: keys, audiences: Set(audiences), allowedEmails: Set(emails), clockSkew: .seconds(skew),
-            jwksMinimumRefresh: .seconds(refresh))
     }
 
     private func resolveSecrets(_ sources: [SecretSource]) throws(ConfigurationError) -> [WebhookSecret] {

@@ -32,7 +32,11 @@ struct WebhookController: Sendable {
         do {
             response = try await relay(request, requestID: requestID, logger: &logger)
         } catch {
-            logger.notice("webhook refused", metadata: ["status": "\(error.kind.status.code)", "problem": "\(error.kind.rawValue)", "reason": "\(error.detail)"])
+            if error.kind == .deliveryInProgress {
+                logger.info("delivery continues; the sender is asked to retry and join it", metadata: ["status": "503"])
+            } else {
+                logger.notice("webhook refused", metadata: ["status": "\(error.kind.status.code)", "problem": "\(error.kind.rawValue)", "reason": "\(error.detail)"])
+            }
             response = Problem(error.kind, detail: error.detail, requestID: requestID).response()
             if error.kind == .verificationUnavailable { response.headers[.retryAfter] = "30" }
             if error.kind == .deliveryInProgress { response.headers[.retryAfter] = "\(max(1, deliveries.answerWithin.components.seconds))" }
