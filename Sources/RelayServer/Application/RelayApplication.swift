@@ -18,9 +18,13 @@ public enum RelayApplication {
     ) async throws -> some ApplicationProtocol {
         let httpClient = HTTPClient(
             eventLoopGroupProvider: .singleton,
-            configuration: .init(timeout: .init(
-                connect: .seconds(min(5, settings.fcmTimeout.components.seconds)),
-                read: .seconds(settings.fcmTimeout.components.seconds))))
+            configuration: .init(
+                timeout: .init(
+                    connect: .seconds(min(5, settings.fcmTimeout.components.seconds)),
+                    read: .seconds(settings.fcmTimeout.components.seconds)),
+                // The pool's default of 8 HTTP/1 connections per host would silently cap `delivery.concurrency`.
+                connectionPool: .init(
+                    idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: settings.outboundConcurrency)))
         let deliveries: DeliveryService
         let idTokens: IDTokenVerifier?
         do {

@@ -31,10 +31,8 @@ struct Dispatcher: Sendable {
     private func deliver(_ ping: Ping, version: Int64, logger: Logger) async -> DeliveryReport {
         var logger = logger
         logger[metadataKey: "route"] = "\(ping.route)"
-        guard await latest.claim(project: ping.project, route: ping.route, version: version) else {
-            logger.notice("ping superseded before sending: a newer version's ping is already under way")
-            return DeliveryReport(route: ping.route, status: .superseded, attempts: [])
-        }
+        // Only a ping waiting to retry stands down for a newer one; a first attempt always goes out.
+        await latest.record(project: ping.project, route: ping.route, version: version)
         guard let body = try? Self.encoder.encode(ping.message) else {
             let failure = FCMError.invalidResponse("the message could not be encoded")
             return DeliveryReport(route: ping.route, status: .failed, error: DeliveryReport.detail(failure), attempts: [])

@@ -3,12 +3,10 @@
 actor LatestVersions {
     private var latest: [String: Int64] = [:]
 
-    /// Records that `version` is being sent on the route; returns false if a newer one already is.
-    func claim(project: String, route: String, version: Int64) -> Bool {
+    /// Records that `version` is being sent on the route (the newest seen is kept).
+    func record(project: String, route: String, version: Int64) {
         let key = "\(project)/\(route)"
-        if let current = latest[key], current > version { return false }
-        latest[key] = version
-        return true
+        latest[key] = max(latest[key] ?? version, version)
     }
 
     /// Whether a newer version than `version` has been claimed on the route since.

@@ -1,0 +1,267 @@
+#!/usr/bin/env python3
+"""rc-relay's benchmark: one command, one table and one JSON line.
+
+The relay (a release build) and the FCM emulator run as separate processes on loopback. wrk replays pre-signed
+Standard Webhooks requests with distinct ids and version numbers, and is also pointed straight at the emulator's
+messages:send to measure the ceiling the relay's throughput is compared with. Afterwards the emulator's count of
+accepted messages must equal the relay's count of 2xx answers, or the run is void.
+
+Usage: scripts/bench [--bin PATH] [--duration 10] [--connections 32] [--runs 3]
+"""
+import argparse
+import base64
+import hashlib
+import hmac
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SECRET = "whsec_" + base64.b64encode(b"rc-relay-benchmark-secret-32byte").decode()
+
+
+def http(method, url, body=None, headers=None, timeout=60):
+    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def signed(body: bytes, msg_id: str):
+    timestamp = str(int(time.time()))
+    key = base64.b64decode(SECRET[len("whsec_"):])
+    digest = hmac.new(key, f"{msg_id}.{timestamp}.".encode() + body, hashlib.sha256).digest()
+    return {"content-type": "application/json", "webhook-id": msg_id, "webhook-timestamp": timestamp,
+            "webhook-signature": "v1," + base64.b64encode(digest).decode()}
+
+
+class Process:
+    def __init__(self, args, log):
+        self.log = open(log, "w")
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def wait_for_line(self, path, needle, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            text = Path(path).read_text()
+            if needle in text:
+                return text
+            time.sleep(0.005)
+        raise SystemExit(f"{path} never showed {needle!r}:\n{Path(path).read_text()}")
+
+    def cpu_seconds(self):
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def memory_kb(self, field):
+        match = re.search(rf"{field}:\s+(\d+) kB", Path(f"/proc/{self.proc.pid}/status").read_text())
+        return int(match.group(1))
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def start_emulator(binary, work, latency_ms=0):
+    log = work / f"emulator-{latency_ms}.log"
+    key = work / f"key-{latency_ms}.json"
+    proc = Process([binary, "emulator", "--port", "0", "--key-file", str(key), "--latency-ms", str(latency_ms)], log)
+    text = proc.wait_for_line(log, "fcm-emulator listening")
+    url = re.search(r"listening on (http://\S+)", text).group(1)
+    return proc, url, key
+
+
+def start_relay(binary, work, emulator_url, key, routes=None, name="relay"):
+    config = work / f"{name}.yaml"
+    route_yaml = ""
+    if routes:
+        route_yaml = "routes:\n" + "".join(f"  - {{name: r{i}, topic: t{i}}}\n" for i in range(routes))
+    config.write_text(f"""
+server: {{port: 0}}
+webhook: {{secrets: ["{SECRET}"]}}
+fcm: {{credentialsFile: "{key}", baseURL: "{emulator_url}"}}
+delivery: {{answerWithinSeconds: 120, concurrency: 64}}
+log: {{level: notice, format: json}}
+{route_yaml}""")
+    log = work / f"{name}.log"
+    started = time.monotonic()
+    proc = Process([binary, "serve", "--config", str(config)], log)
+    text = proc.wait_for_line(log, "rc-relay listening")
+    address = json.loads([l for l in text.splitlines() if "rc-relay listening" in l][0])["address"]
+    return proc, f"http://{address}/webhooks/remote-config", started
+
+
+def first_accepted(url, started):
+    """Time from process start to the first webhook answered 200 (it was already listening)."""
+    body = json.dumps({"versionNumber": "1"}).encode()
+    status, _ = http("POST", url, body, signed(body, "msg_first"))
+    assert status == 200, status
+    return time.monotonic() - started
+
+
+LUA = r"""
+local requests = dofile("%s")
+local count = #requests
+local threads = {}
+local next_id = 1
+setup = function(thread)
+  thread:set("offset", next_id)
+  thread:set("stride", %d)
+  next_id = next_id + 1
+end
+init = function(args) i = offset - stride end
+request = function()
+  i = i + stride
+  local r = requests[((i - 1) %% count) + 1]
+  return wrk.format("POST", "%s", r[1], r[2])
+end
+"""
+
+
+def write_requests(path, count, first_version):
+    with open(path, "w") as out:
+        out.write("return {\n")
+        for n in range(count):
+            body = json.dumps({"versionNumber": str(first_version + n), "updateType": "INCREMENTAL_UPDATE"}).encode()
+            headers = signed(body, f"msg_{first_version + n}")
+            lua_headers = ",".join(f'["{k}"]="{v}"' for k, v in headers.items())
+            out.write(f'{{{{{lua_headers}}},{json.dumps(body.decode())}}},\n')
+        out.write("}\n")
+
+
+def wrk(script, url, connections, duration, threads=2):
+    output = subprocess.run(
+        ["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{duration}s", "--latency", "-s", str(script), url],
+        capture_output=True, text=True, check=True).stdout
+    requests = int(re.search(r"(\d+) requests in", output).group(1))
+    non2xx = int(m.group(1)) if (m := re.search(r"Non-2xx or 3xx responses: (\d+)", output)) else 0
+    errors = sum(int(x) for x in re.findall(r"(?:connect|read|write|timeout) (\d+)", output))
+
+    def ms(label):
+        value, unit = re.search(rf"\s{label}%\s+([\d.]+)(us|ms|s)", output).groups()
+        return float(value) * {"us": 0.001, "ms": 1, "s": 1000}[unit]
+
+    return {"requests": requests, "ok": requests - non2xx, "non2xx": non2xx, "socket_errors": errors,
+            "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1)), "p50_ms": ms("50"), "p99_ms": ms("99")}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin", default=str(ROOT / ".build" / "release" / "rc-relay"))
+    parser.add_argument("--duration", type=int, default=10)
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    if not Path(args.bin).exists():
+        subprocess.run(["swift", "build", "-c", "release", "--product", "rc-relay"], cwd=ROOT, check=True)
+    work = Path(tempfile.mkdtemp(prefix="rc-relay-bench-"))
+    emulator, emulator_url, key = start_emulator(args.bin, work)
+    relay, url, started = start_relay(args.bin, work, emulator_url, key)
+    try:
+        startup = first_accepted(url, started)
+        idle_rss = relay.memory_kb("VmRSS")
+        # The ceiling: the same generator straight at the emulator's messages:send.
+        _, token_body = http("GET", emulator_url + "/computeMetadata/v1/instance/service-accounts/default/token",
+                             headers={"Metadata-Flavor": "Google"})
+        token = json.loads(token_body)["access_token"]
+        message = json.dumps({"message": {"topic": "PUSH_RC", "data": {"CONFIG_STATE": "STALE", "CONFIG_VERSION": "1"}}})
+        ceiling_script = work / "ceiling.lua"
+        ceiling_script.write_text(
+            f'wrk.method = "POST"\nwrk.body = {json.dumps(message)}\n'
+            f'wrk.headers["Content-Type"] = "application/json"\nwrk.headers["Authorization"] = "Bearer {token}"\n')
+        relay_runs, ceiling_runs, cpu_per_webhook = [], [], []
+        version = 1000
+        for run in range(args.runs + 1):  # run 0 warms up
+            count = 12000 * args.duration
+            requests_file = work / "requests.lua"
+            write_requests(requests_file, count, version)
+            version += count
+            script = work / "relay.lua"
+            script.write_text(LUA % (requests_file, 2, "/webhooks/remote-config"))
+            accepted_before = json.loads(http("GET", emulator_url + "/emulator/stats")[1])["accepted"]
+            cpu_before = relay.cpu_seconds()
+            result = wrk(script, url, args.connections, args.duration)
+            cpu = relay.cpu_seconds() - cpu_before
+            time.sleep(0.5)
+            accepted = json.loads(http("GET", emulator_url + "/emulator/stats")[1])["accepted"] - accepted_before
+            # Every 2xx must have its FCM message; wrk stops counting with up to one request per connection in flight.
+            if not 0 <= accepted - result["ok"] <= args.connections or result["ok"] > count:
+                raise SystemExit(f"void run: relay answered {result['ok']} × 2xx, emulator accepted {accepted}")
+            ceiling = wrk(ceiling_script, emulator_url + "/v1/projects/demo-project/messages:send", args.connections, args.duration)
+            if run == 0:
+                continue
+            relay_runs.append(result)
+            ceiling_runs.append(ceiling)
+            cpu_per_webhook.append(cpu / max(result["ok"], 1) * 1000)
+        peak_rss = relay.memory_kb("VmHWM")
+    finally:
+        relay.stop()
+        emulator.stop()
+
+    # Fan-out: one webhook to 1,000 routes, 50 ms of emulator latency, 64 requests in flight.
+    emulator, emulator_url, key = start_emulator(args.bin, work, latency_ms=50)
+    relay, url, _ = start_relay(args.bin, work, emulator_url, key, routes=1000, name="fanout")
+    try:
+        body = json.dumps({"versionNumber": "7"}).encode()
+        http("POST", url, json.dumps({"versionNumber": "6"}).encode(), signed(json.dumps({"versionNumber": "6"}).encode(), "warm"))
+        began = time.monotonic()
+        status, answer = http("POST", url, body, signed(body, "fanout"))
+        fanout = time.monotonic() - began
+        delivered = sum(1 for d in json.loads(answer)["deliveries"] if d["status"] == "accepted")
+        assert status == 200 and delivered == 1000, (status, delivered)
+    finally:
+        relay.stop()
+        emulator.stop()
+    ideal = 1000 / 64 * 0.050
+
+    median = lambda key, runs: statistics.median(r[key] for r in runs)
+    figures = {
+        "webhooks_per_s": median("rps", relay_runs),
+        "ceiling_per_s": median("rps", ceiling_runs),
+        "ratio_to_ceiling": median("rps", relay_runs) / median("rps", ceiling_runs),
+        "p50_ms": median("p50_ms", relay_runs),
+        "p99_ms": median("p99_ms", relay_runs),
+        "cpu_ms_per_webhook": statistics.median(cpu_per_webhook),
+        "peak_rss_mb": peak_rss / 1024,
+        "idle_rss_mb": idle_rss / 1024,
+        "start_to_first_webhook_ms": startup * 1000,
+        "fanout_1000_s": fanout,
+        "fanout_ideal_s": ideal,
+        "fanout_ratio": fanout / ideal,
+        "non2xx": sum(r["non2xx"] for r in relay_runs),
+    }
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}"
+    print(f"\nrc-relay benchmark — {args.runs} runs × {args.duration} s, {args.connections} connections, medians; {machine}\n")
+    rows = [
+        ("webhooks/s end to end", f"{figures['webhooks_per_s']:.0f}"),
+        ("emulator ceiling, requests/s", f"{figures['ceiling_per_s']:.0f}"),
+        ("throughput ÷ ceiling", f"{figures['ratio_to_ceiling']:.2f}"),
+        ("latency p50 / p99", f"{figures['p50_ms']:.2f} ms / {figures['p99_ms']:.2f} ms"),
+        ("CPU per webhook", f"{figures['cpu_ms_per_webhook']:.3f} ms"),
+        ("RSS idle / peak", f"{figures['idle_rss_mb']:.1f} MB / {figures['peak_rss_mb']:.1f} MB"),
+        ("start to first accepted webhook", f"{figures['start_to_first_webhook_ms']:.0f} ms"),
+        ("fan-out, 1,000 routes at 50 ms", f"{figures['fanout_1000_s']:.2f} s (ideal {ideal:.2f} s, ×{figures['fanout_ratio']:.2f})"),
+    ]
+    width = max(len(r[0]) for r in rows)
+    print(f"| {'figure'.ljust(width)} | value |\n|{'-' * (width + 2)}|-------|")
+    for name, value in rows:
+        print(f"| {name.ljust(width)} | {value} |")
+    print("\n" + json.dumps({"benchmark": "rc-relay", "machine": machine, **figures}))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
