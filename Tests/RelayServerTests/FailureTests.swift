@@ -123,3 +123,15 @@ private func times(_ attempts: [[String: Any]]) -> [Date] {
         #expect(Date().timeIntervalSince(started) >= 0.6)  // 6 sends, 2 at a time, 200 ms each
     }
 }
+
+@Test func outboundConcurrencyIsNotCappedByTheConnectionPool() async throws {
+    // The HTTP client's pool defaults to 8 connections per host; rc-relay sizes it to `delivery.concurrency`.
+    let routes = (1...24).map { "  - {name: r\($0), topic: t\($0)}" }.joined(separator: "\n")
+    try await withLiveRelay(routes: routes, environment: ["RC_RELAY_DELIVERY_CONCURRENCY": "16"]) { relay in
+        await relay.emulator.inject(.init(latencyMs: 400, count: 24))
+        let answer = try await relay.post(#"{"versionNumber":30}"#)
+        #expect(answer.status == 200)
+        #expect(await relay.emulator.stats.maxConcurrentSends > 8)
+        #expect(await relay.emulator.stats.maxConcurrentSends <= 16)
+    }
+}

@@ -81,13 +81,14 @@ actor RecentEvents {
         return await withCheckedContinuation { continuation in
             let once = ResumeOnce(continuation)
             let timer = Task {
-                try? await Task.sleep(for: wait)
+                // Cancelled means the delivery settled first: only a sleep that ran its course may answer "pending".
+                guard (try? await Task.sleep(for: wait)) != nil else { return }
                 once.resume(nil)
             }
             Task {
                 let reports = await task.value
-                timer.cancel()
                 once.resume(reports)
+                timer.cancel()
             }
         }
     }
