@@ -13,7 +13,7 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         guard let path = config ?? environment[EnvironmentOverrides.configPath] else {
-            let logger = Logging.bootstrap(level: .info, format: .text)
+            let logger = LogSetup.bootstrap(level: .info, format: .text)
             try await DevelopmentProfile.run(environment: environment, logger: logger)
             return
         }
@@ -24,7 +24,7 @@ struct Serve: AsyncParsableCommand {
             FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
             throw ExitCode(78)  // EX_CONFIG
         }
-        let logger = Logging.bootstrap(level: settings.logLevel, format: settings.logFormat)
+        let logger = LogSetup.bootstrap(level: settings.logLevel, format: settings.logFormat)
         let app = try await RelayApplication.build(settings: settings, logger: logger) { port in
             logger.notice("rc-relay listening", metadata: ["address": "\(settings.host):\(port)", "webhook_path": "\(settings.webhookPath)", "projects": "\(settings.projects.map { $0.id ?? "(from the metadata server)" }.joined(separator: ","))"])
         }
@@ -53,7 +53,7 @@ struct CheckConfig: AsyncParsableCommand {
     }
 }
 
-enum Logging {
+enum LogSetup {
     /// Sets up the process's log handler once, in the chosen format.
     static func bootstrap(level: Logger.Level, format: RelaySettings.LogFormat) -> Logger {
         LoggingSystem.bootstrap { label in

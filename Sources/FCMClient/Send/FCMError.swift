@@ -34,8 +34,7 @@ public enum FCMError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .rejected(let response):
-            "FCM answered \(response.httpStatus)"
-                + ([response.errorCode ?? response.status].compactMap { $0 }.map { " \($0)" }.first ?? "")
+            "FCM answered \(response.httpStatus)" + ((response.errorCode ?? response.status).map { " \($0)" } ?? "")
                 + (response.message.map { ": \($0)" } ?? "")
         case .transport(let reason): "FCM could not be reached: \(reason)"
         case .token(let error): "no access token: \(error)"

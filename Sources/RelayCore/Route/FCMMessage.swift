@@ -52,7 +52,4 @@ public struct FCMMessage: Sendable, Equatable, Encodable {
         try c.encode(apns, forKey: .apns)
         try c.encode(webpush, forKey: .webpush)
     }
-
-    /// The size FCM limits: the UTF-8 bytes of every data key and value.
-    public var dataByteCount: Int { data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count } }
 }

@@ -1,5 +1,5 @@
 /// A validated route: which template versions it takes, and the FCM ping it makes of them.
-public struct Route: Sendable, Equatable {
+public struct Route: Sendable {
     public let name: String
     public let target: FCMMessage.Target
     public let data: [(key: String, value: DataTemplate)]
@@ -17,13 +17,6 @@ public struct Route: Sendable, Equatable {
     public static let knownOrigins: Set<String> = [
         "REMOTE_CONFIG_UPDATE_ORIGIN_UNSPECIFIED", "CONSOLE", "REST_API", "ADMIN_SDK_NODE",
     ]
-
-    public static func == (lhs: Route, rhs: Route) -> Bool {
-        lhs.name == rhs.name && lhs.target == rhs.target && lhs.data.map(\.key) == rhs.data.map(\.key)
-            && lhs.data.map(\.value) == rhs.data.map(\.value) && lhs.updateTypes == rhs.updateTypes
-            && lhs.origins == rhs.origins && lhs.android == rhs.android && lhs.apns == rhs.apns
-            && lhs.webpush == rhs.webpush
-    }
 
     /// Validates a definition against FCM's rules; every error names the key within the route.
     public init(_ definition: RouteDefinition, index: Int) throws(RouteError) {

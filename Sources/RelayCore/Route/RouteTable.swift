@@ -6,7 +6,7 @@ public struct Ping: Sendable, Equatable {
 }
 
 /// Every configured route, in order; turns an event into its pings.
-public struct RouteTable: Sendable, Equatable {
+public struct RouteTable: Sendable {
     public let routes: [Route]
 
     /// Validates every definition; route names must be unique. Errors name the route by index.
