@@ -25,9 +25,20 @@ struct Serve: AsyncParsableCommand {
             throw ExitCode(78)  // EX_CONFIG
         }
         let logger = LogSetup.bootstrap(level: settings.logLevel, format: settings.logFormat)
-        let app = try await RelayApplication.build(settings: settings, logger: logger) { port in
-            logger.notice("rc-relay listening", metadata: ["address": "\(settings.host):\(port)", "webhook_path": "\(settings.webhookPath)", "projects": "\(settings.projects.map { $0.id ?? "(from the metadata server)" }.joined(separator: ","))"])
-        }
+        let loader = ConfigurationLoader(environment: environment)
+        let app = try await RelayApplication.build(
+            settings: settings, logger: logger, source: path, reader: { try loader.load(path: path) },
+            onServerRunning: { port in
+                logger.notice(
+                    "rc-relay listening",
+                    metadata: [
+                        "address": "\(settings.host):\(port)", "webhook_path": "\(RelaySettings.webhookPath)",
+                        "projects": "\(settings.projects.map { $0.id ?? "(from the metadata server)" }.joined(separator: ","))",
+                    ])
+            },
+            onAdminRunning: { port in
+                logger.notice("rc-relay admin listening", metadata: ["address": "\(settings.adminHost):\(port)"])
+            })
         try await app.runService()
     }
 }

@@ -35,7 +35,8 @@ private func refusal(_ yaml: String, environment: [String: String] = [:]) -> Con
     let settings = try ConfigurationLoader(environment: [:]).load(yaml: base(try await keyFile()))
     #expect(settings.host == "127.0.0.1")
     #expect(settings.port == 8080)
-    #expect(settings.webhookPath == "/webhooks/remote-config")
+    #expect(settings.trustedProxies == TrustedProxies())
+    #expect(settings.adminTokens.isEmpty && settings.adminPort == nil)
     #expect(settings.maxBodyBytes == 65_536)
     #expect(settings.projects[0].id == "demo-project")
     #expect(settings.fcmBaseURL == "https://fcm.googleapis.com")
@@ -125,6 +126,6 @@ private func refusal(_ yaml: String, environment: [String: String] = [:]) -> Con
 }
 
 @Test func suggestsTheRightSpellingOfAKey() async throws {
-    let error = refusal(base(try await keyFile()) + "\nserver: {webhookpath: /x}")
-    #expect(error?.fix.contains("webhookPath") == true)
+    let error = refusal(base(try await keyFile()) + "\nserver: {trustedproxies: [10.0.0.1]}")
+    #expect(error?.fix.contains("trustedProxies") == true)
 }

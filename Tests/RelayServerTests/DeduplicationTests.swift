@@ -53,7 +53,8 @@ import Testing
         await relay.emulator.inject(.init(status: 400, errorCode: "INVALID_ARGUMENT", count: 5))
         let first = try await relay.post(#"{"versionNumber":7}"#, id: "msg_retry")
         let retry = try await relay.post(#"{"versionNumber":7}"#, id: "msg_retry")
-        #expect(first.status == 502 && retry.status == 502)
+        #expect(first.status == 200 && retry.status == 200)
+        #expect(first.json["status"] as? String == "failed" && retry.json["duplicate"] as? Bool == true)
         #expect(await relay.emulator.stats.sendRequests == 1)
     }
 }

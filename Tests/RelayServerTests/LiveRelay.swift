@@ -3,6 +3,7 @@ import FCMEmulator
 import Foundation
 import Logging
 import NIOCore
+import NIOHTTP1
 import RelayCore
 import RelayServer
 import ServiceLifecycle
@@ -18,14 +19,36 @@ struct LiveRelay {
     let keyFile: String
     /// A second project's key file, trusted by the same emulator.
     let gameBKeyFile: String
+    /// Where `/admin/` and `/metrics` are served: the relay's URL unless `admin.port` is set.
+    var adminURL = ""
+    /// The configuration file, when the test asked for one (to reload it).
+    var configPath: String? = nil
+    /// Sends the relay a stop signal, as SIGTERM does, without waiting for it to stop.
+    var stop: @Sendable () async -> Void = {}
     let client = HTTPClient.shared
+
+    /// The bearer token the harness configures in `admin.tokens`.
+    static let adminToken = "test-admin-token-0123456789abcdef"
 
     /// A response with its body parsed as JSON.
     struct Answer {
         var status: Int
         var headers: [String: String]
         var json: [String: Any]
+        var text: String
         var problemType: String? { json["type"] as? String }
+    }
+
+    /// Calls the admin API (or any path on the admin listener) with the harness's bearer token unless told otherwise.
+    func admin(_ method: HTTPMethod = .GET, _ path: String, json body: String? = nil, token: String? = LiveRelay.adminToken, base: String? = nil) async throws -> Answer {
+        var request = HTTPClientRequest(url: (base ?? adminURL) + path)
+        request.method = method
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: body))
+        }
+        return try await send(request)
     }
 
     /// POSTs `body`, signed with the relay's secret unless `signature` is given.
@@ -52,7 +75,7 @@ struct LiveRelay {
         let json = (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any] ?? [:]
         var headers: [String: String] = [:]
         for header in response.headers { headers[header.name.lowercased()] = header.value }
-        return Answer(status: Int(response.status.code), headers: headers, json: json)
+        return Answer(status: Int(response.status.code), headers: headers, json: json, text: String(buffer: body))
     }
 
     /// The `message` objects the emulator accepted, oldest first.
@@ -70,7 +93,8 @@ let quietLogger: Logger = {
 /// Starts the emulator, then a relay configured with `yaml` (its fcm/webhook/server sections are filled in).
 func withLiveRelay(
     routes: String? = nil, environment: [String: String] = [:], tokenLifetime: Int = 3599, useKeyFile: Bool = true,
-    secondProject: Bool = false, extraYAML: (LiveRelay) -> String = { _ in "" }, _ body: (LiveRelay) async throws -> Void
+    secondProject: Bool = false, admin: String? = "{tokens: [\"\(LiveRelay.adminToken)\"]}", configFile: Bool = false,
+    extraYAML: (LiveRelay) -> String = { _ in "" }, _ body: (LiveRelay) async throws -> Void
 ) async throws {
     let state = EmulatorState(tokenLifetime: tokenLifetime)
     let (emulatorPorts, emulatorContinuation) = AsyncStream.makeStream(of: Int.self)
@@ -99,6 +123,7 @@ func withLiveRelay(
             server: {port: 0}
             webhook: {secrets: ["\(secret)"]}
             fcm: {\(useKeyFile ? "credentialsFile: \"\(keyFile.path)\", " : "")baseURL: "\(emulatorURL)"}
+            \(admin.map { "admin: \($0)" } ?? "")
             \(routes.map { "routes:\n\($0)" } ?? "")
             \(extraYAML(partial))
             """
@@ -110,16 +135,36 @@ func withLiveRelay(
         ]
         let resolved = fastRetries.merging(environment) { $1 }
             .mapValues { $0 == "EMULATOR" ? emulatorURL : $0 == "KEYFILE" ? keyFile.path : $0 }
-        let settings = try ConfigurationLoader(environment: resolved).load(yaml: yaml)
+        let loader = ConfigurationLoader(environment: resolved)
+        let configPath = keyFile.deletingPathExtension().appendingPathExtension("config.yaml").path
+        let settings: RelaySettings
+        var reader: (@Sendable () throws -> RelaySettings)?
+        if configFile {
+            try yaml.write(toFile: configPath, atomically: true, encoding: .utf8)
+            settings = try loader.load(path: configPath)
+            reader = { try loader.load(path: configPath) }
+        } else {
+            settings = try loader.load(yaml: yaml)
+        }
+        defer { try? FileManager.default.removeItem(atPath: configPath) }
         let (relayPorts, relayContinuation) = AsyncStream.makeStream(of: Int.self)
-        let relay = try await RelayApplication.build(settings: settings, logger: quietLogger) { relayContinuation.yield($0) }
+        let (adminPorts, adminContinuation) = AsyncStream.makeStream(of: Int.self)
+        let relay = try await RelayApplication.build(
+            settings: settings, logger: quietLogger, source: configFile ? configPath : "test", reader: reader,
+            onServerRunning: { relayContinuation.yield($0) }, onAdminRunning: { adminContinuation.yield($0) })
         let relayGroup = ServiceGroup(services: [relay], gracefulShutdownSignals: [], logger: quietLogger)
         group.addTask { try await relayGroup.run() }
         var relayIterator = relayPorts.makeAsyncIterator()
         let relayURL = "http://127.0.0.1:\(await relayIterator.next()!)"
+        var adminURL = relayURL
+        if settings.adminPort != nil {
+            var adminIterator = adminPorts.makeAsyncIterator()
+            adminURL = "http://127.0.0.1:\(await adminIterator.next()!)"
+        }
         let live = LiveRelay(
-            relayURL: relayURL, emulatorURL: emulatorURL, webhookURL: relayURL + settings.webhookPath, emulator: state,
-            secret: secret, keyFile: keyFile.path, gameBKeyFile: gameBKeyFile.path)
+            relayURL: relayURL, emulatorURL: emulatorURL, webhookURL: relayURL + RelaySettings.webhookPath, emulator: state,
+            secret: secret, keyFile: keyFile.path, gameBKeyFile: gameBKeyFile.path, adminURL: adminURL,
+            configPath: configFile ? configPath : nil, stop: { await relayGroup.triggerGracefulShutdown() })
         do {
             try await body(live)
         } catch {

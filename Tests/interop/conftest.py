@@ -67,12 +67,13 @@ def emulator(tmp_path):
     proc.stop()
 
 
-def start_relay(emulator, tmp_path, extra=""):
-    """Runs `rc-relay serve` with a config pointing at the emulator; `extra` adds top-level YAML."""
+def start_relay(emulator, tmp_path, extra="", server="{port: 0}"):
+    """Runs `rc-relay serve` with a config pointing at the emulator; `extra` adds top-level YAML, `server` replaces the
+    server section (a YAML flow mapping)."""
     config = tmp_path / "rc-relay.yaml"
     config.write_text(
         f"""
-server: {{port: 0}}
+server: {server}
 fcm: {{credentialsFile: "{emulator['key_file']}", baseURL: "{emulator['url']}"}}
 log: {{format: json, level: debug}}
 {extra}

@@ -61,5 +61,11 @@ def test_every_answer_matches_the_spec(relay):
         check_against_spec(answer)
     requests.post(relay["emulator"]["url"] + "/emulator/faults", json={"status": 400, "errorCode": "INVALID_ARGUMENT"}, timeout=10)
     failed = post(relay, json.dumps({"versionNumber": 2}).encode())
-    assert failed.status_code == 502
+    assert failed.status_code == 200 and failed.json()["status"] == "failed"
     check_against_spec(failed)
+    requests.post(relay["emulator"]["url"] + "/emulator/faults", json={"status": 503, "count": 20}, timeout=10)
+    # Still retrying when the answer's wait (10 s) is over, and no spool: 503, come back and join the delivery.
+    pending = post(relay, json.dumps({"versionNumber": 3}).encode())
+    assert pending.status_code == 503 and pending.json()["type"] == "urn:rc-relay:problem:delivery-in-progress"
+    assert int(pending.headers["retry-after"]) >= 1
+    check_against_spec(pending)

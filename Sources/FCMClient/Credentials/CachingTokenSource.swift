@@ -12,11 +12,20 @@ public actor CachingTokenSource: AccessTokenSource {
     let refreshMargin: TimeInterval
     private var cached: AccessToken?
     private var inFlight: Task<AccessToken, any Error>?
+    /// Told of every exchange's outcome (true: a token came back), for metrics.
+    let onExchange: @Sendable (Bool) -> Void
 
     /// Google's libraries refresh about four minutes early; so does this by default.
-    public init(exchange: any TokenExchange, refreshMargin: Duration = .seconds(240)) {
+    public init(exchange: any TokenExchange, refreshMargin: Duration = .seconds(240), onExchange: @escaping @Sendable (Bool) -> Void = { _ in }) {
         self.exchange = exchange
         self.refreshMargin = Double(refreshMargin.components.seconds)
+        self.onExchange = onExchange
+    }
+
+    /// Whether a cached token is good for longer than the refresh margin.
+    public var hasFreshToken: Bool {
+        guard let cached else { return false }
+        return cached.expiresAt.timeIntervalSinceNow > refreshMargin
     }
 
     public func token() async throws(TokenError) -> AccessToken {
@@ -25,8 +34,17 @@ public actor CachingTokenSource: AccessTokenSource {
         if let inFlight {
             task = inFlight
         } else {
-            let exchange = self.exchange
-            task = Task { try await exchange.exchange() }
+            let (exchange, onExchange) = (self.exchange, self.onExchange)
+            task = Task {
+                do {
+                    let token = try await exchange.exchange()
+                    onExchange(true)
+                    return token
+                } catch {
+                    onExchange(false)
+                    throw error
+                }
+            }
             inFlight = task
         }
         defer { if inFlight == task { inFlight = nil } }

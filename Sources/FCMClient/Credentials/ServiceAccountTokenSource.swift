@@ -69,10 +69,10 @@ public struct ServiceAccountExchange: TokenExchange {
 public enum ServiceAccountTokenSource {
     public static func make(
         key: ServiceAccountKey, path: String = "(inline)", httpClient: HTTPClient,
-        refreshMargin: Duration = .seconds(240), logger: Logger
+        refreshMargin: Duration = .seconds(240), logger: Logger, onExchange: @escaping @Sendable (Bool) -> Void = { _ in }
     ) async throws(CredentialsError) -> CachingTokenSource {
         CachingTokenSource(
             exchange: try await ServiceAccountExchange(key: key, path: path, httpClient: httpClient, logger: logger),
-            refreshMargin: refreshMargin)
+            refreshMargin: refreshMargin, onExchange: onExchange)
     }
 }

@@ -8,6 +8,8 @@ public struct Route: Sendable {
     public let android: FCMMessage.Android
     public let apns: FCMMessage.APNs
     public let webpush: FCMMessage.WebPush
+    /// The route as written, for the admin API.
+    public let definition: RouteDefinition
 
     /// FCM's data limit for topic and condition messages, in UTF-8 bytes of keys and values.
     public static let topicDataLimit = 2048
@@ -21,6 +23,7 @@ public struct Route: Sendable {
     /// Validates a definition against FCM's rules; every error names the key within the route.
     public init(_ definition: RouteDefinition, index: Int) throws(RouteError) {
         self.name = definition.name ?? "route-\(index)"
+        self.definition = definition
         self.target = try Self.target(definition)
         self.data = try Self.data(definition.data ?? [:])
         self.updateTypes = try Self.filter(definition.when?.updateTypes, key: "when.updateTypes", known: Self.knownUpdateTypes)

@@ -3,6 +3,12 @@ public struct Ping: Sendable, Equatable {
     public var route: String
     public var project: String
     public var message: FCMMessage
+
+    public init(route: String, project: String, message: FCMMessage) {
+        self.route = route
+        self.project = project
+        self.message = message
+    }
 }
 
 /// Every configured route, in order; turns an event into its pings.

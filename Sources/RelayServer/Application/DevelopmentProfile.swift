@@ -32,10 +32,10 @@ public enum DevelopmentProfile {
                 """
             let settings = try ConfigurationLoader(environment: environment.filter { $0.key != "RC_RELAY_WEBHOOK_SECRETS" })
                 .load(yaml: yaml)
-            let relay = try await RelayApplication.build(settings: settings, logger: logger) { port in
-                let text = banner(relayURL: "http://\(settings.host):\(port)\(settings.webhookPath)", emulatorURL: emulatorURL, secret: secret)
+            let relay = try await RelayApplication.build(settings: settings, logger: logger, onServerRunning: { port in
+                let text = banner(relayURL: "http://\(settings.host):\(port)\(RelaySettings.webhookPath)", emulatorURL: emulatorURL, secret: secret)
                 FileHandle.standardOutput.write(Data((text + "\n").utf8))
-            }
+            })
             try await relay.runService()
             await emulatorGroup.triggerGracefulShutdown()
             try await group.waitForAll()

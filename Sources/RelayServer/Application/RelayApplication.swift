@@ -3,6 +3,7 @@ import FCMClient
 import Foundation
 import Hummingbird
 import Logging
+import OpenAPIHummingbird
 import RelayCore
 import ServiceLifecycle
 
@@ -11,11 +12,14 @@ public enum RelayApplication {
     /// The service's name and version, as `/healthz` and logs report them.
     public static let version = "0.1.0"
 
-    /// Builds the application. `onServerRunning` receives the bound port (useful with port 0).
+    /// Builds the relay. `onServerRunning` receives the bound port (useful with port 0), `onAdminRunning` the admin
+    /// listener's when `admin.port` is set. `reader` reads the configuration file again for reloads.
     public static func build(
-        settings: RelaySettings, logger: Logger,
-        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
-    ) async throws -> some ApplicationProtocol {
+        settings: RelaySettings, logger: Logger, source: String = "development profile",
+        reader: (@Sendable () throws -> RelaySettings)? = nil,
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
+        onAdminRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) async throws -> RelayProcess {
         let httpClient = HTTPClient(
             eventLoopGroupProvider: .singleton,
             configuration: .init(
@@ -25,27 +29,61 @@ public enum RelayApplication {
                 // The pool's default of 8 HTTP/1 connections per host would silently cap `delivery.concurrency`.
                 connectionPool: .init(
                     idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: settings.outboundConcurrency)))
-        let deliveries: DeliveryService
-        let idTokens: IDTokenVerifier?
+        let parts = RelayParts(
+            httpClient: httpClient, limit: OutboundLimit(limit: settings.outboundConcurrency), latest: LatestVersions(),
+            log: DeliveryLog(capacity: settings.historySize), metrics: RelayMetrics())
+        let runtime: RelayRuntime
         do {
-            let projects = try await makeProjects(settings, httpClient: httpClient, logger: logger)
-            deliveries = DeliveryService(
-                projects: projects,
-                recent: RecentEvents(
-                    window: settings.dedupWindow, capacity: settings.dedupMaxEvents, spool: try makeSpool(settings.spoolDirectory)),
-                answerWithin: settings.answerWithin)
-            idTokens = try await makeIDTokenVerifier(settings.oidc, httpClient: httpClient)
+            let configuration = try await makeConfiguration(settings, runtime: parts, logger: logger)
+            let recent = RecentEvents(
+                window: settings.dedupWindow, capacity: settings.dedupMaxEvents, spool: try makeSpool(settings.spoolDirectory))
+            runtime = RelayRuntime(configuration: configuration, parts: parts, recent: recent, source: source, reader: reader)
         } catch {
             try? await httpClient.shutdown()
             throw error
         }
-        return Application(
-            router: makeRouter(settings: settings, deliveries: deliveries, idTokens: idTokens),
+        let deliveries = DeliveryService(runtime: runtime)
+        let reloader = Reloader(runtime: runtime, logger: logger)
+        let api = RelayAPI(
+            webhook: WebhookController(runtime: runtime, deliveries: deliveries), probes: Probes(runtime: runtime),
+            admin: AdminController(runtime: runtime, reloader: reloader))
+        let main = Application(
+            router: try makeRouter(api, runtime: runtime, listener: settings.adminPort == nil ? .only : .main, logger: logger),
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "rc-relay"),
             // Shut down in reverse: deliveries drain while the HTTP client is still up.
             services: [HTTPClientService(client: httpClient), DeliveryLifecycle(service: deliveries, grace: settings.drainGrace, logger: logger)],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? settings.port) },
             logger: logger)
+        var services: [any Service] = [main]
+        if let adminPort = settings.adminPort {
+            services.append(
+                Application(
+                    router: try makeRouter(api, runtime: runtime, listener: .admin, logger: logger),
+                    configuration: .init(address: .hostname(settings.adminHost, port: adminPort), serverName: "rc-relay-admin"),
+                    onServerRunning: { channel in await onAdminRunning(channel.localAddress?.port ?? adminPort) },
+                    logger: logger))
+        }
+        // Stopped first, in reverse: readiness turns false before any listener closes.
+        services += [ReloadOnHangup(reloader: reloader, logger: logger), DrainGate(runtime: runtime, delay: settings.shutdownDelay, logger: logger)]
+        return RelayProcess(services: services, logger: logger)
+    }
+
+    /// What a reload rebuilds: each project's pipeline and the ID-token verifier.
+    static func makeConfiguration(_ settings: RelaySettings, runtime parts: RelayParts, logger: Logger) async throws -> RelayConfiguration {
+        RelayConfiguration(
+            settings: settings, projects: try await makeProjects(settings, parts: parts, logger: logger),
+            idTokens: try await makeIDTokenVerifier(settings.oidc, httpClient: parts.httpClient), loadedAt: Date())
+    }
+
+    /// One listener's routes, all generated from `openapi.yaml`, behind the request log and the admin gate.
+    static func makeRouter(_ api: RelayAPI, runtime: RelayRuntime, listener: AdminGate.Listener, logger: Logger) throws -> Router<RelayRequestContext> {
+        let router = Router(context: RelayRequestContext.self)
+        router.add(middleware: RequestLogMiddleware(runtime: runtime, logger: logger))
+        router.add(middleware: AdminGate(listener: listener, runtime: runtime))
+        try api.registerHandlers(
+            on: router, configuration: .init(dateTranscoder: .iso8601WithFractionalSeconds),
+            middlewares: [ProblemMiddleware(), WebhookIntake(runtime: runtime)])
+        return router
     }
 
     static func makeSpool(_ directory: String?) throws -> (any Spool)? {
@@ -58,13 +96,13 @@ public enum RelayApplication {
     }
 
     /// Each project's routes and dispatcher; projects with the same credentials share one token cache.
-    static func makeProjects(_ settings: RelaySettings, httpClient: HTTPClient, logger: Logger) async throws -> ProjectDirectory {
+    static func makeProjects(_ settings: RelaySettings, parts: RelayParts, logger: Logger) async throws -> ProjectDirectory {
         var sources: [String: CachingTokenSource] = [:]
-        let limit = OutboundLimit(limit: settings.outboundConcurrency)
-        let latest = LatestVersions()
+        let httpClient = parts.httpClient
         var pipelines: [(String, ProjectDirectory.Pipeline)] = []
         for project in settings.projects {
-            let (identity, source, metadata) = try await tokenSource(project.credentials, cached: sources, httpClient: httpClient, settings: settings, logger: logger)
+            let (identity, source, metadata) = try await tokenSource(
+                project.credentials, cached: sources, httpClient: httpClient, settings: settings, metrics: parts.metrics, logger: logger)
             sources[identity] = source
             let id: String
             if let known = project.id {
@@ -84,8 +122,13 @@ public enum RelayApplication {
             let sender = FCMSender(httpClient: httpClient, baseURL: settings.fcmBaseURL, tokenSource: source, timeout: settings.fcmTimeout)
             let dispatcher = Dispatcher(
                 sender: sender, validateOnly: settings.validateOnly, logPings: settings.logPings, policy: settings.retryPolicy,
-                limit: limit, latest: latest)
-            pipelines.append((id, .init(routes: project.routes, dispatcher: dispatcher)))
+                limit: parts.limit, latest: parts.latest, log: parts.log, metrics: parts.metrics)
+            let credentials: (String, String) =
+                switch project.credentials {
+                case .keyFile(let path, _): ("keyFile", path)
+                case .metadataServer(let baseURL): ("metadataServer", baseURL)
+                }
+            pipelines.append((id, .init(routes: project.routes, dispatcher: dispatcher, tokenSource: source, credentials: credentials)))
         }
         return ProjectDirectory(pipelines)
     }
@@ -107,19 +150,20 @@ public enum RelayApplication {
     /// The cached token source for one set of credentials: its identity, the source, and the metadata exchange if any.
     private static func tokenSource(
         _ credentials: RelaySettings.Credentials, cached: [String: CachingTokenSource], httpClient: HTTPClient,
-        settings: RelaySettings, logger: Logger
+        settings: RelaySettings, metrics: RelayMetrics, logger: Logger
     ) async throws -> (String, CachingTokenSource, MetadataServerExchange?) {
+        let onExchange: @Sendable (Bool) -> Void = { metrics.tokenRefresh(succeeded: $0) }
         switch credentials {
         case .keyFile(let path, let key):
             if let source = cached[path] { return (path, source, nil) }
             do {
-                return (path, try await ServiceAccountTokenSource.make(key: key, path: path, httpClient: httpClient, logger: logger), nil)
+                return (path, try await ServiceAccountTokenSource.make(key: key, path: path, httpClient: httpClient, logger: logger, onExchange: onExchange), nil)
             } catch {
                 throw ConfigurationError(key: "fcm.credentialsFile", problem: "\(error)", fix: "download a new key in the Firebase console")
             }
         case .metadataServer(let baseURL):
             let metadata = MetadataServerExchange(baseURL: baseURL, httpClient: httpClient, timeout: settings.fcmTimeout)
-            return (baseURL, cached[baseURL] ?? CachingTokenSource(exchange: metadata), metadata)
+            return (baseURL, cached[baseURL] ?? CachingTokenSource(exchange: metadata, onExchange: onExchange), metadata)
         }
     }
 
@@ -141,29 +185,24 @@ public enum RelayApplication {
             keys: keys, audiences: oidc.audiences, allowedEmails: oidc.allowedEmails,
             clockSkew: Double(oidc.clockSkew.components.seconds))
     }
+}
 
-    /// The routes: the webhook, Pub/Sub push (with `oidc`), and the health probe.
-    static func makeRouter(settings: RelaySettings, deliveries: DeliveryService, idTokens: IDTokenVerifier?) -> Router<RelayRequestContext> {
-        let webhook = WebhookController(
-            ingest: .webhook, auth: settings.webhookAuth, verifier: settings.verifier,
-            idTokens: settings.webhookAuth.needsOIDC ? idTokens : nil, maxBodyBytes: settings.maxBodyBytes,
-            deliveries: deliveries)
-        let router = Router(context: RelayRequestContext.self)
-        router.post(RouterPath(settings.webhookPath)) { request, context in
-            await webhook.handle(request, context: context)
-        }
-        if let idTokens {
-            // Pub/Sub push proves itself with an ID token only; without `oidc` settings the path does not exist.
-            let pubSub = WebhookController(
-                ingest: .pubSub, auth: .oidc, verifier: settings.verifier, idTokens: idTokens,
-                maxBodyBytes: settings.maxBodyBytes, deliveries: deliveries)
-            router.post(RouterPath(settings.pubsubPath)) { request, context in
-                await pubSub.handle(request, context: context)
-            }
-        }
-        router.get("/healthz") { _, _ in
-            JSONResponse.make(["status": "ok", "version": version])
-        }
-        return router
+/// The relay as one service: its listeners and helpers in a group of their own, stopped in reverse order.
+public struct RelayProcess: Service {
+    let services: [any Service]
+    let logger: Logger
+
+    public func run() async throws {
+        let group = ServiceGroup(
+            configuration: .init(
+                services: services.map { .init(service: $0) }, gracefulShutdownSignals: [], cancellationSignals: [], logger: logger))
+        try await group.run()
+    }
+
+    /// Runs until SIGTERM or SIGINT, then stops gracefully.
+    public func runService() async throws {
+        let group = ServiceGroup(
+            configuration: .init(services: [.init(service: self)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
     }
 }

@@ -8,6 +8,7 @@ struct ConfigurationFile: Decodable {
     var log: Log?
     var oidc: OIDC?
     var delivery: Delivery?
+    var admin: Admin?
     var routes: [RouteDefinition]?
     var projects: [Project]?
 
@@ -21,9 +22,15 @@ struct ConfigurationFile: Decodable {
     struct Server: Decodable {
         var host: String?
         var port: Int?
-        var webhookPath: String?
-        var pubsubPath: String?
         var maxBodyBytes: Int?
+        var trustedProxies: [String]?
+        var shutdownDelaySeconds: Double?
+    }
+
+    struct Admin: Decodable {
+        var tokens: [SecretSource]?
+        var host: String?
+        var port: Int?
     }
 
     struct Webhook: Decodable {
@@ -53,6 +60,8 @@ struct ConfigurationFile: Decodable {
         var drainSeconds: Double?
         var dedupWindowSeconds: Double?
         var dedupMaxEvents: Int?
+        var historySize: Int?
+        var maxQueuedPings: Int?
     }
 
     struct OIDC: Decodable {
@@ -79,13 +88,16 @@ struct ConfigurationFile: Decodable {
     }()
 
     private static let fileKeys: [String: Set<String>] = [
-        "": ["server", "webhook", "fcm", "log", "oidc", "delivery", "routes", "projects"],
+        "": ["server", "webhook", "fcm", "log", "oidc", "delivery", "admin", "routes", "projects"],
+        "admin": ["tokens", "host", "port"],
+        "admin.tokens[]": ["value", "env", "file"],
         "delivery": [
             "maxAttempts", "deadlineSeconds", "baseDelaySeconds", "maxDelaySeconds", "quotaDelaySeconds", "concurrency",
-            "answerWithinSeconds", "spoolDirectory", "drainSeconds", "dedupWindowSeconds", "dedupMaxEvents",
+            "answerWithinSeconds", "spoolDirectory", "drainSeconds", "dedupWindowSeconds", "dedupMaxEvents", "historySize",
+            "maxQueuedPings",
         ],
         "projects[]": ["id", "credentialsFile", "routes"],
-        "server": ["host", "port", "webhookPath", "pubsubPath", "maxBodyBytes"],
+        "server": ["host", "port", "maxBodyBytes", "trustedProxies", "shutdownDelaySeconds"],
         "webhook": ["auth", "secrets", "toleranceSeconds"],
         "oidc": ["audiences", "allowedEmails", "jwksURL", "jwksFile", "clockSkewSeconds", "jwksMinRefreshSeconds"],
         "fcm": ["project", "credentialsFile", "metadataURL", "baseURL", "validateOnly", "timeoutSeconds"],

@@ -10,14 +10,6 @@ extension ConfigurationLoader {
         guard (0...65_535).contains(port) else {
             throw ConfigurationError(key: "server.port", problem: "\(port) is not a TCP port", fix: "use 1 to 65535 (0 picks a free port)")
         }
-        let path = file.server?.webhookPath ?? RelaySettings.defaultWebhookPath
-        guard path.hasPrefix("/"), !path.contains(" "), path != "/healthz" else {
-            throw ConfigurationError(key: "server.webhookPath", problem: "'\(path)' is not a usable path", fix: "use an absolute path such as \(RelaySettings.defaultWebhookPath)")
-        }
-        let pubsubPath = file.server?.pubsubPath ?? RelaySettings.defaultPubSubPath
-        guard pubsubPath.hasPrefix("/"), !pubsubPath.contains(" "), pubsubPath != path, pubsubPath != "/healthz" else {
-            throw ConfigurationError(key: "server.pubsubPath", problem: "'\(pubsubPath)' is not a usable path", fix: "use an absolute path of its own such as \(RelaySettings.defaultPubSubPath)")
-        }
         let maxBody = file.server?.maxBodyBytes ?? RelaySettings.defaultMaxBodyBytes
         guard (1024...10_485_760).contains(maxBody) else {
             throw ConfigurationError(key: "server.maxBodyBytes", problem: "\(maxBody) is outside 1024 to 10485760", fix: "template versions are small; 65536 is plenty")
@@ -52,8 +44,13 @@ extension ConfigurationLoader {
         let routes = try resolveRoutes(file.routes ?? [RouteDefinition.default], key: "routes")
         let projects = try resolveProjects(file, credentials: credentials, routes: routes)
         return RelaySettings(
-            host: file.server?.host ?? RelaySettings.defaultHost, port: port, webhookPath: path, pubsubPath: pubsubPath,
-            maxBodyBytes: maxBody,
+            host: file.server?.host ?? RelaySettings.defaultHost, port: port,
+            maxBodyBytes: maxBody, trustedProxies: try resolveTrustedProxies(file.server?.trustedProxies),
+            shutdownDelay: try duration(file.server?.shutdownDelaySeconds, key: "server.shutdownDelaySeconds", default: 0, range: 0...300),
+            adminTokens: try resolveAdminTokens(file.admin?.tokens ?? []),
+            adminHost: file.admin?.host ?? "127.0.0.1", adminPort: try resolveAdminPort(file.admin?.port, main: port),
+            historySize: try count(file.delivery?.historySize, key: "delivery.historySize", default: 1000, range: 1...100_000),
+            maxQueuedPings: try count(file.delivery?.maxQueuedPings, key: "delivery.maxQueuedPings", default: 10_000, range: 1...10_000_000),
             webhookAuth: auth, verifier: StandardWebhookVerifier(secrets: secrets, tolerance: .seconds(tolerance)), oidc: oidc,
             projects: projects, fcmBaseURL: baseURL,
             validateOnly: file.fcm?.validateOnly ?? false, fcmTimeout: .seconds(timeout),
@@ -151,21 +148,7 @@ extension ConfigurationLoader {
         var secrets: [WebhookSecret] = []
         for (index, source) in sources.enumerated() {
             let key = "webhook.secrets[\(index)]"
-            let text: String
-            switch source {
-            case .value(let value):
-                text = value
-            case .environment(let name):
-                guard let value = environment[name], !value.isEmpty else {
-                    throw ConfigurationError(key: key, problem: "the environment variable \(name) is not set", fix: "set \(name), or point this entry at a file")
-                }
-                text = value
-            case .file(let path):
-                guard let value = try? String(contentsOfFile: path, encoding: .utf8) else {
-                    throw ConfigurationError(key: key, problem: "the file \(path) cannot be read", fix: "check the path and that rc-relay's user may read it")
-                }
-                text = value.trimmingCharacters(in: .whitespacesAndNewlines)
-            }
+            let text = try read(source, key: key)
             do {
                 secrets.append(try WebhookSecret(text))
             } catch {
@@ -173,5 +156,25 @@ extension ConfigurationLoader {
             }
         }
         return secrets
+    }
+
+    /// A secret's text from its value, environment variable or file.
+    func read(_ source: SecretSource, key: String) throws(ConfigurationError) -> String {
+        let text: String
+        switch source {
+        case .value(let value):
+            text = value
+        case .environment(let name):
+            guard let value = environment[name], !value.isEmpty else {
+                throw ConfigurationError(key: key, problem: "the environment variable \(name) is not set", fix: "set \(name), or point this entry at a file")
+            }
+            text = value
+        case .file(let path):
+            guard let value = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw ConfigurationError(key: key, problem: "the file \(path) cannot be read", fix: "check the path and that rc-relay's user may read it")
+            }
+            text = value.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        return text
     }
 }

@@ -7,10 +7,20 @@ import RelayCore
 public struct RelaySettings: Sendable {
     public var host: String
     public var port: Int
-    public var webhookPath: String
-    /// Where Pub/Sub pushes; served only when `oidc` is configured.
-    public var pubsubPath: String
     public var maxBodyBytes: Int
+    /// Peers whose `X-Forwarded-For` is believed (the reverse proxy); nobody's by default.
+    public var trustedProxies: TrustedProxies
+    /// On SIGTERM, how long readiness reports false (and new webhooks get 503) before the listener closes.
+    public var shutdownDelay: Duration
+    /// Bearer tokens for `/admin/`; empty: the admin API does not exist.
+    public var adminTokens: [String]
+    /// A separate listener for `/admin/` and `/metrics`; nil: the main one serves them.
+    public var adminHost: String
+    public var adminPort: Int?
+    /// How many recent pings the admin API lists.
+    public var historySize: Int
+    /// Readiness turns false when more pings than this wait for FCM.
+    public var maxQueuedPings: Int
     /// How webhook senders prove who they are.
     public var webhookAuth: WebhookAuth
     /// Standard Webhooks secrets; empty when `webhookAuth` is `.oidc`.
@@ -39,6 +49,9 @@ public struct RelaySettings: Sendable {
     public var logFormat: LogFormat
     /// Log each ping's full FCM message at info (the development profile turns this on).
     public var logPings: Bool
+    /// `GET /` answers on the webhook paths are fixed by `openapi.yaml`.
+    public static let webhookPath = "/webhooks/remote-config"
+    public static let pubsubPath = "/pubsub/remote-config"
 
     public enum WebhookAuth: String, Sendable, CaseIterable {
         /// Standard Webhooks HMAC signatures (scripts, CI, a forwarding function).

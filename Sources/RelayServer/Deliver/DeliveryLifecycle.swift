@@ -18,7 +18,7 @@ struct DeliveryLifecycle: Service {
                 logger[metadataKey: "event_id"] = "\(record.eventID ?? "-")"
                 logger[metadataKey: "project"] = "\(record.project)"
                 logger[metadataKey: "version"] = "\(record.version.versionNumber)"
-                _ = await service.deliver(record, wait: .zero, logger: logger)
+                _ = await service.deliver(record, origin: .spool, wait: .zero, logger: logger)
             }
         }
         try? await gracefulShutdown()

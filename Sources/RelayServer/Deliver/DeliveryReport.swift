@@ -16,6 +16,8 @@ public struct DeliveryReport: Sendable, Encodable, Equatable {
         case superseded
     }
 
+    /// The delivery log's id for this ping (`GET /admin/deliveries/{id}`).
+    public var id: String?
     public var route: String
     public var status: Status
     public var messageName: String?

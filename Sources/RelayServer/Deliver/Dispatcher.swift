@@ -14,13 +14,15 @@ struct Dispatcher: Sendable {
     let policy: RetryPolicy
     let limit: OutboundLimit
     let latest: LatestVersions
+    let log: DeliveryLog
+    let metrics: RelayMetrics
 
     private static let encoder = JSONEncoder()
 
-    func deliver(_ pings: [Ping], version: Int64, logger: Logger) async -> [DeliveryReport] {
+    func deliver(_ pings: [Ping], batch: DeliveryBatch, logger: Logger) async -> [DeliveryReport] {
         await withTaskGroup(of: (Int, DeliveryReport).self) { group in
             for (index, ping) in pings.enumerated() {
-                group.addTask { (index, await deliver(ping, version: version, logger: logger)) }
+                group.addTask { (index, await deliver(ping, batch: batch, logger: logger)) }
             }
             var reports = [DeliveryReport?](repeating: nil, count: pings.count)
             for await (index, report) in group { reports[index] = report }
@@ -28,9 +30,28 @@ struct Dispatcher: Sendable {
         }
     }
 
-    private func deliver(_ ping: Ping, version: Int64, logger: Logger) async -> DeliveryReport {
+    /// One ping, recorded in the delivery log and the metrics from routing to its outcome.
+    private func deliver(_ ping: Ping, batch: DeliveryBatch, logger: Logger) async -> DeliveryReport {
+        let validateOnly = validateOnly || batch.validateOnly
+        let id = await log.start(ping, batch: batch, validateOnly: validateOnly)
+        _ = metrics.queueChanged(by: 1)
         var logger = logger
         logger[metadataKey: "route"] = "\(ping.route)"
+        logger[metadataKey: "delivery_id"] = "\(id)"
+        var report = await send(ping, version: batch.version.versionNumber, validateOnly: validateOnly, logger: logger)
+        report.id = id
+        _ = metrics.queueChanged(by: -1)
+        metrics.ping(route: ping.route, outcome: report.status == .accepted ? "delivered" : report.status.rawValue)
+        if report.status == .dead { metrics.deadPings.increment() }
+        if report.status == .accepted || report.status == .validated {
+            metrics.deliveryLatency.recordNanoseconds(Int64(max(0, Date().timeIntervalSince(batch.receivedAt)) * 1e9))
+        }
+        await log.settle(id, report)
+        return report
+    }
+
+    private func send(_ ping: Ping, version: Int64, validateOnly: Bool, logger: Logger) async -> DeliveryReport {
+        var logger = logger
         // Only a ping waiting to retry stands down for a newer one; a first attempt always goes out.
         await latest.record(project: ping.project, route: ping.route, version: version)
         guard let body = try? Self.encoder.encode(ping.message) else {
@@ -44,19 +65,25 @@ struct Dispatcher: Sendable {
         while true {
             logger[metadataKey: "attempt"] = "\(attempts.count + 1)"
             let result = await limit.run { () async -> Result<String, FCMError> in
+                let started = ContinuousClock.now
+                defer { metrics.fcmLatency.record(duration: ContinuousClock.now - started) }
                 do throws(FCMError) {
                     return .success(try await sender.send(project: ping.project, message: message, validateOnly: validateOnly))
                 } catch {
                     return .failure(error)
                 }
             }
+            metrics.attempts.increment()
             switch result {
             case .success(let name):
+                metrics.fcmResponse(status: 200, errorCode: nil)
                 attempts.append(DeliveryReport.attempt(nil, at: Date()))
                 logger.info(validateOnly ? "ping validated by FCM" : "ping accepted by FCM", metadata: ["fcm_message": "\(name)"])
                 return DeliveryReport(route: ping.route, status: validateOnly ? .validated : .accepted, messageName: name, attempts: attempts)
             case .failure(let failure):
-                attempts.append(DeliveryReport.attempt(failure, at: Date()))
+                let attempt = DeliveryReport.attempt(failure, at: Date())
+                metrics.fcmResponse(status: attempt.httpStatus, errorCode: attempt.errorCode)
+                attempts.append(attempt)
                 let report = DeliveryReport(route: ping.route, status: .failed, error: DeliveryReport.detail(failure), attempts: attempts)
                 switch policy.decision(after: failure, attempt: attempts.count) {
                 case .permanent:
@@ -68,6 +95,7 @@ struct Dispatcher: Sendable {
                         return DeliveryReport(route: report.route, status: .dead, error: report.error, attempts: attempts)
                     }
                     logger.warning("ping will be retried", metadata: ["error": "\(failure)", "retry_in": "\(delay)"])
+                    metrics.retries.increment()
                     try? await Task.sleep(for: delay)
                     if await latest.isSuperseded(project: ping.project, route: ping.route, version: version) {
                         logger.notice("ping superseded: a newer version's ping took over", metadata: ["attempts": "\(attempts.count)"])

@@ -1,3 +1,4 @@
+import FCMClient
 import RelayCore
 
 /// The projects this relay serves, by id: each with its routes and the dispatcher that sends with its credentials.
@@ -5,6 +6,10 @@ struct ProjectDirectory: Sendable {
     struct Pipeline: Sendable {
         var routes: RouteTable
         var dispatcher: Dispatcher
+        /// The project's access tokens (readiness asks it).
+        var tokenSource: CachingTokenSource
+        /// Where its credentials come from, for the admin API: `keyFile` or `metadataServer`, and the path or URL.
+        var credentials: (kind: String, source: String)
     }
 
     /// Events that name no project (bare versions, `projects/_`) go to the first project configured.

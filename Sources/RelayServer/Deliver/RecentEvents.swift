@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The deliveries under way and those settled recently, by their keys (event id, project and version).
 ///
@@ -44,7 +43,7 @@ actor RecentEvents {
             for key in record.keys { inFlight[key] = (task, record) }
             duplicate = false
         }
-        guard let reports = await Self.value(of: task, within: wait) else { return .pending }
+        guard let reports = await Deadline.value(of: task, within: wait) else { return .pending }
         return .settled(reports, duplicate: duplicate)
     }
 
@@ -60,7 +59,7 @@ actor RecentEvents {
         for entry in inFlight.values { unique[entry.record.keys[0]] = entry }
         var left: [SpoolRecord] = []
         let deadline = ContinuousClock.now + grace
-        for entry in unique.values where await Self.value(of: entry.task, within: deadline - .now) == nil {
+        for entry in unique.values where await Deadline.value(of: entry.task, within: deadline - .now) == nil {
             left.append(entry.record)
         }
         return left
@@ -71,26 +70,6 @@ actor RecentEvents {
         spool?.remove(record)
         guard reports.allSatisfy({ $0.status != .dead }) else { return }
         for key in record.keys { remember(key, reports) }
-    }
-
-    /// The task's result if it settles within `wait`, else nil; the task itself runs on either way.
-    ///
-    /// A task group would not do: it waits for all its children, and awaiting another task's value cannot be cancelled.
-    private static func value(of task: Task<[DeliveryReport], Never>, within wait: Duration) async -> [DeliveryReport]? {
-        guard wait > .zero else { return nil }
-        return await withCheckedContinuation { continuation in
-            let once = ResumeOnce(continuation)
-            let timer = Task {
-                // Cancelled means the delivery settled first: only a sleep that ran its course may answer "pending".
-                guard (try? await Task.sleep(for: wait)) != nil else { return }
-                once.resume(nil)
-            }
-            Task {
-                let reports = await task.value
-                once.resume(reports)
-                timer.cancel()
-            }
-        }
     }
 
     private func remember(_ key: String, _ reports: [DeliveryReport]) {
@@ -104,22 +83,6 @@ actor RecentEvents {
         while let first = order.first, let entry = done[first], entry.at < cutoff {
             done[first] = nil
             order.removeFirst()
-        }
-    }
-}
-
-/// Resumes a continuation the first time only; whichever of the delivery and the timer comes first wins.
-private final class ResumeOnce: Sendable {
-    private let continuation: Mutex<CheckedContinuation<[DeliveryReport]?, Never>?>
-
-    init(_ continuation: CheckedContinuation<[DeliveryReport]?, Never>) {
-        self.continuation = Mutex(continuation)
-    }
-
-    func resume(_ value: [DeliveryReport]?) {
-        continuation.withLock { pending in
-            pending?.resume(returning: value)
-            pending = nil
         }
     }
 }

@@ -14,11 +14,26 @@ public enum ProblemKind: String, Sendable, CaseIterable {
     case unknownProject = "unknown-project"
     case deliveryFailed = "delivery-failed"
     case deliveryInProgress = "delivery-in-progress"
+    case notReady = "not-ready"
+    case unauthorized
+    case notFound = "not-found"
+    case methodNotAllowed = "method-not-allowed"
+    case invalidRequest = "invalid-request"
+    case notRetryable = "not-retryable"
+    case invalidConfiguration = "invalid-configuration"
+    case internalError = "internal-error"
 
     public var status: HTTPResponse.Status {
         switch self {
         case .invalidSignature, .timestampOutOfTolerance, .invalidIDToken: .unauthorized
-        case .verificationUnavailable, .deliveryInProgress: .serviceUnavailable
+        case .verificationUnavailable, .deliveryInProgress, .notReady: .serviceUnavailable
+        case .unauthorized: .unauthorized
+        case .notFound: .notFound
+        case .methodNotAllowed: .methodNotAllowed
+        case .invalidRequest: .badRequest
+        case .notRetryable: .conflict
+        case .invalidConfiguration: .unprocessableContent
+        case .internalError: .internalServerError
         case .bodyTooLarge: .contentTooLarge
         case .unsupportedMediaType: .unsupportedMediaType
         case .malformedEvent: .badRequest
@@ -40,8 +55,23 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         case .unknownProject: "The event's Firebase project is not configured"
         case .deliveryFailed: "FCM did not accept every ping"
         case .deliveryInProgress: "The pings are still being delivered"
+        case .notReady: "The relay is not ready"
+        case .unauthorized: "A valid admin bearer token is required"
+        case .notFound: "There is nothing here"
+        case .methodNotAllowed: "The method is not allowed here"
+        case .invalidRequest: "The request does not match the API"
+        case .notRetryable: "Only dead or failed pings can be retried"
+        case .invalidConfiguration: "The configuration file is refused"
+        case .internalError: "Something went wrong inside the relay"
         }
     }
+
+    /// What the webhook and Pub/Sub endpoints answer with (`openapi.yaml` documents each status).
+    public static let ingest: [ProblemKind] = [
+        .invalidSignature, .timestampOutOfTolerance, .invalidIDToken, .verificationUnavailable, .bodyTooLarge,
+        .unsupportedMediaType, .malformedEvent, .unknownEventType, .unknownProject, .deliveryFailed, .deliveryInProgress,
+        .notReady,
+    ]
 
     /// The `type` URI: a URN, so it is stable and names no host.
     public var uri: String { "urn:rc-relay:problem:\(rawValue)" }
@@ -55,14 +85,16 @@ struct Problem: Encodable, Sendable {
     var detail: String
     var requestId: String
     var deliveries: [DeliveryReport]?
+    var checks: [ReadinessCheck]?
 
-    init(_ kind: ProblemKind, detail: String, requestID: String, deliveries: [DeliveryReport]? = nil) {
+    init(_ kind: ProblemKind, detail: String, requestID: String, deliveries: [DeliveryReport]? = nil, checks: [ReadinessCheck]? = nil) {
         self.type = kind.uri
         self.title = kind.title
         self.status = Int(kind.status.code)
         self.detail = detail
         self.requestId = requestID
         self.deliveries = deliveries
+        self.checks = checks
     }
 
     func response() -> Response {

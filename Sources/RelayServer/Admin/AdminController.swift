@@ -1,0 +1,180 @@
+import Foundation
+import Logging
+import OpenAPIRuntime
+import RelayCore
+
+/// The admin API's operations (the gate in front of it checks the bearer token).
+struct AdminController: Sendable {
+    let runtime: RelayRuntime
+    let reloader: Reloader
+
+    private var logger: Logger { RequestInfo.current?.logger ?? Logger(label: "rc-relay") }
+
+    func info() -> Components.Schemas.Info {
+        let configuration = runtime.configuration
+        return .init(
+            name: "rc-relay", version: RelayApplication.version, startedAt: runtime.startedAt,
+            uptimeSeconds: Int(Date().timeIntervalSince(runtime.startedAt)),
+            configuration: .init(source: runtime.source, loadedAt: configuration.loadedAt, reloads: runtime.reloads),
+            projects: configuration.projects.ids)
+    }
+
+    func routes() -> Components.Schemas.EffectiveRoutes {
+        let configuration = runtime.configuration
+        let settings = configuration.settings
+        let projects = configuration.projects.ids.compactMap { id -> Components.Schemas.EffectiveRoutes.ProjectsPayloadPayload? in
+            guard let pipeline = configuration.projects[id] else { return nil }
+            return .init(
+                id: id,
+                credentials: .init(kind: .init(rawValue: pipeline.credentials.kind) ?? .keyFile, source: pipeline.credentials.source),
+                routes: pipeline.routes.routes.map(Components.Schemas.RouteView.init))
+        }
+        return .init(
+            webhook: .init(
+                auth: .init(rawValue: settings.webhookAuth.rawValue) ?? .hmac, secrets: settings.verifier.secrets.count,
+                toleranceSeconds: Int(settings.verifier.tolerance.components.seconds)),
+            projects: projects)
+    }
+
+    func preview(_ request: Components.Schemas.PreviewRequest) throws(Refusal) -> Components.Schemas.Preview {
+        let version: TemplateVersion
+        var eventProject: String?
+        switch (request.version, request.event) {
+        case (let given?, nil):
+            version = try given.decoded()
+        case (nil, let event?):
+            let decoded = try Self.decode(event)
+            (version, eventProject) = (decoded.version, decoded.project)
+        default:
+            throw Refusal(kind: .invalidRequest, detail: "give either version (a template version) or event (a structured CloudEvent)")
+        }
+        let (project, pipeline) = try self.pipeline(request.project ?? eventProject)
+        let baseURL = runtime.configuration.settings.fcmBaseURL
+        let requests = try pipeline.routes.pings(for: version, project: project).map { ping throws(Refusal) in
+            Components.Schemas.Preview.RequestsPayloadPayload(
+                route: ping.route, url: "\(baseURL)/v1/projects/\(project)/messages:send", body: try Self.requestBody(ping.message))
+        }
+        return .init(project: project, versionNumber: String(version.versionNumber), requests: requests)
+    }
+
+    func send(_ request: Components.Schemas.SendRequest) async throws(Refusal) -> Components.Schemas.DeliveryList {
+        let version = try request.version.decoded()
+        let (project, pipeline) = try self.pipeline(request.project)
+        var pings: [Ping]
+        if let name = request.route {
+            guard let route = pipeline.routes.routes.first(where: { $0.name == name }) else {
+                throw Refusal(kind: .notFound, detail: "project '\(project)' has no route named '\(name)'; GET /admin/routes lists them")
+            }
+            pings = [Ping(route: route.name, project: project, message: route.message(for: version, project: project))]
+        } else {
+            pings = pipeline.routes.pings(for: version, project: project)
+        }
+        if let token = request.token {
+            guard token.utf8.count <= 4096, !token.contains(where: \.isWhitespace) else {
+                throw Refusal(kind: .invalidRequest, detail: "token is not a device registration token")
+            }
+            for index in pings.indices { pings[index].message.target = .token(token) }
+        }
+        logger.notice(
+            "admin send", metadata: ["project": "\(project)", "version": "\(version.versionNumber)", "routes": "\(pings.map(\.route).joined(separator: ","))",
+                                     "to_device": "\(request.token != nil)", "validate_only": "\(request.validateOnly ?? false)"])
+        let batch = DeliveryBatch(version: version, origin: .send, receivedAt: Date(), validateOnly: request.validateOnly ?? false)
+        let reports = await pipeline.dispatcher.deliver(pings, batch: batch, logger: logger)
+        return .init(deliveries: await records(reports))
+    }
+
+    func deliveries(_ query: Operations.ListDeliveries.Input.Query) async throws(Refusal) -> Components.Schemas.DeliveryList {
+        var version: Int64?
+        if let text = query.version {
+            guard let number = Int64(text) else { throw Refusal(kind: .invalidRequest, detail: "version must be a version number") }
+            version = number
+        }
+        let limit = query.limit ?? 100
+        guard (1...1000).contains(limit) else { throw Refusal(kind: .invalidRequest, detail: "limit must be 1 to 1000") }
+        let filter = DeliveryLog.Filter(status: query.status?.rawValue, route: query.route, project: query.project, version: version, limit: limit)
+        return .init(deliveries: await runtime.log.list(filter).map(Components.Schemas.DeliveryRecord.init))
+    }
+
+    func delivery(_ id: String) async throws(Refusal) -> Components.Schemas.DeliveryRecord {
+        guard let entry = await runtime.log.entry(id) else { throw Self.noDelivery(id) }
+        return .init(entry)
+    }
+
+    func retry(_ id: String) async throws(Refusal) -> Components.Schemas.DeliveryRecord {
+        guard let entry = await runtime.log.entry(id) else { throw Self.noDelivery(id) }
+        guard let status = entry.report?.status, status == .dead || status == .failed else {
+            throw Refusal(kind: .notRetryable, detail: "ping \(id) is \(entry.report?.status.rawValue ?? "pending"); only dead or failed pings are retried")
+        }
+        guard !entry.toDevice else {
+            throw Refusal(kind: .notRetryable, detail: "ping \(id) went to one device, whose token is not kept; send it again with POST /admin/send")
+        }
+        let (project, pipeline) = try self.pipeline(entry.project)
+        guard let route = pipeline.routes.routes.first(where: { $0.name == entry.route }) else {
+            throw Refusal(kind: .notFound, detail: "route '\(entry.route)' is no longer configured for project '\(project)'")
+        }
+        logger.notice("admin retry", metadata: ["retry_of": "\(id)", "route": "\(route.name)", "version": "\(entry.version.versionNumber)"])
+        let ping = Ping(route: route.name, project: project, message: route.message(for: entry.version, project: project))
+        let batch = DeliveryBatch(
+            version: entry.version, eventID: entry.eventID, origin: .retry, receivedAt: Date(), retryOf: id, validateOnly: entry.validateOnly)
+        let reports = await pipeline.dispatcher.deliver([ping], batch: batch, logger: logger)
+        guard let record = await records(reports).first else { throw Refusal(kind: .internalError, detail: "the retry left no record") }
+        return record
+    }
+
+    func reload() async throws(Refusal) -> Components.Schemas.Reloaded {
+        switch await reloader.reload() {
+        case .success(let reloaded):
+            logger.notice("configuration reloaded through the admin API", metadata: ["restart_required": "\(reloaded.restartRequired.joined(separator: ","))"])
+            return .init(status: .reloaded, loadedAt: reloaded.loadedAt, restartRequired: reloaded.restartRequired)
+        case .failure(let error):
+            logger.error("configuration reload refused; the running configuration stays", metadata: ["error": "\(error)"])
+            throw Refusal(kind: .invalidConfiguration, detail: "\(error); the running configuration stays")
+        }
+    }
+
+    // MARK: - Helpers
+
+    private func pipeline(_ requested: String?) throws(Refusal) -> (String, ProjectDirectory.Pipeline) {
+        let projects = runtime.configuration.projects
+        let project = requested ?? projects.defaultID
+        guard let pipeline = projects[project] else {
+            throw Refusal(
+                kind: .unknownProject, detail: "project '\(project)' is not configured; this relay sends for " + projects.ids.map { "'\($0)'" }.joined(separator: ", "))
+        }
+        return (project, pipeline)
+    }
+
+    private func records(_ reports: [DeliveryReport]) async -> [Components.Schemas.DeliveryRecord] {
+        var records: [Components.Schemas.DeliveryRecord] = []
+        for report in reports {
+            if let id = report.id, let entry = await runtime.log.entry(id) { records.append(.init(entry)) }
+        }
+        return records
+    }
+
+    private static func noDelivery(_ id: String) -> Refusal {
+        Refusal(kind: .notFound, detail: "no ping '\(id)' in the last pings kept (delivery.historySize)")
+    }
+
+    /// A structured CloudEvent, decoded by the same rules as the webhook's.
+    private static func decode(_ event: Components.Schemas.StructuredCloudEvent) throws(Refusal) -> RemoteConfigEvent {
+        do {
+            let body = try JSONEncoder().encode(event)
+            return try EventDecoder.decode(body: body, headers: EventHeaders(contentType: "application/cloudevents+json"))
+        } catch let error as DecodeError {
+            throw Refusal(kind: Refusal.kind(of: error), detail: error.description)
+        } catch {
+            throw Refusal(kind: .invalidRequest, detail: "the event could not be read")
+        }
+    }
+
+    /// The `messages:send` body, as the sender writes it.
+    private static func requestBody(_ message: FCMMessage) throws(Refusal) -> OpenAPIObjectContainer {
+        do {
+            let data = try JSONEncoder().encode(["message": message])
+            return try JSONDecoder().decode(OpenAPIObjectContainer.self, from: data)
+        } catch {
+            throw Refusal(kind: .internalError, detail: "the message could not be encoded")
+        }
+    }
+}

@@ -1,0 +1,64 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// Keeps each listener to its paths and locks the admin API: `/admin/` needs a bearer token from `admin.tokens`
+/// (all compared, each in constant time), and does not exist when none is configured.
+struct AdminGate: RouterMiddleware {
+    typealias Context = RelayRequestContext
+
+    /// Which listener this is.
+    enum Listener: Sendable {
+        /// The only listener: everything.
+        case only
+        /// The public listener beside an admin one: no `/admin/`, no `/metrics`.
+        case main
+        /// The admin listener: only `/admin/` and `/metrics`.
+        case admin
+    }
+
+    let listener: Listener
+    let runtime: RelayRuntime
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let path = request.uri.path
+        let isAdmin = path == "/admin" || path.hasPrefix("/admin/")
+        let onAdminListener = isAdmin || path == "/metrics"
+        switch listener {
+        case .main where onAdminListener, .admin where !onAdminListener:
+            throw HTTPError(.notFound)
+        default:
+            break
+        }
+        guard isAdmin else { return try await next(request, context) }
+        let tokens = runtime.configuration.settings.adminTokens
+        guard !tokens.isEmpty else { throw HTTPError(.notFound) }
+        guard let presented = Self.bearer(request.headers[.authorization]), Self.matches(presented, tokens) else {
+            let id = RequestInfo.current?.id ?? ""
+            RequestInfo.current?.logger.notice("admin request refused: no valid bearer token", metadata: ["path": "\(path)"])
+            var response = Problem(.unauthorized, detail: "send Authorization: Bearer with a token from admin.tokens", requestID: id).response()
+            response.headers[.wwwAuthenticate] = "Bearer realm=\"rc-relay admin\""
+            return response
+        }
+        return try await next(request, context)
+    }
+
+    static func bearer(_ header: String?) -> String? {
+        guard let header, header.count > 7, header.prefix(7).lowercased() == "bearer " else { return nil }
+        return String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+    }
+
+    /// Compares digests, so neither length nor content leaks through timing; every token is checked.
+    static func matches(_ presented: String, _ tokens: [String]) -> Bool {
+        let digest = SHA256.hash(data: Data(presented.utf8))
+        var found = false
+        for token in tokens {
+            let expected = SHA256.hash(data: Data(token.utf8))
+            var difference: UInt8 = 0
+            for (a, b) in zip(digest, expected) { difference |= a ^ b }
+            found = found || difference == 0
+        }
+        return found
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import Logging
+
+/// Reads the configuration file again and swaps the whole configuration in one step, or keeps the running one when
+/// the new file is refused. Settings bound at start (listeners, spool, pools) are reported as needing a restart.
+struct Reloader: Sendable {
+    struct Reloaded: Sendable {
+        var loadedAt: Date
+        var restartRequired: [String]
+    }
+
+    let runtime: RelayRuntime
+    let logger: Logger
+
+    /// Two reloads at once each build a whole configuration; the swap is atomic, so the later one wins.
+    func reload() async -> Result<Reloaded, ConfigurationError> {
+        guard let reader = runtime.reader else {
+            return .failure(ConfigurationError(key: "--config", problem: "the development profile has no file to read", fix: "start rc-relay with --config FILE"))
+        }
+        let settings: RelaySettings
+        let configuration: RelayConfiguration
+        do {
+            settings = try reader()
+            configuration = try await RelayApplication.makeConfiguration(settings, runtime: runtime.parts, logger: logger)
+        } catch let error as ConfigurationError {
+            return .failure(error)
+        } catch {
+            return .failure(ConfigurationError(key: "--config", problem: "\(error)", fix: "check the file with rc-relay check-config"))
+        }
+        let old = runtime.configuration.settings
+        runtime.replace(with: configuration)
+        return .success(Reloaded(loadedAt: configuration.loadedAt, restartRequired: Self.restartRequired(old, settings)))
+    }
+
+    /// The changed settings that only a restart applies.
+    static func restartRequired(_ old: RelaySettings, _ new: RelaySettings) -> [String] {
+        var keys: [String] = []
+        func check(_ key: String, _ changed: Bool) { if changed { keys.append(key) } }
+        check("server.host", old.host != new.host)
+        check("server.port", old.port != new.port)
+        check("server.shutdownDelaySeconds", old.shutdownDelay != new.shutdownDelay)
+        check("admin.host", old.adminHost != new.adminHost)
+        check("admin.port", old.adminPort != new.adminPort)
+        check("delivery.concurrency", old.outboundConcurrency != new.outboundConcurrency)
+        check("delivery.spoolDirectory", old.spoolDirectory != new.spoolDirectory)
+        check("delivery.drainSeconds", old.drainGrace != new.drainGrace)
+        check("delivery.dedupWindowSeconds", old.dedupWindow != new.dedupWindow)
+        check("delivery.dedupMaxEvents", old.dedupMaxEvents != new.dedupMaxEvents)
+        check("delivery.historySize", old.historySize != new.historySize)
+        check("fcm.timeoutSeconds", old.fcmTimeout != new.fcmTimeout)
+        check("log.level", old.logLevel != new.logLevel)
+        check("log.format", old.logFormat != new.logFormat)
+        return keys
+    }
+}

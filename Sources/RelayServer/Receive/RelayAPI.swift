@@ -1,0 +1,93 @@
+import Foundation
+import OpenAPIRuntime
+
+/// The server side of `openapi.yaml`: each operation hands over to the part that does the work. Problems are
+/// thrown as ``Refusal``s and rendered by ``ProblemMiddleware``.
+struct RelayAPI: APIProtocol {
+    let webhook: WebhookController
+    let probes: Probes
+    let admin: AdminController
+
+    private var requestID: String { RequestInfo.current?.id ?? "" }
+
+    // MARK: Ingest
+
+    func receiveWebhook(_ input: Operations.ReceiveWebhook.Input) async throws -> Operations.ReceiveWebhook.Output {
+        switch try await relay() {
+        case .delivered(let body): .ok(.init(body: .json(body)))
+        case .inProgress(let body): .accepted(.init(body: .json(body)))
+        }
+    }
+
+    func receivePubSubPush(_ input: Operations.ReceivePubSubPush.Input) async throws -> Operations.ReceivePubSubPush.Output {
+        switch try await relay() {
+        case .delivered(let body): .ok(.init(body: .json(body)))
+        case .inProgress(let body): .accepted(.init(body: .json(body)))
+        }
+    }
+
+    /// The event ``WebhookIntake`` verified and decoded; the generated code's parse of the same bytes only confirms
+    /// that the body also matches the schema.
+    private func relay() async throws(Refusal) -> WebhookController.Answer {
+        guard let verified = VerifiedEvent.current else {
+            throw Refusal(kind: .internalError, detail: "the webhook reached its handler without intake")
+        }
+        return try await webhook.relay(verified, requestID: requestID)
+    }
+
+    // MARK: Probes
+
+    func getHealth(_ input: Operations.GetHealth.Input) async throws -> Operations.GetHealth.Output {
+        .ok(.init(body: .json(.init(status: .ok, version: RelayApplication.version))))
+    }
+
+    func getReadiness(_ input: Operations.GetReadiness.Input) async throws -> Operations.GetReadiness.Output {
+        let checks = await probes.readiness()
+        let failing = checks.filter { !$0.ok }
+        guard failing.isEmpty else {
+            RequestInfo.current?.logger.notice("not ready", metadata: ["failing": "\(failing.map(\.name).joined(separator: ","))"])
+            throw Refusal(kind: .notReady, detail: "failing: " + failing.map { "\($0.name) (\($0.detail))" }.joined(separator: "; "), checks: checks)
+        }
+        return .ok(.init(body: .json(.init(status: .ready, checks: checks.map { .init(name: $0.name, ok: $0.ok, detail: $0.detail) }))))
+    }
+
+    func getMetrics(_ input: Operations.GetMetrics.Input) async throws -> Operations.GetMetrics.Output {
+        .ok(.init(body: .plainText(probes.metrics())))
+    }
+
+    // MARK: Admin
+
+    func getInfo(_ input: Operations.GetInfo.Input) async throws -> Operations.GetInfo.Output {
+        .ok(.init(body: .json(admin.info())))
+    }
+
+    func listRoutes(_ input: Operations.ListRoutes.Input) async throws -> Operations.ListRoutes.Output {
+        .ok(.init(body: .json(admin.routes())))
+    }
+
+    func previewPings(_ input: Operations.PreviewPings.Input) async throws -> Operations.PreviewPings.Output {
+        guard case .json(let request) = input.body else { throw Refusal(kind: .unsupportedMediaType, detail: "send application/json") }
+        return .ok(.init(body: .json(try admin.preview(request))))
+    }
+
+    func sendPings(_ input: Operations.SendPings.Input) async throws -> Operations.SendPings.Output {
+        guard case .json(let request) = input.body else { throw Refusal(kind: .unsupportedMediaType, detail: "send application/json") }
+        return .ok(.init(body: .json(try await admin.send(request))))
+    }
+
+    func listDeliveries(_ input: Operations.ListDeliveries.Input) async throws -> Operations.ListDeliveries.Output {
+        .ok(.init(body: .json(try await admin.deliveries(input.query))))
+    }
+
+    func getDelivery(_ input: Operations.GetDelivery.Input) async throws -> Operations.GetDelivery.Output {
+        .ok(.init(body: .json(try await admin.delivery(input.path.id))))
+    }
+
+    func retryDelivery(_ input: Operations.RetryDelivery.Input) async throws -> Operations.RetryDelivery.Output {
+        .ok(.init(body: .json(try await admin.retry(input.path.id))))
+    }
+
+    func reloadConfiguration(_ input: Operations.ReloadConfiguration.Input) async throws -> Operations.ReloadConfiguration.Output {
+        .ok(.init(body: .json(try await admin.reload())))
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+
+/// What every handler and log line knows about the request: its id, the client, and a logger carrying both.
+struct RequestInfo: Sendable {
+    /// The caller's `X-Request-Id` (up to 128 visible characters), or one made here.
+    var id: String
+    /// The client's address: the peer's, or from `X-Forwarded-For` when the peer is a trusted proxy.
+    var client: String?
+    var logger: Logger
+
+    @TaskLocal static var current: RequestInfo?
+}
+
+/// The first middleware on every listener: settles the request id and client address, runs the request with them,
+/// and writes one access line (`msg: request`) with method, path, status, client, peer and duration.
+/// Errors that escape the routes (an unknown path, say) become problem+json here.
+struct RequestLogMiddleware: RouterMiddleware {
+    typealias Context = RelayRequestContext
+    let runtime: RelayRuntime
+    let logger: Logger
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let started = ContinuousClock.now
+        let id = request.headers[.requestID].flatMap(Self.acceptable) ?? Self.makeID()
+        let peer = context.remoteAddress?.ipAddress
+        let trusted = runtime.configuration.settings.trustedProxies
+        let client = trusted.client(peer: peer, forwardedFor: request.headers[values: .xForwardedFor])
+        var logger = logger
+        logger[metadataKey: "request_id"] = "\(id)"
+        if let client { logger[metadataKey: "client"] = "\(client)" }
+        let info = RequestInfo(id: id, client: client, logger: logger)
+        var response: Response
+        do {
+            response = try await RequestInfo.$current.withValue(info) { try await next(request, context) }
+        } catch let error as HTTPError where error.status == .notFound || error.status == .methodNotAllowed {
+            let kind: ProblemKind = error.status == .notFound ? .notFound : .methodNotAllowed
+            response = Problem(kind, detail: "\(request.method) \(request.uri.path) is not served here", requestID: id).response()
+        } catch {
+            logger.error("request failed", metadata: ["error": "\(error)"])
+            response = Problem(.internalError, detail: "the request could not be handled; the log has the details", requestID: id).response()
+        }
+        response.headers[.requestID] = id
+        let elapsed = ContinuousClock.now - started
+        logger.info(
+            "request",
+            metadata: [
+                "method": "\(request.method)", "path": "\(request.uri.path)", "status": "\(response.status.code)",
+                "peer": "\(peer ?? "-")",
+                "duration_ms": "\(Double(elapsed.components.attoseconds / 1_000_000_000_000) / 1000 + Double(elapsed.components.seconds) * 1000)",
+            ])
+        return response
+    }
+
+    static func acceptable(_ id: String) -> String? {
+        guard !id.isEmpty, id.utf8.count <= 128, id.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
+        return id
+    }
+
+    static func makeID() -> String {
+        (0..<16).map { _ in String(UInt8.random(in: 0...255), radix: 16) }.map { $0.count == 1 ? "0" + $0 : $0 }.joined()
+    }
+}
+
+extension HTTPField.Name {
+    static let requestID = Self("X-Request-Id")!
+    static let xForwardedFor = Self("X-Forwarded-For")!
+}

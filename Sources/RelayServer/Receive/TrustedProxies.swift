@@ -1,0 +1,78 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The reverse proxies whose `X-Forwarded-For` is believed, and the client address that follows from it.
+///
+/// Only when the TCP peer is trusted is the header read, right to left, skipping trusted hops: the first untrusted
+/// address is the client. A client cannot forge its way past the proxy, since the proxy appends what it saw.
+public struct TrustedProxies: Sendable, Equatable {
+    /// An IPv4 or IPv6 network: `10.0.0.0/8`, `127.0.0.1`, `::1`, `fd00::/8`.
+    public struct Range: Sendable, Equatable {
+        let address: [UInt8]
+        let prefix: Int
+
+        public init?(_ text: String) {
+            let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+            guard parts.count <= 2, let address = TrustedProxies.bytes(of: String(parts[0])) else { return nil }
+            let bits = address.count * 8
+            if parts.count == 2 {
+                guard let prefix = Int(parts[1]), (0...bits).contains(prefix) else { return nil }
+                self.prefix = prefix
+            } else {
+                self.prefix = bits
+            }
+            self.address = address
+        }
+
+        func contains(_ other: [UInt8]) -> Bool {
+            guard other.count == address.count else { return false }
+            var left = prefix
+            for (a, b) in zip(address, other) where left > 0 {
+                let mask: UInt8 = left >= 8 ? 0xFF : ~(0xFF >> UInt8(left))
+                if a & mask != b & mask { return false }
+                left -= 8
+            }
+            return true
+        }
+    }
+
+    let ranges: [Range]
+
+    public init(_ ranges: [Range] = []) { self.ranges = ranges }
+
+    func trusts(_ address: String) -> Bool {
+        guard !ranges.isEmpty, let bytes = Self.bytes(of: address) else { return false }
+        return ranges.contains { $0.contains(bytes) }
+    }
+
+    /// The client's address: the peer's own, unless the peer is a trusted proxy and says otherwise.
+    public func client(peer: String?, forwardedFor: [String]) -> String? {
+        guard let peer, trusts(peer), !forwardedFor.isEmpty else { return peer }
+        let hops = forwardedFor.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
+        for hop in hops.reversed() where !hop.isEmpty {
+            // Anything unparsable is where trust ends: report what the last trusted hop saw, not a forgery.
+            guard Self.bytes(of: hop) != nil else { return peer }
+            if !trusts(hop) { return hop }
+        }
+        return hops.first(where: { !$0.isEmpty }) ?? peer
+    }
+
+    /// The address's bytes (4 or 16), or nil if it is not an IP address. IPv4-mapped IPv6 counts as IPv4.
+    static func bytes(of text: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 {
+            return withUnsafeBytes(of: &v4) { Array($0) }
+        }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, text, &v6) == 1 else { return nil }
+        let bytes = withUnsafeBytes(of: &v6) { Array($0) }
+        if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF { return Array(bytes[12...]) }
+        return bytes
+    }
+}

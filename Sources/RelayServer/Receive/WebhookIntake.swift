@@ -1,0 +1,132 @@
+import Foundation
+import HTTPTypes
+import Logging
+import OpenAPIRuntime
+import RelayCore
+
+/// An event that passed intake: read within the limit, its sender verified, its bytes decoded.
+struct VerifiedEvent: Sendable {
+    var event: RemoteConfigEvent
+    /// The Standard Webhooks `webhook-id`, when signed.
+    var webhookID: String?
+    /// The bytes as received, handed on to the generated code.
+    var body: Data
+    var logger: Logger
+
+    @TaskLocal static var current: VerifiedEvent?
+}
+
+/// Receive and verify, before the generated code parses anything: the webhook's bytes are checked exactly as they
+/// arrived (an HMAC over re-encoded JSON would prove nothing), and an unverified body is never parsed.
+///
+/// Order: draining → ID token (headers only, before an unverified caller uploads anything) → body within the limit →
+/// signature → decode. The handler then routes and delivers what this put in ``VerifiedEvent/current``.
+struct WebhookIntake: ServerMiddleware {
+    enum Ingest: String, Sendable {
+        case webhook = "receiveWebhook"
+        case pubSub = "receivePubSubPush"
+    }
+
+    let runtime: RelayRuntime
+
+    func intercept(
+        _ request: HTTPRequest, body: HTTPBody?, metadata: ServerRequestMetadata, operationID: String,
+        next: @Sendable (HTTPRequest, HTTPBody?, ServerRequestMetadata) async throws -> (HTTPResponse, HTTPBody?)
+    ) async throws -> (HTTPResponse, HTTPBody?) {
+        guard let ingest = Ingest(rawValue: operationID) else { return try await next(request, body, metadata) }
+        var logger = RequestInfo.current?.logger ?? Logger(label: "rc-relay")
+        let verified: VerifiedEvent
+        do throws(Refusal) {
+            verified = try await accept(request, body: body, ingest: ingest, logger: &logger)
+        } catch {
+            runtime.metrics.webhook(source: ingest == .pubSub ? "pubsub" : "unknown", outcome: error.kind.rawValue)
+            if error.kind == .notFound {
+                logger.notice("Pub/Sub push refused: oidc is not configured, so the endpoint does not exist")
+            } else {
+                logger.notice("webhook refused", metadata: ["status": "\(error.kind.status.code)", "problem": "\(error.kind.rawValue)", "reason": "\(error.detail)"])
+            }
+            throw error
+        }
+        return try await VerifiedEvent.$current.withValue(verified) {
+            try await next(request, HTTPBody(verified.body), metadata)
+        }
+    }
+
+    private func accept(_ request: HTTPRequest, body: HTTPBody?, ingest: Ingest, logger: inout Logger) async throws(Refusal) -> VerifiedEvent {
+        let configuration = runtime.configuration
+        let settings = configuration.settings
+        if ingest == .pubSub, configuration.idTokens == nil {
+            throw Refusal(kind: .notFound, detail: "Pub/Sub push is served only when oidc is configured")
+        }
+        if runtime.isDraining {
+            throw Refusal(kind: .notReady, detail: "rc-relay is stopping; retry, and another instance (or this one after its restart) will take it", retryAfter: 5)
+        }
+        let idTokens = ingest == .pubSub || settings.webhookAuth.needsOIDC ? configuration.idTokens : nil
+        if let idTokens {
+            do throws(OIDCError) {
+                let sender = try await idTokens.verify(authorization: request.headerFields[.authorization])
+                logger[metadataKey: "sender"] = "\(sender)"
+            } catch {
+                if case .keysUnavailable = error { throw Refusal(kind: .verificationUnavailable, detail: error.description, retryAfter: 30) }
+                throw Refusal(kind: .invalidIDToken, detail: error.description)
+            }
+        }
+        let bytes = try await read(body, declared: request.headerFields[.contentLength].flatMap(Int.init), limit: settings.maxBodyBytes)
+        let signature = StandardWebhookVerifier.Headers(
+            id: request.headerFields[.webhookID], timestamp: request.headerFields[.webhookTimestamp],
+            signature: request.headerFields[.webhookSignature])
+        if ingest == .webhook, settings.webhookAuth.needsHMAC {
+            do throws(VerificationError) {
+                try settings.verifier.verify(signature, body: bytes)
+            } catch {
+                let stale = error == .timestampTooOld || error == .timestampInFuture
+                throw Refusal(kind: stale ? .timestampOutOfTolerance : .invalidSignature, detail: error.description)
+            }
+        }
+        do throws(DecodeError) {
+            let event: RemoteConfigEvent
+            switch ingest {
+            case .webhook:
+                let headers = EventHeaders(
+                    contentType: request.headerFields[.contentType], id: request.headerFields[.ceID],
+                    source: request.headerFields[.ceSource], specVersion: request.headerFields[.ceSpecVersion],
+                    type: request.headerFields[.ceType])
+                event = try EventDecoder.decode(body: bytes, headers: headers)
+            case .pubSub:
+                event = try PubSubDecoder.decode(body: bytes, contentType: request.headerFields[.contentType])
+            }
+            return VerifiedEvent(event: event, webhookID: signature.id, body: bytes, logger: logger)
+        } catch {
+            throw Refusal(kind: Refusal.kind(of: error), detail: error.description)
+        }
+    }
+
+    /// Reads the body, refusing as soon as it passes the limit (a declared length is checked before reading).
+    private func read(_ body: HTTPBody?, declared: Int?, limit: Int) async throws(Refusal) -> Data {
+        let tooLarge = Refusal(kind: .bodyTooLarge, detail: "the body is larger than \(limit) bytes")
+        if let declared, declared > limit { throw tooLarge }
+        guard let body else { return Data() }
+        var data = Data()
+        do {
+            for try await chunk in body {
+                guard data.count + chunk.count <= limit else { throw tooLarge }
+                data.append(contentsOf: chunk)
+            }
+        } catch let refusal as Refusal {
+            throw refusal
+        } catch {
+            throw Refusal(kind: .malformedEvent, detail: "the body could not be read")
+        }
+        return data
+    }
+}
+
+extension HTTPField.Name {
+    static let webhookID = Self("webhook-id")!
+    static let webhookTimestamp = Self("webhook-timestamp")!
+    static let webhookSignature = Self("webhook-signature")!
+    static let ceID = Self("ce-id")!
+    static let ceSource = Self("ce-source")!
+    static let ceSpecVersion = Self("ce-specversion")!
+    static let ceType = Self("ce-type")!
+}

@@ -1,0 +1,66 @@
+import Foundation
+import RelayCore
+
+/// The generated API types, built from the relay's own records.
+extension Components.Schemas.Delivery {
+    init(_ report: DeliveryReport) {
+        self.init(
+            id: report.id, route: report.route, status: .init(rawValue: report.status.rawValue) ?? .failed,
+            messageName: report.messageName, attempts: report.attempts.map(Components.Schemas.Attempt.init),
+            error: report.error.map(Components.Schemas.DeliveryError.init))
+    }
+}
+
+extension Components.Schemas.Attempt {
+    init(_ attempt: DeliveryReport.Attempt) {
+        self.init(at: attempt.at, httpStatus: attempt.httpStatus, errorCode: attempt.errorCode)
+    }
+}
+
+extension Components.Schemas.DeliveryError {
+    init(_ error: DeliveryReport.ErrorDetail) {
+        self.init(httpStatus: error.httpStatus, errorCode: error.errorCode, message: error.message)
+    }
+}
+
+extension Components.Schemas.DeliveryRecord {
+    init(_ entry: DeliveryLog.Entry) {
+        let report = entry.report
+        self.init(
+            id: entry.id, project: entry.project, route: entry.route, versionNumber: String(entry.version.versionNumber),
+            eventId: entry.eventID, origin: .init(rawValue: entry.origin.rawValue) ?? .webhook, retryOf: entry.retryOf,
+            target: entry.toDevice ? "token" : nil, validateOnly: entry.validateOnly ? true : nil,
+            status: report.flatMap { .init(rawValue: $0.status.rawValue) } ?? .pending, receivedAt: entry.receivedAt,
+            settledAt: entry.settledAt, messageName: report?.messageName,
+            error: report?.error.map(Components.Schemas.DeliveryError.init),
+            attempts: (report?.attempts ?? []).map(Components.Schemas.Attempt.init))
+    }
+}
+
+extension Components.Schemas.RouteView {
+    init(_ route: Route) {
+        let definition = route.definition
+        var data: [String: String] = [:]
+        for (key, value) in definition.data ?? [:] {
+            if case .string(let text) = value { data[key] = text }
+        }
+        self.init(
+            name: route.name, topic: definition.topic, condition: definition.condition, data: .init(additionalProperties: data),
+            when: definition.when.map { .init(updateTypes: $0.updateTypes, origins: $0.origins) },
+            android: definition.android.map { .init(priority: $0.priority, collapseKey: $0.collapseKey, ttlSeconds: $0.ttlSeconds) },
+            apns: definition.apns.map { .init(collapseId: $0.collapseId) },
+            webpush: definition.webpush.map { .init(ttlSeconds: $0.ttlSeconds, urgency: $0.urgency) })
+    }
+}
+
+extension Components.Schemas.TemplateVersion {
+    /// The version as RelayCore reads it: re-encoded and decoded by the same rules as a webhook body.
+    func decoded() throws(Refusal) -> TemplateVersion {
+        do {
+            let data = try JSONEncoder().encode(self)
+            return try JSONDecoder().decode(TemplateVersion.self, from: data)
+        } catch {
+            throw Refusal(kind: .invalidRequest, detail: "the version has no usable versionNumber (an int64, as a JSON number or decimal string)")
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import RelayCore
+
+/// The last `capacity` pings with their history, for the admin API: what the relay sent, is sending, and gave up on.
+///
+/// Each ping is an entry from the moment it is routed (`pending`) until it settles; a dead ping keeps its attempts,
+/// statuses, FCM error codes and times here until newer pings push it out.
+actor DeliveryLog {
+    /// What started a ping.
+    enum Origin: String, Sendable {
+        case webhook, spool, send, retry
+    }
+
+    struct Entry: Sendable {
+        var id: String
+        var project: String
+        var route: String
+        var version: TemplateVersion
+        var eventID: String?
+        var origin: Origin
+        var retryOf: String?
+        var toDevice: Bool
+        var validateOnly: Bool
+        var receivedAt: Date
+        var settledAt: Date?
+        /// Nil while pending.
+        var report: DeliveryReport?
+    }
+
+    /// What a list asks for; nil fields match everything.
+    struct Filter: Sendable {
+        var status: String?
+        var route: String?
+        var project: String?
+        var version: Int64?
+        var limit = 100
+    }
+
+    let capacity: Int
+    private var entries: [String: Entry] = [:]
+    private var order: [String] = []
+    private var next = 0
+    /// Ids stay unique across restarts: a random prefix per process, then a counter.
+    private let prefix = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+
+    init(capacity: Int = 1000) { self.capacity = max(1, capacity) }
+
+    func start(_ ping: Ping, batch: DeliveryBatch, validateOnly: Bool) -> String {
+        next += 1
+        let id = "\(prefix)-\(next)"
+        var toDevice = false
+        if case .token = ping.message.target { toDevice = true }
+        entries[id] = Entry(
+            id: id, project: ping.project, route: ping.route, version: batch.version, eventID: batch.eventID,
+            origin: batch.origin, retryOf: batch.retryOf, toDevice: toDevice, validateOnly: validateOnly,
+            receivedAt: batch.receivedAt)
+        order.append(id)
+        if order.count > capacity { entries[order.removeFirst()] = nil }
+        return id
+    }
+
+    func settle(_ id: String, _ report: DeliveryReport) {
+        entries[id]?.report = report
+        entries[id]?.settledAt = Date()
+    }
+
+    func entry(_ id: String) -> Entry? { entries[id] }
+
+    /// Newest first.
+    func list(_ filter: Filter) -> [Entry] {
+        var found: [Entry] = []
+        for id in order.reversed() {
+            guard let entry = entries[id] else { continue }
+            if let status = filter.status, (entry.report?.status.rawValue ?? "pending") != status { continue }
+            if let route = filter.route, entry.route != route { continue }
+            if let project = filter.project, entry.project != project { continue }
+            if let version = filter.version, entry.version.versionNumber != version { continue }
+            found.append(entry)
+            if found.count >= filter.limit { break }
+        }
+        return found
+    }
+}
+
+/// What the pings of one delivery share: the version they carry, why they are sent, and when the event came in.
+struct DeliveryBatch: Sendable {
+    var version: TemplateVersion
+    var eventID: String?
+    var origin: DeliveryLog.Origin
+    var receivedAt: Date
+    var retryOf: String? = nil
+    /// Asks FCM to check without delivering, whatever `fcm.validateOnly` says (the admin API's dry run).
+    var validateOnly = false
+}

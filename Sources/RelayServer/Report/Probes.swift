@@ -1,0 +1,64 @@
+import FCMClient
+import Foundation
+import OpenAPIRuntime
+
+/// One readiness check's result.
+struct ReadinessCheck: Sendable, Encodable {
+    var name: String
+    var ok: Bool
+    var detail: String
+}
+
+/// `/healthz`, `/readyz` and `/metrics`.
+struct Probes: Sendable {
+    let runtime: RelayRuntime
+    /// How long the token check may take before it counts as failed (a probe must answer quickly).
+    var tokenCheckTimeout: Duration = .seconds(3)
+
+    /// Configuration loaded, a token obtainable per project (a cached one counts), not draining, queue not saturated.
+    func readiness() async -> [ReadinessCheck] {
+        let configuration = runtime.configuration
+        var checks = [
+            ReadinessCheck(
+                name: "configuration", ok: true,
+                detail: "loaded \(configuration.loadedAt.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))")
+        ]
+        let tokens = await withTaskGroup(of: ReadinessCheck.self) { group in
+            for id in configuration.projects.ids {
+                guard let source = configuration.projects[id]?.tokenSource else { continue }
+                group.addTask { await tokenCheck(project: id, source: source) }
+            }
+            return await group.reduce(into: [ReadinessCheck]()) { $0.append($1) }
+        }
+        checks += tokens.sorted { $0.name < $1.name }
+        let draining = runtime.isDraining
+        checks.append(.init(name: "draining", ok: !draining, detail: draining ? "draining after a stop signal" : "serving"))
+        let depth = runtime.metrics.queueDepth
+        let limit = configuration.settings.maxQueuedPings
+        checks.append(.init(name: "queue", ok: depth < limit, detail: "\(depth) of \(limit) pings queued"))
+        runtime.metrics.ready.record(checks.allSatisfy(\.ok) ? 1 : 0)
+        return checks
+    }
+
+    private func tokenCheck(project: String, source: CachingTokenSource) async -> ReadinessCheck {
+        let name = "token:\(project)"
+        let task = Task { () -> Result<Bool, TokenError> in
+            do throws(TokenError) {
+                let cached = await source.hasFreshToken
+                _ = try await source.token()
+                return .success(cached)
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch await Deadline.value(of: task, within: tokenCheckTimeout) {
+        case .success(let cached)?: return .init(name: name, ok: true, detail: cached ? "cached" : "obtained")
+        case .failure(let error)?: return .init(name: name, ok: false, detail: "no access token: \(error)")
+        case nil: return .init(name: name, ok: false, detail: "no access token within \(tokenCheckTimeout)")
+        }
+    }
+
+    func metrics() -> HTTPBody {
+        HTTPBody(runtime.metrics.exposition())
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import HTTPTypes
+import OpenAPIRuntime
+import RelayCore
+
+/// A refusal or failure: the problem to answer with and the reason to log. Handlers and middleware throw it;
+/// ``ProblemMiddleware`` turns it into `application/problem+json`.
+struct Refusal: Error {
+    var kind: ProblemKind
+    var detail: String
+    var deliveries: [DeliveryReport]? = nil
+    var checks: [ReadinessCheck]? = nil
+    /// Seconds for `Retry-After`, on the 503s a sender should retry.
+    var retryAfter: Int? = nil
+
+    static func kind(of error: DecodeError) -> ProblemKind {
+        switch error {
+        case .unsupportedContentType: .unsupportedMediaType
+        case .unknownEventType: .unknownEventType
+        case .malformedJSON, .missingVersionNumber, .invalidField, .missingAttribute, .unsupportedSpecVersion, .invalidSource,
+            .invalidEnvelope:
+            .malformedEvent
+        }
+    }
+
+    func problem(requestID: String) -> Problem {
+        Problem(kind, detail: detail, requestID: requestID, deliveries: deliveries, checks: checks)
+    }
+}
+
+/// The outermost OpenAPI middleware: every error becomes problem+json. A ``Refusal`` says what it is; a request
+/// the generated code could not parse is `invalid-request` (or `malformed-event` on the webhook); anything else
+/// is `internal-error`, logged with its cause.
+struct ProblemMiddleware: ServerMiddleware {
+    static let ingest: Set<String> = ["receiveWebhook", "receivePubSubPush"]
+
+    func intercept(
+        _ request: HTTPRequest, body: HTTPBody?, metadata: ServerRequestMetadata, operationID: String,
+        next: @Sendable (HTTPRequest, HTTPBody?, ServerRequestMetadata) async throws -> (HTTPResponse, HTTPBody?)
+    ) async throws -> (HTTPResponse, HTTPBody?) {
+        do {
+            return try await next(request, body, metadata)
+        } catch {
+            let info = RequestInfo.current
+            let requestID = info?.id ?? ""
+            let refusal: Refusal
+            switch error {
+            case let error as ServerError where error.underlyingError is Refusal:
+                refusal = error.underlyingError as! Refusal
+            case let error as ServerError where (400..<500).contains(error.httpStatus.code):
+                let kind: ProblemKind =
+                    error.httpStatus == .unsupportedMediaType ? .unsupportedMediaType : Self.ingest.contains(operationID) ? .malformedEvent : .invalidRequest
+                refusal = Refusal(kind: kind, detail: Self.describe(error))
+                info?.logger.notice("request refused", metadata: ["problem": "\(kind.rawValue)", "reason": "\(refusal.detail)"])
+            case let error as Refusal:
+                refusal = error
+            default:
+                info?.logger.error("request failed", metadata: ["operation": "\(operationID)", "error": "\(error)"])
+                refusal = Refusal(kind: .internalError, detail: "the request could not be handled; the log has the details")
+            }
+            return Self.response(refusal, requestID: requestID)
+        }
+    }
+
+    static func response(_ refusal: Refusal, requestID: String) -> (HTTPResponse, HTTPBody?) {
+        let data = (try? JSONResponse.encoder.encode(refusal.problem(requestID: requestID))) ?? Data()
+        var response = HTTPResponse(status: refusal.kind.status)
+        response.headerFields[.contentType] = "application/problem+json"
+        if let retryAfter = refusal.retryAfter { response.headerFields[.retryAfter] = "\(retryAfter)" }
+        return (response, HTTPBody(data))
+    }
+
+    /// What did not match, by field path, without echoing values.
+    static func describe(_ error: ServerError) -> String {
+        let path: [any CodingKey]
+        switch error.underlyingError as? DecodingError {
+        case .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context): path = context.codingPath
+        case .keyNotFound(let key, let context): path = context.codingPath + [key]
+        default: return error.causeDescription
+        }
+        let field = path.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+        return "\(error.causeDescription): the body does not match the schema at \(field.isEmpty ? "its top level" : String(field.dropFirst()))"
+    }
+}

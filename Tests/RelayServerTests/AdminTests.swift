@@ -1,0 +1,196 @@
+import Foundation
+import RelayCore
+import RelayServer
+import Testing
+
+/// The admin API over real HTTP: the lock, each operation, and what it changes (or must not change) at the emulator.
+@Suite struct AdminTests {
+    @Test func theLockRefusesMissingAndWrongTokensAndAcceptsEveryConfiguredOne() async throws {
+        let second = "second-token-for-rotation-0123456789"
+        try await withLiveRelay(admin: "{tokens: [\"\(LiveRelay.adminToken)\", \"\(second)\"]}") { relay in
+            let none = try await relay.admin(.GET, "/admin/info", token: nil)
+            #expect(none.status == 401)
+            #expect(none.problemType == "urn:rc-relay:problem:unauthorized")
+            #expect(none.headers["www-authenticate"] == "Bearer realm=\"rc-relay admin\"")
+            let wrong = try await relay.admin(.GET, "/admin/info", token: LiveRelay.adminToken + "x")
+            #expect(wrong.status == 401)
+            #expect(!wrong.text.contains(LiveRelay.adminToken))
+            #expect(try await relay.admin(.GET, "/admin/info").status == 200)
+            #expect(try await relay.admin(.GET, "/admin/info", token: second).status == 200)
+            // A refused admin call sends nothing, even one that would.
+            let send = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "7"}}"#, token: nil)
+            #expect(send.status == 401)
+            #expect(await relay.emulator.messages.isEmpty)
+        }
+    }
+
+    @Test func withoutTokensTheAdminAPIDoesNotExist() async throws {
+        try await withLiveRelay(admin: nil) { relay in
+            let answer = try await relay.admin(.GET, "/admin/info")
+            #expect(answer.status == 404)
+            #expect(answer.problemType == "urn:rc-relay:problem:not-found")
+            #expect(answer.headers["content-type"] == "application/problem+json")
+        }
+    }
+
+    @Test func aSeparateAdminListenerTakesAdminAndMetricsAndNothingElse() async throws {
+        try await withLiveRelay(admin: "{tokens: [\"\(LiveRelay.adminToken)\"], host: 127.0.0.1, port: 0}") { relay in
+            #expect(relay.adminURL != relay.relayURL)
+            #expect(try await relay.admin(.GET, "/admin/info", base: relay.relayURL).status == 404)
+            #expect(try await relay.admin(.GET, "/metrics", base: relay.relayURL).status == 404)
+            #expect(try await relay.admin(.GET, "/admin/info").status == 200)
+            #expect(try await relay.admin(.GET, "/metrics").status == 200)
+            #expect(try await relay.admin(.GET, "/healthz").status == 404)
+            #expect(try await relay.admin(.GET, "/healthz", base: relay.relayURL).status == 200)
+            let webhook = try await relay.post(#"{"versionNumber": "3"}"#, url: relay.adminURL + RelaySettings.webhookPath)
+            #expect(webhook.status == 404)
+            #expect(await relay.emulator.messages.isEmpty)
+        }
+    }
+
+    @Test func infoAndRoutesShowWhatRunsWithoutSecrets() async throws {
+        try await withLiveRelay(routes: """
+              - {name: stale, topic: PUSH_RC, data: {CONFIG_STATE: STALE, V: "{{version}}"}}
+              - {name: rollbacks, condition: "'ios' in topics && 'beta' in topics", when: {updateTypes: [ROLLBACK]}, android: {priority: NORMAL}}
+            """) { relay in
+            let info = try await relay.admin(.GET, "/admin/info")
+            #expect(info.json["name"] as? String == "rc-relay")
+            #expect(info.json["version"] as? String == RelayApplication.version)
+            #expect(info.json["projects"] as? [String] == ["demo-project"])
+            let routes = try await relay.admin(.GET, "/admin/routes")
+            #expect(routes.status == 200)
+            let project = try #require((routes.json["projects"] as? [[String: Any]])?.first)
+            let names = (project["routes"] as? [[String: Any]])?.compactMap { $0["name"] as? String }
+            #expect(names == ["stale", "rollbacks"])
+            #expect((project["credentials"] as? [String: Any])?["kind"] as? String == "keyFile")
+            #expect((routes.json["webhook"] as? [String: Any])?["secrets"] as? Int == 1)
+            #expect(!routes.text.contains(relay.secret) && !routes.text.contains(String(relay.secret.dropFirst(6))))
+            #expect(!routes.text.contains("PRIVATE KEY"))
+        }
+    }
+
+    @Test func previewShowsExactlyWhatAWebhookThenSendsAndSendsNothing() async throws {
+        try await withLiveRelay { relay in
+            let preview = try await relay.admin(.POST, "/admin/preview", json: #"{"version": {"versionNumber": "42", "updateType": "ROLLBACK"}}"#)
+            #expect(preview.status == 200)
+            let requests = try #require(preview.json["requests"] as? [[String: Any]])
+            #expect(requests.count == 1)
+            #expect((requests[0]["url"] as? String)?.hasSuffix("/v1/projects/demo-project/messages:send") == true)
+            #expect(await relay.emulator.messages.isEmpty)
+            let previewed = try #require((requests[0]["body"] as? [String: Any])?["message"] as? NSDictionary)
+            #expect(try await relay.post(#"{"versionNumber": "42", "updateType": "ROLLBACK"}"#).status == 200)
+            let sent = await relay.recordedMessages()
+            #expect(sent.count == 1)
+            #expect(previewed == sent[0] as NSDictionary)
+        }
+    }
+
+    @Test func previewTakesASampleCloudEventAndRefusesBadInput() async throws {
+        try await withLiveRelay { relay in
+            let event = #"{"event": {"specversion": "1.0", "id": "e1", "source": "\#(demoSource)", "type": "\#(updatedType)", "data": {"versionNumber": "9"}}}"#
+            let preview = try await relay.admin(.POST, "/admin/preview", json: event)
+            #expect(preview.json["versionNumber"] as? String == "9")
+            let neither = try await relay.admin(.POST, "/admin/preview", json: "{}")
+            #expect(neither.status == 400)
+            #expect(neither.problemType == "urn:rc-relay:problem:invalid-request")
+            let notJSON = try await relay.admin(.POST, "/admin/preview", json: "{nope")
+            #expect(notJSON.status == 400)
+            let unknown = try await relay.admin(.POST, "/admin/preview", json: #"{"project": "nope", "version": {"versionNumber": 1}}"#)
+            #expect(unknown.status == 422)
+            #expect(unknown.problemType == "urn:rc-relay:problem:unknown-project")
+        }
+    }
+
+    @Test func sendNowDryRunAndToOneDevice() async throws {
+        try await withLiveRelay(routes: """
+              - {name: a, topic: A}
+              - {name: b, topic: B}
+            """) { relay in
+            let dry = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "5"}, "route": "b", "validateOnly": true}"#)
+            #expect(dry.status == 200)
+            let first = try #require((dry.json["deliveries"] as? [[String: Any]])?.first)
+            #expect(first["status"] as? String == "validated")
+            #expect(first["origin"] as? String == "send")
+            #expect(await relay.emulator.stats.validatedOnly == 1)
+            #expect(await relay.emulator.stats.accepted == 0)
+
+            let device = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "5"}, "route": "a", "token": "test-device-token-1"}"#)
+            #expect((device.json["deliveries"] as? [[String: Any]])?.first?["target"] as? String == "token")
+            let sent = await relay.recordedMessages()
+            #expect(sent.count == 1)
+            #expect(sent.first?["token"] as? String == "test-device-token-1")
+            #expect(sent.first?["topic"] == nil)
+
+            let all = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "6"}}"#)
+            #expect((all.json["deliveries"] as? [[String: Any]])?.count == 2)
+            let unknown = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "6"}, "route": "zzz"}"#)
+            #expect(unknown.status == 404)
+            #expect(await relay.recordedMessages().count == 3)
+        }
+    }
+
+    @Test func deliveriesListFilterShowHistoryAndRetryADeadPing() async throws {
+        try await withLiveRelay { relay in
+            await relay.emulator.inject(.init(status: 503, count: 3))
+            let failed = try await relay.post(#"{"versionNumber": "11"}"#)
+            #expect(failed.status == 502)
+            let id = try #require(((failed.json["deliveries"] as? [[String: Any]])?.first)?["id"] as? String)
+
+            let dead = try await relay.admin(.GET, "/admin/deliveries?status=dead")
+            let listed = try #require(dead.json["deliveries"] as? [[String: Any]])
+            #expect(listed.map { $0["id"] as? String } == [id])
+            #expect(try await relay.admin(.GET, "/admin/deliveries?status=accepted").json["deliveries"] as? [Any] != nil)
+            #expect((try await relay.admin(.GET, "/admin/deliveries?status=accepted").json["deliveries"] as? [Any])?.isEmpty == true)
+            #expect((try await relay.admin(.GET, "/admin/deliveries?version=12").json["deliveries"] as? [Any])?.isEmpty == true)
+            #expect(try await relay.admin(.GET, "/admin/deliveries?status=nonsense").status == 400)
+
+            let one = try await relay.admin(.GET, "/admin/deliveries/\(id)")
+            #expect(one.json["status"] as? String == "dead")
+            let attempts = try #require(one.json["attempts"] as? [[String: Any]])
+            #expect(attempts.count == 3)
+            #expect(attempts.allSatisfy { $0["httpStatus"] as? Int == 503 })
+            #expect((one.json["error"] as? [String: Any])?["httpStatus"] as? Int == 503)
+
+            let retried = try await relay.admin(.POST, "/admin/deliveries/\(id)/retry")
+            #expect(retried.status == 200)
+            #expect(retried.json["status"] as? String == "accepted")
+            #expect(retried.json["retryOf"] as? String == id)
+            #expect(retried.json["origin"] as? String == "retry")
+            #expect(await relay.recordedMessages().count == 1)
+            let again = try await relay.admin(.POST, "/admin/deliveries/\(try #require(retried.json["id"] as? String))/retry")
+            #expect(again.status == 409)
+            #expect(again.problemType == "urn:rc-relay:problem:not-retryable")
+            #expect(try await relay.admin(.GET, "/admin/deliveries/nope").status == 404)
+            #expect(await relay.recordedMessages().count == 1)
+        }
+    }
+
+    @Test func reloadAppliesANewFileAndRefusesABadOneKeepingTheOld() async throws {
+        try await withLiveRelay(configFile: true) { relay in
+            let path = try #require(relay.configPath)
+            let original = try String(contentsOfFile: path, encoding: .utf8)
+            try (original + "\nroutes:\n  - {name: fresh, topic: FRESH}\n").write(toFile: path, atomically: true, encoding: .utf8)
+            let reloaded = try await relay.admin(.POST, "/admin/reload")
+            #expect(reloaded.status == 200)
+            #expect(reloaded.json["restartRequired"] as? [String] == [])
+            #expect(try await relay.post(#"{"versionNumber": "1"}"#).status == 200)
+            #expect(await relay.recordedMessages().first?["topic"] as? String == "FRESH")
+
+            try (original + "\nroutes:\n  - {name: broken, topic: \"no spaces allowed\"}\n").write(toFile: path, atomically: true, encoding: .utf8)
+            let refused = try await relay.admin(.POST, "/admin/reload")
+            #expect(refused.status == 422)
+            #expect(refused.problemType == "urn:rc-relay:problem:invalid-configuration")
+            #expect((refused.json["detail"] as? String)?.contains("routes[0].topic") == true)
+            #expect(try await relay.post(#"{"versionNumber": "2"}"#).status == 200)
+            #expect(await relay.recordedMessages().last?["topic"] as? String == "FRESH")
+            #expect(try await relay.admin(.GET, "/admin/info").json["configuration"].flatMap { ($0 as? [String: Any])?["reloads"] as? Int } == 1)
+        }
+    }
+
+    @Test func reloadWithoutAFileIsRefused() async throws {
+        try await withLiveRelay { relay in
+            let answer = try await relay.admin(.POST, "/admin/reload")
+            #expect(answer.status == 422)
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import AsyncHTTPClient
+import Foundation
+import RelayCore
+import RelayServer
+import Testing
+
+/// Health, readiness, metrics and the request id, over real HTTP.
+@Suite struct ProbeTests {
+    @Test func readinessNamesEveryCheckAndCountsACachedToken() async throws {
+        try await withLiveRelay { relay in
+            #expect(try await relay.admin(.GET, "/healthz", token: nil).json["status"] as? String == "ok")
+            let first = try await relay.admin(.GET, "/readyz", token: nil)
+            #expect(first.status == 200)
+            let checks = try #require(first.json["checks"] as? [[String: Any]])
+            #expect(checks.compactMap { $0["name"] as? String } == ["configuration", "token:demo-project", "draining", "queue"])
+            #expect(checks.first { $0["name"] as? String == "token:demo-project" }?["detail"] as? String == "obtained")
+            let second = try await relay.admin(.GET, "/readyz", token: nil)
+            let token = (second.json["checks"] as? [[String: Any]])?.first { $0["name"] as? String == "token:demo-project" }
+            #expect(token?["detail"] as? String == "cached")
+            #expect(await relay.emulator.stats.tokenRequests == 1)
+        }
+    }
+
+    @Test func readinessFailsWhileNoTokenCanBeObtained() async throws {
+        try await withLiveRelay { relay in
+            await relay.emulator.inject(.init(status: 500, endpoint: "token", count: 1))
+            let answer = try await relay.admin(.GET, "/readyz", token: nil)
+            #expect(answer.status == 503)
+            #expect(answer.problemType == "urn:rc-relay:problem:not-ready")
+            #expect((answer.json["detail"] as? String)?.contains("token:demo-project") == true)
+            let token = (answer.json["checks"] as? [[String: Any]])?.first { $0["name"] as? String == "token:demo-project" }
+            #expect(token?["ok"] as? Bool == false)
+            #expect(try await relay.admin(.GET, "/readyz", token: nil).status == 200)
+            let metrics = try await relay.admin(.GET, "/metrics", token: nil).text
+            #expect(metrics.contains(#"rc_relay_token_refreshes_total{outcome="failure"} 1"#))
+            #expect(metrics.contains(#"rc_relay_token_refreshes_total{outcome="success"} 1"#))
+        }
+    }
+
+    @Test func onStopReadinessTurnsFalseAndNewWebhooksAreTurnedAway() async throws {
+        try await withLiveRelay(environment: ["RC_RELAY_SHUTDOWN_DELAY_SECONDS": "3"]) { relay in
+            #expect(try await relay.admin(.GET, "/readyz", token: nil).status == 200)
+            await relay.stop()
+            try await Task.sleep(for: .milliseconds(200))
+            let ready = try await relay.admin(.GET, "/readyz", token: nil)
+            #expect(ready.status == 503)
+            let draining = (ready.json["checks"] as? [[String: Any]])?.first { $0["name"] as? String == "draining" }
+            #expect(draining?["ok"] as? Bool == false)
+            let webhook = try await relay.post(#"{"versionNumber": "8"}"#)
+            #expect(webhook.status == 503)
+            #expect(webhook.problemType == "urn:rc-relay:problem:not-ready")
+            #expect(webhook.headers["retry-after"] != nil)
+            #expect(await relay.emulator.messages.isEmpty)
+            #expect(try await relay.admin(.GET, "/metrics", token: nil).text.contains("rc_relay_ready 0"))
+        }
+    }
+
+    @Test func metricsCountWebhooksPingsAndFCMAnswers() async throws {
+        try await withLiveRelay { relay in
+            #expect(try await relay.post(#"{"versionNumber": "1"}"#).status == 200)
+            #expect(try await relay.post(#"{"versionNumber": "1"}"#).status == 200)  // a duplicate
+            await relay.emulator.inject(.init(status: 400, errorCode: "INVALID_ARGUMENT"))
+            #expect(try await relay.post(#"{"versionNumber": "2"}"#).json["status"] as? String == "failed")
+            #expect(try await relay.post(#"{"versionNumber": "3"}"#, signature: "v1,AAAA").status == 401)
+            let answer = try await relay.admin(.GET, "/metrics", token: nil)
+            #expect(answer.status == 200)
+            #expect(answer.headers["content-type"]?.hasPrefix("text/plain") == true)
+            let text = answer.text
+            for line in [
+                #"rc_relay_webhooks_received_total{source="template-version",outcome="delivered"} 1"#,
+                #"rc_relay_webhooks_received_total{source="template-version",outcome="duplicate"} 1"#,
+                #"rc_relay_webhooks_received_total{source="template-version",outcome="failed"} 1"#,
+                #"rc_relay_webhooks_received_total{source="unknown",outcome="invalid-signature"} 1"#,
+                #"rc_relay_pings_total{route="default",outcome="delivered"} 1"#,
+                #"rc_relay_pings_total{route="default",outcome="failed"} 1"#,
+                #"rc_relay_fcm_responses_total{status="200",error_code=""} 1"#,
+                #"rc_relay_fcm_responses_total{status="400",error_code="INVALID_ARGUMENT"} 1"#,
+                "rc_relay_fcm_attempts_total 2",
+                "rc_relay_queue_depth 0",
+                #"rc_relay_token_refreshes_total{outcome="success"} 1"#,
+            ] {
+                #expect(text.contains(line), "missing: \(line)")
+            }
+            #expect(text.contains("rc_relay_delivery_latency_seconds_bucket"))
+            #expect(text.contains("rc_relay_fcm_request_duration_seconds_count 2"))
+        }
+    }
+
+    @Test func theRequestIdIsHonouredOrMadeAndUnknownPathsAreProblems() async throws {
+        try await withLiveRelay { relay in
+            let honoured = try await relay.post(#"{"versionNumber": "1"}"#, headers: ["X-Request-Id": "req-abc-123"])
+            #expect(honoured.headers["x-request-id"] == "req-abc-123")
+            #expect(honoured.json["requestId"] as? String == "req-abc-123")
+            let made = try await relay.post(#"{"versionNumber": "2"}"#, headers: ["X-Request-Id": String(repeating: "x", count: 300)])
+            #expect(made.headers["x-request-id"]?.count == 32)
+            let missing = try await relay.admin(.GET, "/nowhere", token: nil, base: relay.relayURL)
+            #expect(missing.status == 404)
+            #expect(missing.headers["content-type"] == "application/problem+json")
+            #expect(missing.json["requestId"] as? String == missing.headers["x-request-id"])
+        }
+    }
+}
+
+@Suite struct TrustedProxyTests {
+    let proxies = TrustedProxies([TrustedProxies.Range("10.0.0.0/8")!, TrustedProxies.Range("::1")!])
+
+    @Test func theHeaderCountsOnlyFromATrustedPeer() {
+        #expect(proxies.client(peer: "203.0.113.9", forwardedFor: ["198.51.100.1"]) == "203.0.113.9")
+        #expect(proxies.client(peer: "10.1.2.3", forwardedFor: ["198.51.100.1"]) == "198.51.100.1")
+        #expect(proxies.client(peer: "::1", forwardedFor: ["2001:db8::5"]) == "2001:db8::5")
+        #expect(proxies.client(peer: "10.1.2.3", forwardedFor: []) == "10.1.2.3")
+    }
+
+    @Test func theRightmostUntrustedHopIsTheClientSoForgeriesOnTheLeftDoNotCount() {
+        #expect(proxies.client(peer: "10.0.0.1", forwardedFor: ["6.6.6.6, 198.51.100.7, 10.0.0.2"]) == "198.51.100.7")
+        #expect(proxies.client(peer: "10.0.0.1", forwardedFor: ["6.6.6.6", "198.51.100.7"]) == "198.51.100.7")
+        #expect(proxies.client(peer: "10.0.0.1", forwardedFor: ["10.0.0.3, 10.0.0.2"]) == "10.0.0.3")
+        #expect(proxies.client(peer: "10.0.0.1", forwardedFor: ["garbage, 198.51.100.7"]) == "198.51.100.7")
+        #expect(proxies.client(peer: "10.0.0.1", forwardedFor: ["198.51.100.7, garbage"]) == "10.0.0.1")
+    }
+
+    @Test func rangesParseAndMatch() {
+        #expect(TrustedProxies.Range("10.0.0.0/33") == nil)
+        #expect(TrustedProxies.Range("not-an-ip") == nil)
+        #expect(TrustedProxies.Range("fd00::/8") != nil)
+        #expect(TrustedProxies([TrustedProxies.Range("192.168.1.0/24")!]).client(peer: "::ffff:192.168.1.20", forwardedFor: ["1.2.3.4"]) == "1.2.3.4")
+        #expect(TrustedProxies([TrustedProxies.Range("192.168.1.0/24")!]).client(peer: "192.168.2.20", forwardedFor: ["1.2.3.4"]) == "192.168.2.20")
+    }
+}

@@ -1,0 +1,94 @@
+"""The admin surface from outside: schemathesis against the live server with openapi.yaml, and SIGHUP reloads."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+from conftest import ROOT, SECRET, recorded, signed_headers, start_relay, stop_relay
+
+ADMIN_TOKEN = "interop-admin-token-" + os.urandom(12).hex()
+ADMIN = f'admin: {{tokens: ["{ADMIN_TOKEN}"]}}'
+WEBHOOK_AUTH = "webhook: {secrets: [{env: TEST_WEBHOOK_SECRET}]}"
+
+
+def stop_and_check(relay):
+    stop_relay(relay)
+    assert ADMIN_TOKEN not in relay["proc"].output, "an admin token was logged"
+
+
+def test_schemathesis_finds_no_server_error_and_every_answer_conforms(emulator, tmp_path):
+    relay = start_relay(emulator, tmp_path, f"{WEBHOOK_AUTH}\n{ADMIN}")
+    try:
+        # A signed webhook first, so the deliveries list and the metrics have something in them.
+        body = b'{"versionNumber": "77"}'
+        assert requests.post(relay["webhook"], data=body, headers={"content-type": "application/json", **signed_headers(body)}, timeout=30).status_code == 200
+        report = tmp_path / "junit.xml"
+        result = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "schemathesis"), "run", str(ROOT / "openapi.yaml"),
+                "--url", relay["url"],
+                "--header", f"Authorization: Bearer {ADMIN_TOKEN}",
+                "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance",
+                "--max-examples", "25",
+                "--seed", "1",
+                "--report", "junit", "--report-junit-path", str(report),
+                "--no-color",
+            ],
+            capture_output=True, text=True, timeout=600, env={**os.environ, "SCHEMATHESIS_HOOKS": ""},
+        )
+        print(result.stdout[-6000:])
+        assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+        # Every operation was exercised, not only the easy ones.
+        text = report.read_text()
+        for operation in ["/admin/send", "/admin/deliveries/{id}/retry", "/admin/reload", "/readyz", "/webhooks/remote-config"]:
+            assert operation in text, f"schemathesis did not test {operation}"
+        assert ADMIN_TOKEN not in relay["proc"].output
+    finally:
+        stop_and_check(relay)
+
+
+def test_sighup_reloads_the_file_and_a_bad_file_changes_nothing(emulator, tmp_path):
+    relay = start_relay(emulator, tmp_path, f"{WEBHOOK_AUTH}\n{ADMIN}\nroutes: [{{name: first, topic: FIRST}}]")
+    config = tmp_path / "rc-relay.yaml"
+    try:
+        def send(version):
+            body = json.dumps({"versionNumber": version}).encode()
+            return requests.post(relay["webhook"], data=body, headers={"content-type": "application/json", **signed_headers(body)}, timeout=30)
+
+        assert send("1").status_code == 200
+        config.write_text(config.read_text().replace("name: first, topic: FIRST", "name: second, topic: SECOND"))
+        relay["proc"].proc.send_signal(signal.SIGHUP)
+        relay["proc"].wait_for(lambda line: "configuration reloaded on SIGHUP" in line)
+        assert send("2").status_code == 200
+        assert [m["message"].get("topic") for m in recorded(emulator)] == ["FIRST", "SECOND"]
+
+        config.write_text(config.read_text().replace("topic: SECOND", "topic: 'not a topic'"))
+        relay["proc"].proc.send_signal(signal.SIGHUP)
+        line = relay["proc"].wait_for(lambda line: "reload on SIGHUP refused" in line)
+        assert "routes[0].topic" in line
+        assert send("3").status_code == 200
+        assert [m["message"].get("topic") for m in recorded(emulator)][-1] == "SECOND"
+        info = requests.get(relay["url"] + "/admin/info", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=10).json()
+        assert info["configuration"]["reloads"] == 1
+    finally:
+        stop_and_check(relay)
+
+
+def test_admin_token_rotation_through_a_mounted_file(emulator, tmp_path):
+    token_file = tmp_path / "admin-token"
+    token_file.write_text(ADMIN_TOKEN + "\n")
+    relay = start_relay(emulator, tmp_path, f'{WEBHOOK_AUTH}\nadmin: {{tokens: [{{file: "{token_file}"}}]}}')
+    try:
+        url = relay["url"] + "/admin/routes"
+        assert requests.get(url, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=10).status_code == 200
+        refused = requests.get(url, headers={"Authorization": "Bearer nope-nope-nope-nope"}, timeout=10)
+        assert refused.status_code == 401
+        assert refused.headers["content-type"] == "application/problem+json"
+        assert SECRET not in requests.get(url, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=10).text
+    finally:
+        stop_and_check(relay)
