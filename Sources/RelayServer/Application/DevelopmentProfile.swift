@@ -25,15 +25,18 @@ public enum DevelopmentProfile {
             try await ServiceAccountFactory.make(project: "demo-project", tokenURI: "\(emulatorURL)/token", state: state)
                 .write(to: keyFile, options: .atomic)
             let secret = environment["RC_RELAY_DEV_SECRET"] ?? WebhookSecret.generate()
+            let adminToken = "dev-" + String(WebhookSecret.generate().dropFirst(6).filter { $0.isLetter || $0.isNumber }.prefix(32))
             let yaml = """
                 fcm: {project: demo-project, credentialsFile: "\(keyFile.path)", baseURL: "\(emulatorURL)"}
                 webhook: {secrets: ["\(secret)"]}
+                admin: {tokens: ["\(adminToken)"]}
                 log: {pings: true}
                 """
             let settings = try ConfigurationLoader(environment: environment.filter { $0.key != "RC_RELAY_WEBHOOK_SECRETS" })
                 .load(yaml: yaml)
             let relay = try await RelayApplication.build(settings: settings, logger: logger, onServerRunning: { port in
-                let text = banner(relayURL: "http://\(settings.host):\(port)\(RelaySettings.webhookPath)", emulatorURL: emulatorURL, secret: secret)
+                let text = banner(
+                    relayURL: "http://\(settings.host):\(port)", emulatorURL: emulatorURL, secret: secret, adminToken: adminToken)
                 FileHandle.standardOutput.write(Data((text + "\n").utf8))
             })
             try await relay.runService()
@@ -43,16 +46,18 @@ public enum DevelopmentProfile {
     }
 
     /// What a newcomer needs: the secret (shown once) and a signed request to paste.
-    static func banner(relayURL: String, emulatorURL: String, secret: String) -> String {
+    static func banner(relayURL: String, emulatorURL: String, secret: String, adminToken: String) -> String {
         """
 
         rc-relay development profile: FCM is an in-process emulator at \(emulatorURL); nothing leaves this machine.
         Webhook secret (shown once): \(secret)
 
         Send a signed CloudEvent for version 42 (paste into a shell; needs openssl):
-        \(curlExample(url: relayURL, secret: secret))
+        \(curlExample(url: relayURL + RelaySettings.webhookPath, secret: secret))
 
         Pings the emulator recorded: curl -s \(emulatorURL)/emulator/messages
+        The admin API (token shown once): curl -s -H 'Authorization: Bearer \(adminToken)' \(relayURL)/admin/deliveries
+        Readiness and metrics:            curl -s \(relayURL)/readyz; curl -s \(relayURL)/metrics
 
         """
     }
