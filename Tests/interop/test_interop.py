@@ -110,7 +110,7 @@ def test_development_profile_prints_a_working_signed_curl(tmp_path):
     """The README's first command: no configuration, an emulator inside, a snippet to paste."""
     proc = Process([BINARY, "serve"], env={"RC_RELAY_PORT": "0"})
     try:
-        proc.wait_for(lambda l: "; echo" in l)
+        proc.wait_for(lambda l: "/admin/deliveries" in l)
         output = proc.output
         snippet = output[output.index("SECRET="):output.index("; echo") + len("; echo")]
         result = subprocess.run(["bash", "-c", snippet], capture_output=True, text=True, timeout=30)
@@ -120,6 +120,10 @@ def test_development_profile_prints_a_working_signed_curl(tmp_path):
         messages = requests.get(messages_url, timeout=10).json()
         assert [m["message"]["topic"] for m in messages] == ["PUSH_RC"]
         assert messages[0]["message"]["data"] == {"CONFIG_STATE": "STALE", "CONFIG_VERSION": "42"}
+        # The printed admin call works too, and shows that delivery.
+        admin = re.search(r"(curl -s -H 'Authorization: Bearer \S+' http://\S+/admin/deliveries)", output).group(1)
+        listed = json.loads(subprocess.run(["bash", "-c", admin], capture_output=True, text=True, timeout=30).stdout)
+        assert [(d["route"], d["versionNumber"], d["status"]) for d in listed["deliveries"]] == [("default", "42", "accepted")]
     finally:
         proc.stop()
 
