@@ -15,6 +15,7 @@ let package = Package(
     products: [
         .executable(name: "rc-relay", targets: ["rc-relay"]),
         .library(name: "RelayServer", targets: ["RelayServer"]),
+        .library(name: "RelayCore", targets: ["RelayCore"]),
         .library(name: "FCMEmulator", targets: ["FCMEmulator"]),
     ],
     dependencies: [

@@ -81,7 +81,9 @@ public enum RelayApplication {
         router.add(middleware: RequestLogMiddleware(runtime: runtime, logger: logger))
         router.add(middleware: AdminGate(listener: listener, runtime: runtime))
         try api.registerHandlers(
-            on: router, configuration: .init(dateTranscoder: .iso8601WithFractionalSeconds),
+            on: router,
+            // Compact JSON: pretty-printing (the generator's default) costs CPU on every answer and helps no machine.
+            configuration: .init(dateTranscoder: .iso8601WithFractionalSeconds, jsonEncodingOptions: [.sortedKeys]),
             middlewares: [ProblemMiddleware(), WebhookIntake(runtime: runtime)])
         return router
     }

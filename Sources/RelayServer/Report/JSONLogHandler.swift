@@ -1,15 +1,27 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Foundation
 import Logging
 
-/// One JSON object per line on standard output: `ts`, `level`, `msg`, `logger`, then the metadata as fields.
+/// One JSON object per line: `ts`, `level`, `msg`, `logger`, then the metadata as fields in key order.
+///
+/// Written by hand rather than through `JSONSerialization` and a date formatter: every webhook logs a few lines, and
+/// those two were a measurable share of its CPU (see the README's performance section).
 public struct JSONLogHandler: LogHandler {
     public var logLevel: Logger.Level
     public var metadata: Logger.Metadata = [:]
     let label: String
+    let output: FileHandle
 
-    public init(label: String, level: Logger.Level = .info) {
+    public init(label: String, level: Logger.Level = .info, output: FileHandle = .standardOutput) {
         self.label = label
         self.logLevel = level
+        self.output = output
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -18,18 +30,81 @@ public struct JSONLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        var fields: [String: String] = [:]
-        for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }) {
-            fields[key] = "\(value)"
+        var line: [UInt8] = []
+        line.reserveCapacity(256)
+        line.append(contentsOf: #"{"ts":""#.utf8)
+        Self.appendTimestamp(to: &line)
+        line.append(contentsOf: #"","level":"#.utf8)
+        Self.appendString(event.level.rawValue, to: &line)
+        line.append(contentsOf: #","msg":"#.utf8)
+        Self.appendString(event.message.description, to: &line)
+        line.append(contentsOf: #","logger":"#.utf8)
+        Self.appendString(label, to: &line)
+        var fields = metadata
+        if let extra = event.metadata, !extra.isEmpty { fields.merge(extra) { $1 } }
+        for key in fields.keys.sorted() where !Self.reserved.contains(key) {
+            line.append(UInt8(ascii: ","))
+            Self.appendString(key, to: &line)
+            line.append(UInt8(ascii: ":"))
+            Self.appendString(fields[key]!.description, to: &line)
         }
-        fields["ts"] = Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
-        fields["level"] = event.level.rawValue
-        fields["msg"] = "\(event.message)"
-        fields["logger"] = label
-        guard let data = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys, .withoutEscapingSlashes])
-        else { return }
-        var line = data
-        line.append(0x0A)
-        FileHandle.standardOutput.write(line)
+        line.append(contentsOf: "}\n".utf8)
+        output.write(Data(line))
+    }
+
+    private static let reserved: Set<String> = ["ts", "level", "msg", "logger"]
+
+    /// A JSON string literal (RFC 8259): quotes, backslashes and control characters escaped.
+    static func appendString(_ text: String, to line: inout [UInt8]) {
+        line.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): line.append(contentsOf: #"\""#.utf8)
+            case UInt8(ascii: "\\"): line.append(contentsOf: #"\\"#.utf8)
+            case UInt8(ascii: "\n"): line.append(contentsOf: #"\n"#.utf8)
+            case UInt8(ascii: "\r"): line.append(contentsOf: #"\r"#.utf8)
+            case UInt8(ascii: "\t"): line.append(contentsOf: #"\t"#.utf8)
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                line.append(contentsOf: #"\u00"#.utf8)
+                line.append(hex[Int(byte >> 4)])
+                line.append(hex[Int(byte & 0xF)])
+            default: line.append(byte)
+            }
+        }
+        line.append(UInt8(ascii: "\""))
+    }
+
+    /// RFC 3339 in UTC with milliseconds: `2026-11-23T09:55:03.123Z`.
+    static func appendTimestamp(to line: inout [UInt8]) {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        var seconds = now.tv_sec
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func digits(_ value: Int, _ count: Int) {
+            var divisor = 1
+            for _ in 1..<count { divisor *= 10 }
+            var value = value
+            while divisor > 0 {
+                line.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
+                value %= divisor
+                divisor /= 10
+            }
+        }
+        digits(Int(parts.tm_year) + 1900, 4)
+        line.append(UInt8(ascii: "-"))
+        digits(Int(parts.tm_mon) + 1, 2)
+        line.append(UInt8(ascii: "-"))
+        digits(Int(parts.tm_mday), 2)
+        line.append(UInt8(ascii: "T"))
+        digits(Int(parts.tm_hour), 2)
+        line.append(UInt8(ascii: ":"))
+        digits(Int(parts.tm_min), 2)
+        line.append(UInt8(ascii: ":"))
+        digits(Int(parts.tm_sec), 2)
+        line.append(UInt8(ascii: "."))
+        digits(Int(now.tv_nsec) / 1_000_000, 3)
+        line.append(UInt8(ascii: "Z"))
     }
 }

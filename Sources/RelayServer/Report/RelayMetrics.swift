@@ -24,6 +24,8 @@ public final class RelayMetrics: Sendable {
     let deliveryLatency: CoreMetrics.Timer
     let fcmLatency: CoreMetrics.Timer
     private let queued = Mutex(0)
+    /// Counters by label and label values, made once: making one takes the registry's lock and builds its name.
+    private let counters = Mutex<[String: CoreMetrics.Counter]>([:])
 
     public init() {
         registry = PrometheusCollectorRegistry()
@@ -48,26 +50,34 @@ public final class RelayMetrics: Sendable {
 
     /// A webhook's outcome. `source`: webhook, cloudevent, pubsub; `outcome`: the answer's kind.
     func webhook(source: String, outcome: String) {
-        CoreMetrics.Counter(label: "rc_relay_webhooks_received_total", dimensions: [("source", source), ("outcome", outcome)], factory: factory).increment()
+        counter("rc_relay_webhooks_received_total", [("source", source), ("outcome", outcome)]).increment()
     }
 
     /// A settled ping. `outcome`: delivered, validated, failed, dead, superseded, duplicate.
     func ping(route: String, outcome: String) {
-        CoreMetrics.Counter(label: "rc_relay_pings_total", dimensions: [("route", route), ("outcome", outcome)], factory: factory).increment()
+        counter("rc_relay_pings_total", [("route", route), ("outcome", outcome)]).increment()
     }
 
     /// One `messages:send` answer: its HTTP status (`none` when FCM was not reached) and FCM error code.
     func fcmResponse(status: Int?, errorCode: String?) {
         let code = errorCode.map { Self.fcmErrorCodes.contains($0) ? $0 : "other" } ?? ""
-        CoreMetrics.Counter(
-            label: "rc_relay_fcm_responses_total", dimensions: [("status", status.map(String.init) ?? "none"), ("error_code", code)],
-            factory: factory
-        ).increment()
+        counter("rc_relay_fcm_responses_total", [("status", status.map(String.init) ?? "none"), ("error_code", code)]).increment()
     }
 
     /// An access-token request's outcome: success or failure.
     func tokenRefresh(succeeded: Bool) {
-        CoreMetrics.Counter(label: "rc_relay_token_refreshes_total", dimensions: [("outcome", succeeded ? "success" : "failure")], factory: factory).increment()
+        counter("rc_relay_token_refreshes_total", [("outcome", succeeded ? "success" : "failure")]).increment()
+    }
+
+    private func counter(_ label: String, _ dimensions: [(String, String)]) -> CoreMetrics.Counter {
+        var key = label
+        for (name, value) in dimensions { key += "\u{1}\(name)=\(value)" }
+        return counters.withLock { cache in
+            if let counter = cache[key] { return counter }
+            let counter = CoreMetrics.Counter(label: label, dimensions: dimensions, factory: factory)
+            cache[key] = counter
+            return counter
+        }
     }
 
     /// Pings waiting for or in a `messages:send`; readiness compares it with `delivery.maxQueuedPings`.

@@ -1,0 +1,49 @@
+import Benchmark
+import Foundation
+import Logging
+import RelayCore
+import RelayServer
+
+// One webhook's pure work, piece by piece, on the shapes Eventarc sends (a binary CloudEvent of a console publish).
+let body = Data(#"{"versionNumber":"42","updateTime":"2026-11-21T09:14:03.512Z","updateUser":{"name":"Dana Ops","email":"dana@example.com"},"description":"Raise the daily reward for level 5 players","updateOrigin":"CONSOLE","updateType":"INCREMENTAL_UPDATE"}"#.utf8)
+let headers = EventHeaders(
+    contentType: "application/json", id: "8d6f3a2e-4b1c-4f0e-9a55-2f1b6c7d9e01",
+    source: "//firebaseremoteconfig.googleapis.com/projects/demo-project", specVersion: "1.0",
+    type: "google.firebase.remoteconfig.remoteConfig.v1.updated")
+let secret = WebhookSecret.generate()
+let verifier = StandardWebhookVerifier(secrets: [try! WebhookSecret(secret)])
+let timestamp = Int64(Date().timeIntervalSince1970)
+let signature = StandardWebhookVerifier.Headers(
+    id: "msg_1", timestamp: String(timestamp),
+    signature: StandardWebhookVerifier.sign(id: "msg_1", timestamp: timestamp, body: body, secret: try! WebhookSecret(secret)))
+let routes = try! RouteTable([.default])
+let event = try! EventDecoder.decode(body: body, headers: headers)
+let pings = routes.pings(for: event.version, project: "demo-project")
+let encoder = JSONEncoder()
+
+benchmark("verify: Standard Webhooks HMAC") {
+    try! verifier.verify(signature, body: body)
+}
+benchmark("decode: binary CloudEvent") {
+    blackHole(try! EventDecoder.decode(body: body, headers: headers))
+}
+benchmark("route: default route, one ping") {
+    blackHole(routes.pings(for: event.version, project: "demo-project"))
+}
+benchmark("encode: FCM message JSON") {
+    blackHole(try! encoder.encode(pings[0].message))
+}
+benchmark("all four: verify, decode, route, encode") {
+    try! verifier.verify(signature, body: body)
+    let event = try! EventDecoder.decode(body: body, headers: headers)
+    for ping in routes.pings(for: event.version, project: "demo-project") { blackHole(try! encoder.encode(ping.message)) }
+}
+
+let devNull = FileHandle(forWritingAtPath: "/dev/null")!
+var logger = Logger(label: "bench") { JSONLogHandler(label: $0, level: .info, output: devNull) }
+logger[metadataKey: "request_id"] = "8dc35cde6f95d6156f54d0c6756eead3"
+benchmark("log: one JSON access line") {
+    logger.info("request", metadata: ["method": "POST", "path": "/webhooks/remote-config", "status": "200", "peer": "127.0.0.1", "duration_ms": "1.234"])
+}
+
+Benchmark.main()
