@@ -9,6 +9,7 @@ accepted messages must equal the relay's count of 2xx answers, or the run is voi
 Usage: scripts/bench [--bin PATH] [--duration 10] [--connections 32] [--runs 3]
 """
 import argparse
+import csv
 import base64
 import hashlib
 import hmac
@@ -169,12 +170,25 @@ def wrk(script, url, connections, duration, threads=2):
             "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1)), "p50_ms": ms("50"), "p99_ms": ms("99")}
 
 
+def micro():
+    """The micro-benchmarks of the hot path: nanoseconds per operation, by name."""
+    result = subprocess.run(
+        ["swift", "run", "-c", "release", "--package-path", str(ROOT / "Benchmarks"), "micro",
+         "--format", "csv", "--columns", "name,time", "--time-unit", "ns", "--quiet"],
+        cwd=ROOT, check=True, capture_output=True, text=True)
+    timings = {}
+    for row in csv.reader(result.stdout.strip().splitlines()[1:]):
+        timings[row[0]] = float(row[1].split()[0])
+    return timings
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin", default=str(ROOT / ".build" / "release" / "rc-relay"))
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--micro", action="store_true", help="also run the micro-benchmarks (Benchmarks/, a release build of its own)")
     args = parser.parse_args()
     if not Path(args.bin).exists():
         subprocess.run(["swift", "build", "-c", "release", "--product", "rc-relay"], cwd=ROOT, check=True)
@@ -268,6 +282,9 @@ def main():
         ("start to first accepted webhook", f"{figures['start_to_first_webhook_ms']:.0f} ms"),
         ("fan-out, 1,000 routes at 50 ms", f"{figures['fanout_1000_s']:.2f} s (ideal {ideal:.2f} s, ×{figures['fanout_ratio']:.2f})"),
     ]
+    if args.micro:
+        figures["micro_ns"] = micro()
+        rows += [(f"micro: {name}", f"{ns / 1000:.2f} µs") for name, ns in figures["micro_ns"].items()]
     width = max(len(r[0]) for r in rows)
     print(f"| {'figure'.ljust(width)} | value |\n|{'-' * (width + 2)}|-------|")
     for name, value in rows:

@@ -48,6 +48,28 @@ import Testing
         }
     }
 
+    @Test func pathSpellingsDoNotGetAroundTheGate() async throws {
+        try await withLiveRelay(admin: "{tokens: [\"\(LiveRelay.adminToken)\"], host: 127.0.0.1, port: 0}") { relay in
+            for path in ["//admin/info", "/admin//info", "/metrics/", "//metrics"] {
+                let answer = try await relay.admin(.GET, path, base: relay.relayURL)
+                #expect(answer.status == 404, "\(path) on the public listener")
+            }
+        }
+        try await withLiveRelay { relay in
+            for path in ["//admin/info", "/admin//info", "/admin/info/"] {
+                let answer = try await relay.admin(.GET, path, token: nil)
+                #expect(answer.status == 401, "\(path) without a token")
+            }
+            let send = try await relay.admin(.POST, "/admin//send", json: #"{"version": {"versionNumber": "7"}}"#, token: nil)
+            #expect(send.status == 401)
+            #expect(await relay.emulator.messages.isEmpty)
+        }
+        try await withLiveRelay(admin: nil) { relay in
+            let answer = try await relay.admin(.GET, "//admin/info")
+            #expect(answer.status == 404)
+        }
+    }
+
     @Test func infoAndRoutesShowWhatRunsWithoutSecrets() async throws {
         try await withLiveRelay(routes: """
               - {name: stale, topic: PUSH_RC, data: {CONFIG_STATE: STALE, V: "{{version}}"}}
@@ -125,6 +147,9 @@ import Testing
             #expect((all.json["deliveries"] as? [[String: Any]])?.count == 2)
             let unknown = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "6"}, "route": "zzz"}"#)
             #expect(unknown.status == 404)
+            let deviceWithoutRoute = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "6"}, "token": "test-device-token-1"}"#)
+            #expect(deviceWithoutRoute.status == 400)
+            #expect(deviceWithoutRoute.problemType == "urn:rc-relay:problem:invalid-request")
             #expect(await relay.recordedMessages().count == 3)
         }
     }
@@ -165,6 +190,31 @@ import Testing
         }
     }
 
+    @Test func aFailedPingIsRetriedButADevicePingIsNot() async throws {
+        try await withLiveRelay { relay in
+            await relay.emulator.inject(.init(status: 400, errorCode: "INVALID_ARGUMENT"))
+            let failed = try await relay.post(#"{"versionNumber": "21"}"#)
+            #expect(failed.status == 200)
+            #expect(failed.json["status"] as? String == "failed")
+            let id = try #require(((failed.json["deliveries"] as? [[String: Any]])?.first)?["id"] as? String)
+            let retried = try await relay.admin(.POST, "/admin/deliveries/\(id)/retry")
+            #expect(retried.status == 200)
+            #expect(retried.json["status"] as? String == "accepted")
+            #expect((await relay.recordedMessages().first?["data"] as? [String: Any])?["CONFIG_STATE"] as? String == "STALE")
+
+            await relay.emulator.inject(.init(status: 400, errorCode: "INVALID_ARGUMENT"))
+            let device = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "22"}, "route": "default", "token": "phone-1"}"#)
+            let deviceRecord = try #require((device.json["deliveries"] as? [[String: Any]])?.first)
+            #expect(deviceRecord["status"] as? String == "failed")
+            let refused = try await relay.admin(.POST, "/admin/deliveries/\(try #require(deviceRecord["id"] as? String))/retry")
+            #expect(refused.status == 409)
+            #expect(refused.problemType == "urn:rc-relay:problem:not-retryable")
+            #expect((refused.json["detail"] as? String)?.contains("device") == true)
+            #expect(!refused.text.contains("phone-1"))
+            #expect(await relay.recordedMessages().count == 1)
+        }
+    }
+
     @Test func reloadAppliesANewFileAndRefusesABadOneKeepingTheOld() async throws {
         try await withLiveRelay(configFile: true) { relay in
             let path = try #require(relay.configPath)
@@ -184,6 +234,14 @@ import Testing
             #expect(try await relay.post(#"{"versionNumber": "2"}"#).status == 200)
             #expect(await relay.recordedMessages().last?["topic"] as? String == "FRESH")
             #expect(try await relay.admin(.GET, "/admin/info").json["configuration"].flatMap { ($0 as? [String: Any])?["reloads"] as? Int } == 1)
+
+            // A setting only a restart applies is named, and the rest of the file still applies.
+            try (original + "\ndelivery: {historySize: 50}\nroutes:\n  - {name: later, topic: LATER}\n").write(toFile: path, atomically: true, encoding: .utf8)
+            let partly = try await relay.admin(.POST, "/admin/reload")
+            #expect(partly.status == 200)
+            #expect(partly.json["restartRequired"] as? [String] == ["delivery.historySize"])
+            #expect(try await relay.post(#"{"versionNumber": "3"}"#).status == 200)
+            #expect(await relay.recordedMessages().last?["topic"] as? String == "LATER")
         }
     }
 

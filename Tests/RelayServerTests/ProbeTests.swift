@@ -37,6 +37,29 @@ import Testing
         }
     }
 
+    @Test func readinessFailsWhileTheQueueIsFullAndRecoversWhenItDrains() async throws {
+        try await withLiveRelay(environment: ["RC_RELAY_DELIVERY_MAX_QUEUED_PINGS": "2"]) { relay in
+            await relay.emulator.inject(.init(latencyMs: 1500, count: 2))
+            async let first = relay.post(#"{"versionNumber": "1"}"#)
+            async let second = relay.post(#"{"versionNumber": "2"}"#)
+            var full: LiveRelay.Answer?
+            for _ in 0..<100 {
+                let answer = try await relay.admin(.GET, "/readyz", token: nil)
+                if answer.status == 503 { full = answer; break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let saturated = try #require(full, "readiness never saw the queue full")
+            #expect(saturated.problemType == "urn:rc-relay:problem:not-ready")
+            let queue = (saturated.json["checks"] as? [[String: Any]])?.first { $0["name"] as? String == "queue" }
+            #expect(queue?["ok"] as? Bool == false)
+            #expect(queue?["detail"] as? String == "2 of 2 pings queued")
+            #expect(try await relay.admin(.GET, "/metrics", token: nil).text.contains("rc_relay_queue_depth 2"))
+            #expect(try await [first.status, second.status] == [200, 200])
+            #expect(try await relay.admin(.GET, "/readyz", token: nil).status == 200)
+            #expect(await relay.emulator.messages.count == 2)
+        }
+    }
+
     @Test func onStopReadinessTurnsFalseAndNewWebhooksAreTurnedAway() async throws {
         try await withLiveRelay(environment: ["RC_RELAY_SHUTDOWN_DELAY_SECONDS": "3"]) { relay in
             #expect(try await relay.admin(.GET, "/readyz", token: nil).status == 200)

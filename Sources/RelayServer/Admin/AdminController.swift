@@ -13,7 +13,9 @@ struct AdminController: Sendable {
     func info() -> Components.Schemas.Info {
         let configuration = runtime.configuration
         return .init(
-            name: "rc-relay", version: RelayApplication.version, startedAt: runtime.startedAt,
+            name: "rc-relay", version: RelayApplication.version,
+            build: .init(configuration: Self.build.configuration, compiler: Self.build.compiler, platform: Self.build.platform),
+            startedAt: runtime.startedAt,
             uptimeSeconds: Int(Date().timeIntervalSince(runtime.startedAt)),
             configuration: .init(source: runtime.source, loadedAt: configuration.loadedAt, reloads: runtime.reloads),
             projects: configuration.projects.ids)
@@ -70,6 +72,9 @@ struct AdminController: Sendable {
             pings = pipeline.routes.pings(for: version, project: project)
         }
         if let token = request.token {
+            guard request.route != nil else {
+                throw Refusal(kind: .invalidRequest, detail: "give route with token: one route's ping goes to the device")
+            }
             guard token.utf8.count <= 4096, !token.contains(where: \.isWhitespace) else {
                 throw Refusal(kind: .invalidRequest, detail: "token is not a device registration token")
             }
@@ -80,7 +85,7 @@ struct AdminController: Sendable {
                                      "to_device": "\(request.token != nil)", "validate_only": "\(request.validateOnly ?? false)"])
         let batch = DeliveryBatch(version: version, origin: .send, receivedAt: Date(), validateOnly: request.validateOnly ?? false)
         let reports = await pipeline.dispatcher.deliver(pings, batch: batch, logger: logger)
-        return .init(deliveries: await records(reports))
+        return .init(deliveries: reports.map { Self.record($0, project: project, batch: batch, toDevice: request.token != nil) })
     }
 
     func deliveries(_ query: Operations.ListDeliveries.Input.Query) async throws(Refusal) -> Components.Schemas.DeliveryList {
@@ -117,8 +122,7 @@ struct AdminController: Sendable {
         let batch = DeliveryBatch(
             version: entry.version, eventID: entry.eventID, origin: .retry, receivedAt: Date(), retryOf: id, validateOnly: entry.validateOnly)
         let reports = await pipeline.dispatcher.deliver([ping], batch: batch, logger: logger)
-        guard let record = await records(reports).first else { throw Refusal(kind: .internalError, detail: "the retry left no record") }
-        return record
+        return Self.record(reports[0], project: project, batch: batch, toDevice: false)
     }
 
     func reload() async throws(Refusal) -> Components.Schemas.Reloaded {
@@ -134,6 +138,28 @@ struct AdminController: Sendable {
 
     // MARK: - Helpers
 
+    /// How this binary was built.
+    static let build: (configuration: Components.Schemas.Info.BuildPayload.ConfigurationPayload, compiler: String, platform: String) = {
+        #if DEBUG
+        let configuration = Components.Schemas.Info.BuildPayload.ConfigurationPayload.debug
+        #else
+        let configuration = Components.Schemas.Info.BuildPayload.ConfigurationPayload.release
+        #endif
+        #if compiler(>=6.3)
+        let compiler = "Swift 6.3"
+        #elseif compiler(>=6.2)
+        let compiler = "Swift 6.2"
+        #else
+        let compiler = "Swift 6"
+        #endif
+        var system = utsname()
+        uname(&system)
+        func text<T>(_ field: T) -> String {
+            withUnsafeBytes(of: field) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        }
+        return (configuration, compiler, "\(text(system.sysname)) \(text(system.machine))")
+    }()
+
     private func pipeline(_ requested: String?) throws(Refusal) -> (String, ProjectDirectory.Pipeline) {
         let projects = runtime.configuration.projects
         let project = requested ?? projects.defaultID
@@ -144,12 +170,13 @@ struct AdminController: Sendable {
         return (project, pipeline)
     }
 
-    private func records(_ reports: [DeliveryReport]) async -> [Components.Schemas.DeliveryRecord] {
-        var records: [Components.Schemas.DeliveryRecord] = []
-        for report in reports {
-            if let id = report.id, let entry = await runtime.log.entry(id) { records.append(.init(entry)) }
-        }
-        return records
+    /// The answer's record, from the outcome itself (the log may already have let it go on a busy relay).
+    private static func record(_ report: DeliveryReport, project: String, batch: DeliveryBatch, toDevice: Bool) -> Components.Schemas.DeliveryRecord {
+        .init(
+            DeliveryLog.Entry(
+                id: report.id ?? "", project: project, route: report.route, version: batch.version, eventID: batch.eventID,
+                origin: batch.origin, retryOf: batch.retryOf, toDevice: toDevice, validateOnly: batch.validateOnly || report.status == .validated,
+                receivedAt: batch.receivedAt, settledAt: Date(), report: report))
     }
 
     private static func noDelivery(_ id: String) -> Refusal {

@@ -23,8 +23,10 @@ struct AdminGate: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let path = request.uri.path
-        let isAdmin = path == "/admin" || path.hasPrefix("/admin/")
-        let onAdminListener = isAdmin || path == "/metrics"
+        // Decided on segments, as the router matches them: `//admin/info` and `/metrics/` are the same routes.
+        let segments = path.split(separator: "/")
+        let isAdmin = segments.first == "admin"
+        let onAdminListener = isAdmin || segments == ["metrics"]
         switch listener {
         case .main where onAdminListener, .admin where !onAdminListener:
             throw HTTPError(.notFound)

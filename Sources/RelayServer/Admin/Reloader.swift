@@ -11,9 +11,19 @@ struct Reloader: Sendable {
 
     let runtime: RelayRuntime
     let logger: Logger
+    /// One reload at a time (SIGHUP and the admin API may ask together), so the file read last is the one in force.
+    private let oneAtATime = OutboundLimit(limit: 1)
 
-    /// Two reloads at once each build a whole configuration; the swap is atomic, so the later one wins.
+    init(runtime: RelayRuntime, logger: Logger) {
+        self.runtime = runtime
+        self.logger = logger
+    }
+
     func reload() async -> Result<Reloaded, ConfigurationError> {
+        await oneAtATime.run { await reloadNow() }
+    }
+
+    private func reloadNow() async -> Result<Reloaded, ConfigurationError> {
         guard let reader = runtime.reader else {
             return .failure(ConfigurationError(key: "--config", problem: "the development profile has no file to read", fix: "start rc-relay with --config FILE"))
         }
@@ -27,7 +37,7 @@ struct Reloader: Sendable {
         } catch {
             return .failure(ConfigurationError(key: "--config", problem: "\(error)", fix: "check the file with rc-relay check-config"))
         }
-        let old = runtime.configuration.settings
+        let old = runtime.configuration.settings  // read inside the one-at-a-time section
         runtime.replace(with: configuration)
         return .success(Reloaded(loadedAt: configuration.loadedAt, restartRequired: Self.restartRequired(old, settings)))
     }

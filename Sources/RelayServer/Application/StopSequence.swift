@@ -11,7 +11,6 @@ struct DrainGate: Service {
     let logger: Logger
 
     func run() async throws {
-        runtime.metrics.ready.record(1)
         try? await gracefulShutdown()
         runtime.startDraining()
         runtime.metrics.ready.record(0)

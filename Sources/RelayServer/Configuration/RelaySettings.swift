@@ -14,7 +14,7 @@ public struct RelaySettings: Sendable {
     public var shutdownDelay: Duration
     /// Bearer tokens for `/admin/`; empty: the admin API does not exist.
     public var adminTokens: [String]
-    /// A separate listener for `/admin/` and `/metrics`; nil: the main one serves them.
+    /// A separate listener for `/admin/` and `/metrics` (`adminPort` nil: the main listener serves them).
     public var adminHost: String
     public var adminPort: Int?
     /// How many recent pings the admin API lists.
@@ -49,7 +49,7 @@ public struct RelaySettings: Sendable {
     public var logFormat: LogFormat
     /// Log each ping's full FCM message at info (the development profile turns this on).
     public var logPings: Bool
-    /// `GET /` answers on the webhook paths are fixed by `openapi.yaml`.
+    /// The ingest paths, fixed by `openapi.yaml`.
     public static let webhookPath = "/webhooks/remote-config"
     public static let pubsubPath = "/pubsub/remote-config"
 

@@ -19,6 +19,14 @@ struct Dispatcher: Sendable {
 
     private static let encoder = JSONEncoder()
 
+    /// The message as logged: a device's registration token is personal data and stays out of the log.
+    static func loggable(_ message: FCMMessage, encoded: Data) -> String {
+        guard case .token = message.target else { return String(decoding: encoded, as: UTF8.self) }
+        var redacted = message
+        redacted.target = .token("<redacted>")
+        return (try? encoder.encode(redacted)).map { String(decoding: $0, as: UTF8.self) } ?? "<redacted>"
+    }
+
     func deliver(_ pings: [Ping], batch: DeliveryBatch, logger: Logger) async -> [DeliveryReport] {
         await withTaskGroup(of: (Int, DeliveryReport).self) { group in
             for (index, ping) in pings.enumerated() {
@@ -58,7 +66,7 @@ struct Dispatcher: Sendable {
             let failure = FCMError.invalidResponse("the message could not be encoded")
             return DeliveryReport(route: ping.route, status: .failed, error: DeliveryReport.detail(failure), attempts: [])
         }
-        if logPings { logger.info("ping", metadata: ["message": "\(String(decoding: body, as: UTF8.self))"]) }
+        if logPings { logger.info("ping", metadata: ["message": "\(Self.loggable(ping.message, encoded: body))"]) }
         let message = ByteBuffer(bytes: body)
         let deadline = ContinuousClock.now + policy.deadline
         var attempts: [DeliveryReport.Attempt] = []

@@ -66,13 +66,15 @@ struct RelayAPI: APIProtocol {
     }
 
     func previewPings(_ input: Operations.PreviewPings.Input) async throws -> Operations.PreviewPings.Output {
-        guard case .json(let request) = input.body else { throw Refusal(kind: .unsupportedMediaType, detail: "send application/json") }
-        return .ok(.init(body: .json(try admin.preview(request))))
+        switch input.body {
+        case .json(let request): .ok(.init(body: .json(try admin.preview(request))))
+        }
     }
 
     func sendPings(_ input: Operations.SendPings.Input) async throws -> Operations.SendPings.Output {
-        guard case .json(let request) = input.body else { throw Refusal(kind: .unsupportedMediaType, detail: "send application/json") }
-        return .ok(.init(body: .json(try await admin.send(request))))
+        switch input.body {
+        case .json(let request): .ok(.init(body: .json(try await admin.send(request))))
+        }
     }
 
     func listDeliveries(_ input: Operations.ListDeliveries.Input) async throws -> Operations.ListDeliveries.Output {

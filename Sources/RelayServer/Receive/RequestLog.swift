@@ -35,9 +35,11 @@ struct RequestLogMiddleware: RouterMiddleware {
         var response: Response
         do {
             response = try await RequestInfo.$current.withValue(info) { try await next(request, context) }
-        } catch let error as HTTPError where error.status == .notFound || error.status == .methodNotAllowed {
-            let kind: ProblemKind = error.status == .notFound ? .notFound : .methodNotAllowed
-            response = Problem(kind, detail: "\(request.method) \(request.uri.path) is not served here", requestID: id).response()
+        } catch let error as HTTPError where error.status == .notFound {
+            response = Problem(.notFound, detail: "\(request.method) \(request.uri.path) is not served here", requestID: id).response()
+        } catch let error as HTTPError where (400..<500).contains(error.status.code) {
+            logger.notice("request refused", metadata: ["status": "\(error.status.code)", "reason": "\(error.body ?? "")"])
+            response = Problem(.invalidRequest, detail: "the request could not be read", requestID: id).response()
         } catch {
             logger.error("request failed", metadata: ["error": "\(error)"])
             response = Problem(.internalError, detail: "the request could not be handled; the log has the details", requestID: id).response()

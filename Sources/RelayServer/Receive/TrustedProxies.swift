@@ -55,12 +55,21 @@ public struct TrustedProxies: Sendable, Equatable {
     public func client(peer: String?, forwardedFor: [String]) -> String? {
         guard let peer, trusts(peer), !forwardedFor.isEmpty else { return peer }
         let hops = forwardedFor.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
-        for hop in hops.reversed() where !hop.isEmpty {
-            // Anything unparsable is where trust ends: report what the last trusted hop saw, not a forgery.
-            guard Self.bytes(of: hop) != nil else { return peer }
+        var nearest = peer
+        for hop in hops.reversed().map(Self.address) where !hop.isEmpty {
+            // Anything unparsable is where trust ends: the nearest trusted address is reported, not a forgery.
+            guard Self.bytes(of: hop) != nil else { return nearest }
             if !trusts(hop) { return hop }
+            nearest = hop
         }
-        return hops.first(where: { !$0.isEmpty }) ?? peer
+        return nearest
+    }
+
+    /// A hop without its port: `1.2.3.4:5678` and `[2001:db8::1]:443` as some proxies write them.
+    static func address(_ hop: String) -> String {
+        if hop.hasPrefix("["), let end = hop.firstIndex(of: "]") { return String(hop[hop.index(after: hop.startIndex)..<end]) }
+        if hop.filter({ $0 == ":" }).count == 1, let colon = hop.firstIndex(of: ":") { return String(hop[..<colon]) }
+        return hop
     }
 
     /// The address's bytes (4 or 16), or nil if it is not an IP address. IPv4-mapped IPv6 counts as IPv4.

@@ -38,7 +38,9 @@ actor DeliveryLog {
 
     let capacity: Int
     private var entries: [String: Entry] = [:]
+    /// Ids oldest first from `head` on; the evicted prefix is dropped in one go once it is as long as the capacity.
     private var order: [String] = []
+    private var head = 0
     private var next = 0
     /// Ids stay unique across restarts: a random prefix per process, then a counter.
     private let prefix = String(UInt32.random(in: 0...UInt32.max), radix: 16)
@@ -55,7 +57,14 @@ actor DeliveryLog {
             origin: batch.origin, retryOf: batch.retryOf, toDevice: toDevice, validateOnly: validateOnly,
             receivedAt: batch.receivedAt)
         order.append(id)
-        if order.count > capacity { entries[order.removeFirst()] = nil }
+        if order.count - head > capacity {
+            entries[order[head]] = nil
+            head += 1
+            if head >= capacity {
+                order.removeFirst(head)
+                head = 0
+            }
+        }
         return id
     }
 
@@ -69,7 +78,7 @@ actor DeliveryLog {
     /// Newest first.
     func list(_ filter: Filter) -> [Entry] {
         var found: [Entry] = []
-        for id in order.reversed() {
+        for id in order[head...].reversed() {
             guard let entry = entries[id] else { continue }
             if let status = filter.status, (entry.report?.status.rawValue ?? "pending") != status { continue }
             if let route = filter.route, entry.route != route { continue }

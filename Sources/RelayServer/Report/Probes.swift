@@ -16,6 +16,7 @@ struct Probes: Sendable {
     var tokenCheckTimeout: Duration = .seconds(3)
 
     /// Configuration loaded, a token obtainable per project (a cached one counts), not draining, queue not saturated.
+    /// The configuration check is informational: a refused reload keeps the running configuration, which stays good.
     func readiness() async -> [ReadinessCheck] {
         let configuration = runtime.configuration
         var checks = [
@@ -36,7 +37,7 @@ struct Probes: Sendable {
         let depth = runtime.metrics.queueDepth
         let limit = configuration.settings.maxQueuedPings
         checks.append(.init(name: "queue", ok: depth < limit, detail: "\(depth) of \(limit) pings queued"))
-        runtime.metrics.ready.record(checks.allSatisfy(\.ok) ? 1 : 0)
+        runtime.metrics.ready.record(checks.allSatisfy(\.ok) && !runtime.isDraining ? 1 : 0)
         return checks
     }
 

@@ -17,7 +17,6 @@ public enum ProblemKind: String, Sendable, CaseIterable {
     case notReady = "not-ready"
     case unauthorized
     case notFound = "not-found"
-    case methodNotAllowed = "method-not-allowed"
     case invalidRequest = "invalid-request"
     case notRetryable = "not-retryable"
     case invalidConfiguration = "invalid-configuration"
@@ -29,7 +28,6 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         case .verificationUnavailable, .deliveryInProgress, .notReady: .serviceUnavailable
         case .unauthorized: .unauthorized
         case .notFound: .notFound
-        case .methodNotAllowed: .methodNotAllowed
         case .invalidRequest: .badRequest
         case .notRetryable: .conflict
         case .invalidConfiguration: .unprocessableContent
@@ -58,7 +56,6 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         case .notReady: "The relay is not ready"
         case .unauthorized: "A valid admin bearer token is required"
         case .notFound: "There is nothing here"
-        case .methodNotAllowed: "The method is not allowed here"
         case .invalidRequest: "The request does not match the API"
         case .notRetryable: "Only dead or failed pings can be retried"
         case .invalidConfiguration: "The configuration file is refused"

@@ -48,12 +48,13 @@ public final class RelayMetrics: Sendable {
         ready.record(0)
     }
 
-    /// A webhook's outcome. `source`: webhook, cloudevent, pubsub; `outcome`: the answer's kind.
+    /// A webhook's outcome. `source`: the event's format, or `unknown` when refused before decoding; `outcome`:
+    /// delivered, duplicate, failed, in-progress, or the problem's type.
     func webhook(source: String, outcome: String) {
         counter("rc_relay_webhooks_received_total", [("source", source), ("outcome", outcome)]).increment()
     }
 
-    /// A settled ping. `outcome`: delivered, validated, failed, dead, superseded, duplicate.
+    /// A settled ping. `outcome`: delivered, validated, failed, dead, superseded.
     func ping(route: String, outcome: String) {
         counter("rc_relay_pings_total", [("route", route), ("outcome", outcome)]).increment()
     }
@@ -82,12 +83,11 @@ public final class RelayMetrics: Sendable {
 
     /// Pings waiting for or in a `messages:send`; readiness compares it with `delivery.maxQueuedPings`.
     func queueChanged(by delta: Int) -> Int {
-        let depth = queued.withLock { value in
+        queued.withLock { value in
             value += delta
+            pingsQueued.record(value)  // inside the lock, so the gauge never keeps an older value
             return value
         }
-        pingsQueued.record(depth)
-        return depth
     }
 
     var queueDepth: Int { queued.withLock { $0 } }
