@@ -30,6 +30,25 @@ private func expectRefusal(_ key: String, _ definition: RouteDefinition, sourceL
     #expect(try json(message) == expected)
 }
 
+@Test func theWrittenJSONIsTheEncodedMessageAndEscapesStrings() throws {
+    let tricky = TemplateVersion(
+        versionNumber: 7, updateTime: "2026-11-21T09:14:03.512Z", updateUser: .init(name: "Ana \"Q\" \\ Ops", email: "a@example.com"),
+        description: "line one\nline\ttwo \u{01} — emoji 🎉 / slash", updateOrigin: "CONSOLE", updateType: "ROLLBACK")
+    let routes = [
+        RouteDefinition.default,
+        RouteDefinition(condition: "'ios' in topics && 'beta' in topics", data: ["D": "{{description}}", "E": "{{authorEmail}}", "V": "{{version}}"]),
+    ]
+    for definition in routes {
+        for token in [nil, "device-token-1"] {
+            let message = try route(definition).message(for: tricky, project: "demo-project", token: token)
+            let written = try JSONSerialization.jsonObject(with: Data(message.json)) as! NSDictionary
+            #expect(written == (try json(message)))
+        }
+    }
+    let escaped = String(decoding: try route(RouteDefinition(topic: "t", data: ["D": "{{description}}"])).message(for: tricky, project: "p").json, as: UTF8.self)
+    #expect(escaped.contains(#"line one\nline\ttwo \u0001 — emoji 🎉 / slash"#))
+}
+
 @Test func fillsPlaceholdersFromTheVersion() throws {
     let r = try route(RouteDefinition(topic: "t", data: [
         "V": "v{{version}}", "T": "{{updateType}}", "O": "{{updateOrigin}}", "AT": "{{updateTime}}", "P": "{{ project }}",

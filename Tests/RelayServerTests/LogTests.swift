@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import RelayServer
+@testable import RelayServer
 import Testing
 
 /// The JSON log handler writes lines any JSON parser reads back exactly, whatever the message and fields hold.
@@ -29,4 +29,14 @@ import Testing
     formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
     let parsed = try #require(formatter.date(from: ts))
     #expect(abs(parsed.timeIntervalSinceNow) < 60)
+}
+
+/// The answers' hand-written dates are what Foundation's formatter writes, around the epoch and leap days too.
+@Test func answerDatesMatchFoundationsFormat() throws {
+    let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+    for seconds in [0, 1_795_000_000.123, 1_709_164_800.999, 951_782_400.5, -1.25, 4_102_444_799.001] {
+        let date = Date(timeIntervalSince1970: seconds)
+        #expect(DateFormat.string(date) == date.formatted(style), "\(seconds)")
+        #expect(abs(try DateFormat().decode(DateFormat.string(date)).timeIntervalSince(date)) < 0.001)
+    }
 }

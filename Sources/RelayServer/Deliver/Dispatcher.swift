@@ -17,18 +17,17 @@ struct Dispatcher: Sendable {
     let log: DeliveryLog
     let metrics: RelayMetrics
 
-    private static let encoder = JSONEncoder()
-
     /// The message as logged: a device's registration token is personal data and stays out of the log.
-    static func loggable(_ message: FCMMessage, encoded: Data) -> String {
+    static func loggable(_ message: FCMMessage, encoded: [UInt8]) -> String {
         guard case .token = message.target else { return String(decoding: encoded, as: UTF8.self) }
         var redacted = message
         redacted.target = .token("<redacted>")
-        return (try? encoder.encode(redacted)).map { String(decoding: $0, as: UTF8.self) } ?? "<redacted>"
+        return String(decoding: redacted.json, as: UTF8.self)
     }
 
     func deliver(_ pings: [Ping], batch: DeliveryBatch, logger: Logger) async -> [DeliveryReport] {
-        await withTaskGroup(of: (Int, DeliveryReport).self) { group in
+        if pings.count == 1 { return [await deliver(pings[0], batch: batch, logger: logger)] }  // no child task needed
+        return await withTaskGroup(of: (Int, DeliveryReport).self) { group in
             for (index, ping) in pings.enumerated() {
                 group.addTask { (index, await deliver(ping, batch: batch, logger: logger)) }
             }
@@ -61,11 +60,8 @@ struct Dispatcher: Sendable {
     private func send(_ ping: Ping, version: Int64, validateOnly: Bool, logger: Logger) async -> DeliveryReport {
         var logger = logger
         // Only a ping waiting to retry stands down for a newer one; a first attempt always goes out.
-        await latest.record(project: ping.project, route: ping.route, version: version)
-        guard let body = try? Self.encoder.encode(ping.message) else {
-            let failure = FCMError.invalidResponse("the message could not be encoded")
-            return DeliveryReport(route: ping.route, status: .failed, error: DeliveryReport.detail(failure), attempts: [])
-        }
+        latest.record(project: ping.project, route: ping.route, version: version)
+        let body = ping.message.json
         if logPings { logger.info("ping", metadata: ["message": "\(Self.loggable(ping.message, encoded: body))"]) }
         let message = ByteBuffer(bytes: body)
         let deadline = ContinuousClock.now + policy.deadline
@@ -105,7 +101,7 @@ struct Dispatcher: Sendable {
                     logger.warning("ping will be retried", metadata: ["error": "\(failure)", "retry_in": "\(delay)"])
                     metrics.retries.increment()
                     try? await Task.sleep(for: delay)
-                    if await latest.isSuperseded(project: ping.project, route: ping.route, version: version) {
+                    if latest.isSuperseded(project: ping.project, route: ping.route, version: version) {
                         logger.notice("ping superseded: a newer version's ping took over", metadata: ["attempts": "\(attempts.count)"])
                         return DeliveryReport(route: ping.route, status: .superseded, error: report.error, attempts: attempts)
                     }

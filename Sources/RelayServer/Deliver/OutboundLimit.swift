@@ -1,10 +1,23 @@
-/// At most `limit` FCM requests at once across all pings, so a fan-out to many routes cannot hammer FCM.
-actor OutboundLimit {
-    let limit: Int
-    private var inUse = 0
-    private var waiting: [CheckedContinuation<Void, Never>] = []
+import Synchronization
 
-    init(limit: Int) { self.limit = max(1, limit) }
+/// At most `limit` FCM requests at once across all pings, so a fan-out to many routes cannot hammer FCM.
+///
+/// A counting semaphore: a free slot is taken without suspending (the common case costs one lock, not an actor hop);
+/// when none is free the caller waits in line, and a released slot passes straight to the first in line.
+final class OutboundLimit: Sendable {
+    let limit: Int
+    private let state: Mutex<State>
+
+    private struct State: ~Copyable {
+        var inUse = 0
+        var waiting: [CheckedContinuation<Void, Never>] = []
+        var first = 0
+    }
+
+    init(limit: Int) {
+        self.limit = max(1, limit)
+        self.state = Mutex(State())
+    }
 
     /// Runs `work` once a slot is free.
     func run<T: Sendable>(_ work: @Sendable () async -> T) async -> T {
@@ -14,18 +27,40 @@ actor OutboundLimit {
     }
 
     private func acquire() async {
-        if inUse < limit {
-            inUse += 1
-            return
+        let taken = state.withLock { state in
+            guard state.inUse < limit else { return false }
+            state.inUse += 1
+            return true
         }
-        await withCheckedContinuation { waiting.append($0) }
+        guard !taken else { return }
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state in
+                // A slot may have come free between the two locks.
+                guard state.inUse < limit else {
+                    state.waiting.append(continuation)
+                    return false
+                }
+                state.inUse += 1
+                return true
+            }
+            if now { continuation.resume() }
+        }
     }
 
     private func release() {
-        if waiting.isEmpty {
-            inUse -= 1
-        } else {
-            waiting.removeFirst().resume()  // the slot passes straight to the next waiter
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard state.first < state.waiting.count else {
+                state.inUse -= 1
+                return nil
+            }
+            let next = state.waiting[state.first]
+            state.first += 1
+            if state.first == state.waiting.count {
+                state.waiting.removeAll(keepingCapacity: true)
+                state.first = 0
+            }
+            return next  // the slot passes straight to it: `inUse` stays
         }
+        next?.resume()
     }
 }

@@ -62,7 +62,16 @@ struct RequestLogMiddleware: RouterMiddleware {
     }
 
     static func makeID() -> String {
-        (0..<16).map { _ in String(UInt8.random(in: 0...255), radix: 16) }.map { $0.count == 1 ? "0" + $0 : $0 }.joined()
+        let hex = Array("0123456789abcdef".utf8)
+        var random = SystemRandomNumberGenerator()
+        let (high, low) = (random.next() as UInt64, random.next() as UInt64)
+        return String(unsafeUninitializedCapacity: 32) { buffer in
+            for index in 0..<32 {
+                let word = index < 16 ? high : low
+                buffer[index] = hex[Int(truncatingIfNeeded: word >> (UInt64(15 - index % 16) * 4)) & 0xF]
+            }
+            return 32
+        }
     }
 }
 

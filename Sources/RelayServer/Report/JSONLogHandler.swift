@@ -7,6 +7,7 @@ import Darwin
 #endif
 import Foundation
 import Logging
+import RelayCore
 
 /// One JSON object per line: `ts`, `level`, `msg`, `logger`, then the metadata as fields in key order.
 ///
@@ -54,32 +55,20 @@ public struct JSONLogHandler: LogHandler {
 
     private static let reserved: Set<String> = ["ts", "level", "msg", "logger"]
 
-    /// A JSON string literal (RFC 8259): quotes, backslashes and control characters escaped.
     static func appendString(_ text: String, to line: inout [UInt8]) {
-        line.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): line.append(contentsOf: #"\""#.utf8)
-            case UInt8(ascii: "\\"): line.append(contentsOf: #"\\"#.utf8)
-            case UInt8(ascii: "\n"): line.append(contentsOf: #"\n"#.utf8)
-            case UInt8(ascii: "\r"): line.append(contentsOf: #"\r"#.utf8)
-            case UInt8(ascii: "\t"): line.append(contentsOf: #"\t"#.utf8)
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                line.append(contentsOf: #"\u00"#.utf8)
-                line.append(hex[Int(byte >> 4)])
-                line.append(hex[Int(byte & 0xF)])
-            default: line.append(byte)
-            }
-        }
-        line.append(UInt8(ascii: "\""))
+        JSONBytes.appendString(text, to: &line)
     }
 
-    /// RFC 3339 in UTC with milliseconds: `2026-11-23T09:55:03.123Z`.
+    /// Now, in RFC 3339 in UTC with milliseconds: `2026-11-23T09:55:03.123Z`.
     static func appendTimestamp(to line: inout [UInt8]) {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        var seconds = now.tv_sec
+        appendTimestamp(seconds: now.tv_sec, milliseconds: Int(now.tv_nsec) / 1_000_000, to: &line)
+    }
+
+    /// A time in RFC 3339 in UTC with milliseconds.
+    static func appendTimestamp(seconds: Int, milliseconds: Int, to line: inout [UInt8]) {
+        var seconds = seconds
         var parts = tm()
         gmtime_r(&seconds, &parts)
         func digits(_ value: Int, _ count: Int) {
@@ -104,7 +93,7 @@ public struct JSONLogHandler: LogHandler {
         line.append(UInt8(ascii: ":"))
         digits(Int(parts.tm_sec), 2)
         line.append(UInt8(ascii: "."))
-        digits(Int(now.tv_nsec) / 1_000_000, 3)
+        digits(milliseconds, 3)
         line.append(UInt8(ascii: "Z"))
     }
 }

@@ -107,7 +107,7 @@ enum JSONResponse {
         // RFC 3339 with milliseconds, so attempt times show the backoff between them.
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
-            try container.encode(date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
+            try container.encode(DateFormat.string(date))
         }
         return encoder
     }()
