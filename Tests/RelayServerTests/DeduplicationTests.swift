@@ -128,3 +128,15 @@ import Testing
         #expect(await relay.emulator.messages.count == 2)
     }
 }
+
+@Test func onlyTheNewestEventsAreRememberedBeyondTheCapacity() async throws {
+    try await withLiveRelay(environment: ["RC_RELAY_DELIVERY_DEDUP_MAX_EVENTS": "4"]) { relay in
+        // Each event is remembered under two keys (its id, and its project and version): four keys are two events.
+        for version in 50...52 { #expect(try await relay.post(#"{"versionNumber":\#(version)}"#, id: "msg_cap_\(version)").status == 200) }
+        let newest = try await relay.post(#"{"versionNumber":52}"#, id: "msg_cap_52")
+        #expect(newest.json["duplicate"] as? Bool == true)
+        let oldest = try await relay.post(#"{"versionNumber":50}"#, id: "msg_cap_50")
+        #expect(oldest.json["duplicate"] as? Bool == false)
+        #expect(await relay.emulator.messages.count == 4)
+    }
+}

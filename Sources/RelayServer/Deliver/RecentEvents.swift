@@ -17,7 +17,10 @@ actor RecentEvents {
     let spool: (any Spool)?
     private var inFlight: [String: (task: Task<[DeliveryReport], Never>, record: SpoolRecord)] = [:]
     private var done: [String: (reports: [DeliveryReport], at: Date)] = [:]
-    private var order: [String] = []
+    /// Keys oldest first from `head` on; the forgotten prefix is dropped in one go once it is half the array, so
+    /// forgetting is O(1) (an array's `removeFirst` moves every key, on every event once the window is full).
+    private var order: [(key: String, at: Date)] = []
+    private var head = 0
 
     init(window: Duration = .seconds(600), capacity: Int = 10_000, spool: (any Spool)? = nil) {
         self.window = Double(window.components.seconds) + Double(window.components.attoseconds) / 1e18
@@ -73,16 +76,25 @@ actor RecentEvents {
     }
 
     private func remember(_ key: String, _ reports: [DeliveryReport]) {
-        done[key] = (reports, Date())
-        order.append(key)
-        while order.count > capacity { done[order.removeFirst()] = nil }
+        let now = Date()
+        done[key] = (reports, now)
+        order.append((key, now))
+        while order.count - head > capacity { forgetOldest() }
     }
 
     private func forgetExpired() {
         let cutoff = Date().addingTimeInterval(-window)
-        while let first = order.first, let entry = done[first], entry.at < cutoff {
-            done[first] = nil
-            order.removeFirst()
+        while head < order.count, order[head].at < cutoff { forgetOldest() }
+    }
+
+    private func forgetOldest() {
+        // A key remembered again since has a newer time: that entry stays.
+        let (key, at) = order[head]
+        if done[key]?.at == at { done[key] = nil }
+        head += 1
+        if head * 2 >= order.count {
+            order.removeFirst(head)
+            head = 0
         }
     }
 }
