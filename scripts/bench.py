@@ -191,7 +191,7 @@ def main():
     parser.add_argument("--micro", action="store_true", help="also run the micro-benchmarks (Benchmarks/, a release build of its own)")
     args = parser.parse_args()
     if not Path(args.bin).exists():
-        subprocess.run(["swift", "build", "-c", "release", "--product", "rc-relay"], cwd=ROOT, check=True)
+        subprocess.run(["swift", "build", "-c", "release", "--product", "rc-relay", "--static-swift-stdlib"], cwd=ROOT, check=True)
     work = Path(tempfile.mkdtemp(prefix="rc-relay-bench-"))
     emulator, emulator_url, key = start_emulator(args.bin, work)
     relay, url, started = start_relay(args.bin, work, emulator_url, key)

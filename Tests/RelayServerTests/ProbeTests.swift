@@ -101,6 +101,7 @@ import Testing
                 "rc_relay_fcm_attempts_total 2",
                 "rc_relay_queue_depth 0",
                 #"rc_relay_token_refreshes_total{outcome="success"} 1"#,
+                "rc_relay_ready 1",  // current at the scrape, though nothing called /readyz
             ] {
                 #expect(text.contains(line), "missing: \(line)")
             }

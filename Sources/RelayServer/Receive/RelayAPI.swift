@@ -52,7 +52,7 @@ struct RelayAPI: APIProtocol {
     }
 
     func getMetrics(_ input: Operations.GetMetrics.Input) async throws -> Operations.GetMetrics.Output {
-        .ok(.init(body: .plainText(probes.metrics())))
+        .ok(.init(body: .plainText(await probes.metrics())))
     }
 
     // MARK: Admin

@@ -59,7 +59,10 @@ struct Probes: Sendable {
         }
     }
 
-    func metrics() -> HTTPBody {
-        HTTPBody(runtime.metrics.exposition())
+    /// The exposition, with `rc_relay_ready` as of this scrape: the readiness checks run first, so the gauge is
+    /// current wherever rc-relay runs, probed by an orchestrator or not.
+    func metrics() async -> HTTPBody {
+        _ = await readiness()
+        return HTTPBody(runtime.metrics.exposition())
     }
 }
