@@ -19,6 +19,10 @@ let event = try! EventDecoder.decode(body: body, headers: headers)
 let pings = routes.pings(for: event.version, project: "demo-project")
 let encoder = JSONEncoder()
 
+/// Keeps a result alive so the optimiser cannot drop the work that made it (swift-benchmark 0.1.2 has none).
+@inline(never) @_optimize(none)
+func blackHole<T>(_ value: T) {}
+
 benchmark("verify: Standard Webhooks HMAC") {
     try! verifier.verify(signature, body: body)
 }
