@@ -11,7 +11,6 @@ struct Serve: AsyncParsableCommand {
     var config: String?
 
     func run() async throws {
-        RelayApplication.runTasksOnEventLoops()
         let environment = ProcessInfo.processInfo.environment
         guard let path = config ?? environment[EnvironmentOverrides.configPath] else {
             let logger = LogSetup.bootstrap(level: .info, format: .text)

@@ -14,14 +14,6 @@ public enum RelayApplication {
     /// The service's name and version, as `/healthz` and logs report them.
     public static let version = "0.1.0"
 
-    /// Runs Swift concurrency's jobs on the event loops that already do the I/O (the listeners' and the HTTP
-    /// client's), instead of a second thread pool: each webhook then hops between threads far less. Call it once,
-    /// first thing, before any task is started; the process's `serve` does.
-    @discardableResult
-    public static func runTasksOnEventLoops() -> Bool {
-        NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
-    }
-
     /// Builds the relay. `onServerRunning` receives the bound port (useful with port 0), `onAdminRunning` the admin
     /// listener's when `admin.port` is set. `reader` reads the configuration file again for reloads.
     public static func build(
@@ -208,7 +200,8 @@ public struct RelayProcess: Service {
         let group = ServiceGroup(
             configuration: .init(
                 services: services.map { .init(service: $0) }, gracefulShutdownSignals: [], cancellationSignals: [], logger: logger))
-        try await group.run()
+        // Every listener's and connection's task is a child of this one, so they all run on the event loops.
+        try await withTaskExecutorPreference(EventLoopExecutor.shared) { try await group.run() }
     }
 
     /// Runs until SIGTERM or SIGINT, then stops gracefully.

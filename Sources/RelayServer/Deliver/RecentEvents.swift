@@ -15,7 +15,7 @@ actor RecentEvents {
     let window: TimeInterval
     let capacity: Int
     let spool: (any Spool)?
-    private var inFlight: [String: (task: Task<[DeliveryReport], Never>, record: SpoolRecord)] = [:]
+    private var inFlight: [String: (reports: Settlement<[DeliveryReport]>, record: SpoolRecord)] = [:]
     private var done: [String: (reports: [DeliveryReport], at: Date)] = [:]
     /// Keys oldest first from `head` on; the forgotten prefix is dropped in one go once it is half the array, so
     /// forgetting is O(1) (an array's `removeFirst` moves every key, on every event once the window is full).
@@ -32,21 +32,22 @@ actor RecentEvents {
     func deliver(_ record: SpoolRecord, wait: Duration, _ work: @escaping @Sendable () async -> [DeliveryReport]) async -> Outcome {
         forgetExpired()
         if let previous = record.keys.lazy.compactMap({ self.done[$0] }).first { return .settled(previous.reports, duplicate: true) }
-        let task: Task<[DeliveryReport], Never>
+        let settlement: Settlement<[DeliveryReport]>
         let duplicate: Bool
         if let running = record.keys.lazy.compactMap({ self.inFlight[$0] }).first {
-            (task, duplicate) = (running.task, true)
+            (settlement, duplicate) = (running.reports, true)
         } else {
-            // Unstructured on purpose: the delivery outlives the request that started it; `drain` awaits it on stop.
-            task = Task {
+            settlement = Settlement()
+            // Unstructured on purpose: the delivery outlives the request that started it; `drain` waits for it on stop.
+            Task(executorPreference: EventLoopExecutor.shared) {
                 let reports = await work()
-                self.finish(record, reports)
-                return reports
+                await self.finish(record, reports)
+                settlement.settle(reports)
             }
-            for key in record.keys { inFlight[key] = (task, record) }
+            for key in record.keys { inFlight[key] = (settlement, record) }
             duplicate = false
         }
-        guard let reports = await Deadline.value(of: task, within: wait) else { return .pending }
+        guard let reports = await settlement.value(within: wait) else { return .pending }
         return .settled(reports, duplicate: duplicate)
     }
 
@@ -58,11 +59,11 @@ actor RecentEvents {
 
     /// On stop: waits up to `grace` for deliveries under way; returns those still running.
     func drain(within grace: Duration) async -> [SpoolRecord] {
-        var unique: [String: (task: Task<[DeliveryReport], Never>, record: SpoolRecord)] = [:]
+        var unique: [String: (reports: Settlement<[DeliveryReport]>, record: SpoolRecord)] = [:]
         for entry in inFlight.values { unique[entry.record.keys[0]] = entry }
         var left: [SpoolRecord] = []
         let deadline = ContinuousClock.now + grace
-        for entry in unique.values where await Deadline.value(of: entry.task, within: deadline - .now) == nil {
+        for entry in unique.values where await entry.reports.value(within: deadline - .now) == nil {
             left.append(entry.record)
         }
         return left

@@ -43,16 +43,17 @@ struct Probes: Sendable {
 
     private func tokenCheck(project: String, source: CachingTokenSource) async -> ReadinessCheck {
         let name = "token:\(project)"
-        let task = Task { () -> Result<Bool, TokenError> in
+        let check = Settlement<Result<Bool, TokenError>>()
+        Task {
             do throws(TokenError) {
                 let cached = await source.hasFreshToken
                 _ = try await source.token()
-                return .success(cached)
+                check.settle(.success(cached))
             } catch {
-                return .failure(error)
+                check.settle(.failure(error))
             }
         }
-        switch await Deadline.value(of: task, within: tokenCheckTimeout) {
+        switch await check.value(within: tokenCheckTimeout) {
         case .success(let cached)?: return .init(name: name, ok: true, detail: cached ? "cached" : "obtained")
         case .failure(let error)?: return .init(name: name, ok: false, detail: "no access token: \(error)")
         case nil: return .init(name: name, ok: false, detail: "no access token within \(tokenCheckTimeout)")

@@ -1,0 +1,69 @@
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// A value that a task settles once, and that any number of callers wait for with a bound while the task runs on.
+///
+/// A waiter costs one continuation and one timer on the event loop, not a task: a webhook that waits for its
+/// delivery is the hot path. (A task group would not do either: it waits for all its children, and awaiting another
+/// task's value cannot be cancelled.)
+final class Settlement<T: Sendable>: Sendable {
+    private struct Waiter {
+        let continuation: CheckedContinuation<T?, Never>
+        var timer: Scheduled<Void>?
+    }
+
+    private struct State {
+        var value: T?
+        var waiters: [Int: Waiter] = [:]
+        var nextID = 0
+    }
+
+    private let state = Mutex(State())
+
+    /// Settles the value and answers everybody waiting; later calls change nothing.
+    func settle(_ value: T) {
+        let waiters = state.withLock { state -> [Waiter] in
+            guard state.value == nil else { return [] }
+            state.value = value
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters {
+            waiter.timer?.cancel()
+            waiter.continuation.resume(returning: value)
+        }
+    }
+
+    /// The value if it is settled within `wait`, else nil.
+    func value(within wait: Duration) async -> T? {
+        if let value = state.withLock({ $0.value }) { return value }
+        guard wait > .zero else { return nil }
+        return await withCheckedContinuation { continuation in
+            let id: Int? = state.withLock { state in
+                guard state.value == nil else { return nil }
+                defer { state.nextID += 1 }
+                state.waiters[state.nextID] = Waiter(continuation: continuation)
+                return state.nextID
+            }
+            guard let id else {
+                continuation.resume(returning: state.withLock { $0.value })
+                return
+            }
+            let (seconds, attoseconds) = wait.components
+            let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(
+                in: .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+            ) { self.expire(id) }
+            let waiting = state.withLock { state in
+                guard state.waiters[id] != nil else { return false }
+                state.waiters[id]?.timer = timer
+                return true
+            }
+            if !waiting { timer.cancel() }
+        }
+    }
+
+    private func expire(_ id: Int) {
+        state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(returning: nil)
+    }
+}
