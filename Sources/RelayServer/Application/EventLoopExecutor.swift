@@ -6,7 +6,7 @@ import NIOPosix
 /// a loop and a pool thread at every `await`.
 ///
 /// NIO's global-executor takeover does not work in a binary with a static Swift standard library (the hook it looks up
-/// is not exported), so the relay sets this executor as a task preference instead: `RelayProcess.runService` for the
+/// is not exported), so the relay sets this executor as a task preference instead: `RelayProcess.run` for the
 /// listeners' task tree, and `Task(executorPreference:)` for the deliveries that outlive a request.
 final class EventLoopExecutor: TaskExecutor {
     static let shared = EventLoopExecutor(group: .singleton)

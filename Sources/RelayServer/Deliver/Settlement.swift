@@ -63,6 +63,9 @@ final class Settlement<T: Sendable>: Sendable {
         }
     }
 
+    /// How many callers are waiting now.
+    var waiting: Int { state.withLock { $0.waiters.count } }
+
     private func expire(_ id: Int) {
         state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(returning: nil)
     }
