@@ -241,6 +241,16 @@ def main():
             relay_runs.append(result)
             ceiling_runs.append(ceiling)
             cpu_per_webhook.append(cpu / max(result["ok"], 1) * 1000)
+        # One connection: a webhook's own latency when nothing queues in front of it.
+        count = 12000 * args.duration
+        write_requests(requests_file, count, version)
+        script.write_text(LUA % (requests_file, "/webhooks/remote-config", 1, 1))
+        accepted_before = json.loads(http("GET", emulator_url + "/emulator/stats")[1])["accepted"]
+        single = wrk(script, url, 1, args.duration, threads=1)
+        time.sleep(0.5)
+        accepted = json.loads(http("GET", emulator_url + "/emulator/stats")[1])["accepted"] - accepted_before
+        if single["non2xx"] or single["socket_errors"] or not 0 <= accepted - single["ok"] <= 1:
+            raise SystemExit(f"void run at one connection: {single}, emulator accepted {accepted}")
         peak_rss = relay.memory_kb("VmHWM")
     finally:
         relay.stop()
@@ -273,6 +283,8 @@ def main():
         "ratio_to_ceiling": median("rps", relay_runs) / median("rps", ceiling_runs),
         "p50_ms": median("p50_ms", relay_runs),
         "p99_ms": median("p99_ms", relay_runs),
+        "p50_ms_one_connection": single["p50_ms"],
+        "p99_ms_one_connection": single["p99_ms"],
         "cpu_ms_per_webhook": statistics.median(cpu_per_webhook),
         "floor_cpu_ms_per_healthz": statistics.median(floor_cpu),
         "peak_rss_mb": peak_rss / 1024,
@@ -290,6 +302,7 @@ def main():
         ("emulator ceiling, requests/s", f"{figures['ceiling_per_s']:.0f}"),
         ("throughput ÷ ceiling", f"{figures['ratio_to_ceiling']:.2f}"),
         ("latency p50 / p99", f"{figures['p50_ms']:.2f} ms / {figures['p99_ms']:.2f} ms"),
+        ("latency p50 / p99, one connection", f"{figures['p50_ms_one_connection']:.2f} ms / {figures['p99_ms_one_connection']:.2f} ms"),
         ("CPU per webhook", f"{figures['cpu_ms_per_webhook']:.3f} ms"),
         ("floor: CPU per GET /healthz, same load", f"{figures['floor_cpu_ms_per_healthz']:.3f} ms"),
         ("RSS idle / peak", f"{figures['idle_rss_mb']:.1f} MB / {figures['peak_rss_mb']:.1f} MB"),
