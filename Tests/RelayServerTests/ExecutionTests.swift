@@ -35,13 +35,21 @@ import Testing
             answers.list.withLock { $0.append(answer) }
         }
     }
-    while settlement.waiting < 2 { try await Task.sleep(for: .milliseconds(5)) }
+    try await poll { settlement.waiting == 2 }
     settlement.settle(7)
     settlement.settle(8)
-    for _ in 0..<6000 where answers.list.withLock({ $0.count }) < 2 { try await Task.sleep(for: .milliseconds(10)) }
+    try await poll { answers.list.withLock { $0.count } == 2 }
     #expect(answers.list.withLock { $0 } == [7, 7])
     #expect(settlement.waiting == 0)
     #expect(await settlement.value(within: .zero) == 7)
+}
+
+/// Waits up to a minute for `condition`, so that a broken settlement fails the test instead of hanging the run.
+private func poll(_ condition: () -> Bool) async throws {
+    for _ in 0..<6000 {
+        if condition() { return }
+        try await Task.sleep(for: .milliseconds(10))
+    }
 }
 
 private final class Answers: Sendable {
