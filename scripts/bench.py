@@ -143,6 +143,11 @@ end
 """
 
 
+def accepted(emulator_url):
+    """The messages the emulator has accepted so far."""
+    return json.loads(http("GET", emulator_url + "/emulator/stats")[1])["accepted"]
+
+
 def write_requests(path, count, first_version):
     with open(path, "w") as out:
         for n in range(count):
@@ -220,21 +225,23 @@ def main():
             version += count
             script = work / "relay.lua"
             script.write_text(LUA % (requests_file, "/webhooks/remote-config", 2, 2))
-            accepted_before = json.loads(http("GET", emulator_url + "/emulator/stats")[1])["accepted"]
+            accepted_before = accepted(emulator_url)
             cpu_before = relay.cpu_seconds()
             result = wrk(script, url, args.connections, args.duration)
             cpu = relay.cpu_seconds() - cpu_before
             time.sleep(0.5)
-            accepted = json.loads(http("GET", emulator_url + "/emulator/stats")[1])["accepted"] - accepted_before
+            sent = accepted(emulator_url) - accepted_before
             # Every 2xx must have its FCM message; wrk stops counting with up to one request per connection in flight.
-            if result["non2xx"] or result["socket_errors"] or not 0 <= accepted - result["ok"] <= args.connections or result["ok"] > count:
+            if result["non2xx"] or result["socket_errors"] or not 0 <= sent - result["ok"] <= args.connections or result["ok"] > count:
                 raise SystemExit(
                     f"void run: relay answered {result['ok']} × 2xx and {result['non2xx']} × other "
-                    f"({result['socket_errors']} socket errors), emulator accepted {accepted}; see {work}/relay.log")
+                    f"({result['socket_errors']} socket errors), emulator accepted {sent}; see {work}/relay.log")
             ceiling = wrk(ceiling_script, emulator_url + "/v1/projects/demo-project/messages:send", args.connections, args.duration)
             cpu_before = relay.cpu_seconds()
             floor = wrk(floor_script, url.replace("/webhooks/remote-config", "/healthz"), args.connections, args.duration)
             floor_ms = (relay.cpu_seconds() - cpu_before) / max(floor["ok"], 1) * 1000
+            if floor["non2xx"] or floor["socket_errors"]:
+                raise SystemExit(f"void run: GET /healthz answered {floor}")
             if run == 0:
                 continue
             floor_cpu.append(floor_ms)
@@ -245,12 +252,12 @@ def main():
         count = 12000 * args.duration
         write_requests(requests_file, count, version)
         script.write_text(LUA % (requests_file, "/webhooks/remote-config", 1, 1))
-        accepted_before = json.loads(http("GET", emulator_url + "/emulator/stats")[1])["accepted"]
+        accepted_before = accepted(emulator_url)
         single = wrk(script, url, 1, args.duration, threads=1)
         time.sleep(0.5)
-        accepted = json.loads(http("GET", emulator_url + "/emulator/stats")[1])["accepted"] - accepted_before
-        if single["non2xx"] or single["socket_errors"] or not 0 <= accepted - single["ok"] <= 1:
-            raise SystemExit(f"void run at one connection: {single}, emulator accepted {accepted}")
+        sent = accepted(emulator_url) - accepted_before
+        if single["non2xx"] or single["socket_errors"] or not 0 <= sent - single["ok"] <= 1:
+            raise SystemExit(f"void run at one connection: {single}, emulator accepted {sent}")
         peak_rss = relay.memory_kb("VmHWM")
     finally:
         relay.stop()

@@ -1,7 +1,7 @@
 import Foundation
-import Synchronization
 import NIOPosix
 @testable import RelayServer
+import Synchronization
 import Testing
 
 /// A task that prefers the relay's executor runs on NIO's event loops, and stays there across awaits.

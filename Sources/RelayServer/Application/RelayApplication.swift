@@ -3,8 +3,6 @@ import FCMClient
 import Foundation
 import Hummingbird
 import Logging
-import NIOCore
-import NIOPosix
 import OpenAPIHummingbird
 import RelayCore
 import ServiceLifecycle

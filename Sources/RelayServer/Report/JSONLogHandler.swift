@@ -36,28 +36,24 @@ public struct JSONLogHandler: LogHandler {
         line.append(contentsOf: #"{"ts":""#.utf8)
         Self.appendTimestamp(to: &line)
         line.append(contentsOf: #"","level":"#.utf8)
-        Self.appendString(event.level.rawValue, to: &line)
+        JSONBytes.appendString(event.level.rawValue, to: &line)
         line.append(contentsOf: #","msg":"#.utf8)
-        Self.appendString(event.message.description, to: &line)
+        JSONBytes.appendString(event.message.description, to: &line)
         line.append(contentsOf: #","logger":"#.utf8)
-        Self.appendString(label, to: &line)
+        JSONBytes.appendString(label, to: &line)
         var fields = metadata
         if let extra = event.metadata, !extra.isEmpty { fields.merge(extra) { $1 } }
         for key in fields.keys.sorted() where !Self.reserved.contains(key) {
             line.append(UInt8(ascii: ","))
-            Self.appendString(key, to: &line)
+            JSONBytes.appendString(key, to: &line)
             line.append(UInt8(ascii: ":"))
-            Self.appendString(fields[key]!.description, to: &line)
+            JSONBytes.appendString(fields[key]!.description, to: &line)
         }
         line.append(contentsOf: "}\n".utf8)
         output.write(Data(line))
     }
 
     private static let reserved: Set<String> = ["ts", "level", "msg", "logger"]
-
-    static func appendString(_ text: String, to line: inout [UInt8]) {
-        JSONBytes.appendString(text, to: &line)
-    }
 
     /// Now, in RFC 3339 in UTC with milliseconds: `2026-11-23T09:55:03.123Z`.
     static func appendTimestamp(to line: inout [UInt8]) {
