@@ -13,6 +13,11 @@ let package = Package(
     dependencies: [
         .package(path: ".."),
         .package(url: "https://github.com/google/swift-benchmark.git", from: "0.1.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.4.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
     ],
     targets: [
         .executableTarget(
@@ -22,6 +27,19 @@ let package = Package(
                 .product(name: "Benchmark", package: "swift-benchmark"),
             ],
             path: "Sources/Micro"
-        )
+        ),
+        // The yardstick: a bare Hummingbird + AsyncHTTPClient relay, measured by scripts/bench in the same run.
+        .executableTarget(
+            name: "bare-relay",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            path: "Sources/BareRelay"
+        ),
     ]
 )

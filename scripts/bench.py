@@ -106,6 +106,18 @@ log: {{level: notice, format: json}}
     return proc, f"http://{address}/webhooks/remote-config", started
 
 
+def start_bare(work, emulator_url, token):
+    """The issue's yardstick (Benchmarks/Sources/BareRelay): bare Hummingbird + AsyncHTTPClient doing only the minimum."""
+    binary = ROOT / "Benchmarks" / ".build" / "release" / "bare-relay"
+    if not binary.exists():
+        subprocess.run(["swift", "build", "-c", "release", "--package-path", "Benchmarks", "--product", "bare-relay",
+                        "--static-swift-stdlib"], cwd=ROOT, check=True)
+    log = work / "bare-relay.log"
+    proc = Process([str(binary), "0", emulator_url, token, SECRET], log)
+    text = proc.wait_for_line(log, "bare-relay listening")
+    return proc, re.search(r"listening on (http://\S+)", text).group(1) + "/webhooks/remote-config"
+
+
 def first_accepted(url, started):
     """Time from process start to the first webhook answered 200 (it was already listening)."""
     body = json.dumps({"versionNumber": "1"}).encode()
@@ -193,6 +205,7 @@ def main():
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--no-bare", action="store_true", help="skip the bare Hummingbird + AsyncHTTPClient relay (the yardstick)")
     parser.add_argument("--micro", action="store_true", help="also run the micro-benchmarks (Benchmarks/, a release build of its own)")
     args = parser.parse_args()
     if not Path(args.bin).exists():
@@ -207,47 +220,78 @@ def main():
         _, token_body = http("GET", emulator_url + "/computeMetadata/v1/instance/service-accounts/default/token",
                              headers={"Metadata-Flavor": "Google"})
         token = json.loads(token_body)["access_token"]
-        message = json.dumps({"message": {"topic": "PUSH_RC", "data": {"CONFIG_STATE": "STALE", "CONFIG_VERSION": "1"}}})
-        ceiling_script = work / "ceiling.lua"
-        ceiling_script.write_text(
-            f'wrk.method = "POST"\nwrk.body = {json.dumps(message)}\n'
-            f'wrk.headers["Content-Type"] = "application/json"\nwrk.headers["Authorization"] = "Bearer {token}"\n')
+        # Two ceilings: the message rc-relay sends (its default route: data plus the silent-push blocks for Android,
+        # Apple and web, as the emulator recorded it) and a minimal topic-and-data message. The emulator's work per
+        # message depends on the message, so the ratio is taken against the first: the same FCM-side work.
+        sent_message = json.loads(http("GET", emulator_url + "/emulator/messages")[1])[-1]["message"]
+        minimal_message = {"topic": "PUSH_RC", "data": {"CONFIG_STATE": "STALE", "CONFIG_VERSION": "1"}}
+        ceiling_scripts = {}
+        for name, message in (("same", sent_message), ("minimal", minimal_message)):
+            ceiling_scripts[name] = work / f"ceiling-{name}.lua"
+            ceiling_scripts[name].write_text(
+                f'wrk.method = "POST"\nwrk.body = {json.dumps(json.dumps({"message": message}))}\n'
+                f'wrk.headers["Content-Type"] = "application/json"\nwrk.headers["Authorization"] = "Bearer {token}"\n')
         # The floor: the relay's CPU for the cheapest request its HTTP stack serves, GET /healthz (no body, no client
         # call), under the same load: what one inbound exchange costs before any webhook work.
         floor_script = work / "floor.lua"
         floor_script.write_text('wrk.method = "GET"\n')
-        relay_runs, ceiling_runs, cpu_per_webhook, floor_cpu = [], [], [], []
+        bare = None
+        if not args.no_bare:
+            bare, bare_url = start_bare(work, emulator_url, token)
+        runs = {key: [] for key in ("relay", "ceiling", "ceiling_minimal", "cpu", "floor", "bare", "bare_cpu", "bare_floor")}
         version = 1000
-        for run in range(args.runs + 1):  # run 0 warms up
+        script = work / "relay.lua"
+        requests_file = work / "requests.tsv"
+
+        def load(process, target, label):
+            """One wrk run of fresh signed webhooks; void unless every 2xx has its FCM message. Returns (wrk, CPU ms)."""
+            nonlocal version
             count = 12000 * args.duration
-            requests_file = work / "requests.tsv"
             write_requests(requests_file, count, version)
             version += count
-            script = work / "relay.lua"
             script.write_text(LUA % (requests_file, "/webhooks/remote-config", 2, 2))
             accepted_before = accepted(emulator_url)
-            cpu_before = relay.cpu_seconds()
-            result = wrk(script, url, args.connections, args.duration)
-            cpu = relay.cpu_seconds() - cpu_before
+            cpu_before = process.cpu_seconds()
+            result = wrk(script, target, args.connections, args.duration)
+            cpu = process.cpu_seconds() - cpu_before
             time.sleep(0.5)
             sent = accepted(emulator_url) - accepted_before
             # Every 2xx must have its FCM message; wrk stops counting with up to one request per connection in flight.
             if result["non2xx"] or result["socket_errors"] or not 0 <= sent - result["ok"] <= args.connections or result["ok"] > count:
                 raise SystemExit(
-                    f"void run: relay answered {result['ok']} × 2xx and {result['non2xx']} × other "
-                    f"({result['socket_errors']} socket errors), emulator accepted {sent}; see {work}/relay.log")
-            ceiling = wrk(ceiling_script, emulator_url + "/v1/projects/demo-project/messages:send", args.connections, args.duration)
-            cpu_before = relay.cpu_seconds()
-            floor = wrk(floor_script, url.replace("/webhooks/remote-config", "/healthz"), args.connections, args.duration)
-            floor_ms = (relay.cpu_seconds() - cpu_before) / max(floor["ok"], 1) * 1000
-            if floor["non2xx"] or floor["socket_errors"]:
-                raise SystemExit(f"void run: GET /healthz answered {floor}")
+                    f"void run ({label}): {result['ok']} × 2xx and {result['non2xx']} × other "
+                    f"({result['socket_errors']} socket errors), emulator accepted {sent}; see {work}")
+            return result, cpu / max(result["ok"], 1) * 1000
+
+        def floor(process, target):
+            cpu_before = process.cpu_seconds()
+            result = wrk(floor_script, target.replace("/webhooks/remote-config", "/healthz"), args.connections, args.duration)
+            if result["non2xx"] or result["socket_errors"]:
+                raise SystemExit(f"void run: GET /healthz answered {result}")
+            return (process.cpu_seconds() - cpu_before) / max(result["ok"], 1) * 1000
+
+        for run in range(args.runs + 1):  # run 0 warms up
+            result, cpu = load(relay, url, "rc-relay")
+            send_url = emulator_url + "/v1/projects/demo-project/messages:send"
+            ceiling = wrk(ceiling_scripts["same"], send_url, args.connections, args.duration)
+            ceiling_minimal = wrk(ceiling_scripts["minimal"], send_url, args.connections, args.duration)
+            floor_ms = floor(relay, url)
+            if bare:
+                bare_result, bare_cpu = load(bare, bare_url, "bare relay")
+                bare_floor = floor(bare, bare_url)
             if run == 0:
                 continue
-            floor_cpu.append(floor_ms)
-            relay_runs.append(result)
-            ceiling_runs.append(ceiling)
-            cpu_per_webhook.append(cpu / max(result["ok"], 1) * 1000)
+            runs["relay"].append(result)
+            runs["cpu"].append(cpu)
+            runs["ceiling"].append(ceiling)
+            runs["ceiling_minimal"].append(ceiling_minimal)
+            runs["floor"].append(floor_ms)
+            if bare:
+                runs["bare"].append(bare_result)
+                runs["bare_cpu"].append(bare_cpu)
+                runs["bare_floor"].append(bare_floor)
+        if bare:
+            bare.stop()
         # One connection: a webhook's own latency when nothing queues in front of it.
         count = 12000 * args.duration
         write_requests(requests_file, count, version)
@@ -284,16 +328,19 @@ def main():
     ideal = 1000 / 64 * 0.050
 
     median = lambda key, runs: statistics.median(r[key] for r in runs)
+    relay_runs = runs["relay"]
     figures = {
         "webhooks_per_s": median("rps", relay_runs),
-        "ceiling_per_s": median("rps", ceiling_runs),
-        "ratio_to_ceiling": median("rps", relay_runs) / median("rps", ceiling_runs),
+        "ceiling_per_s": median("rps", runs["ceiling"]),
+        "ratio_to_ceiling": median("rps", relay_runs) / median("rps", runs["ceiling"]),
+        "ceiling_minimal_message_per_s": median("rps", runs["ceiling_minimal"]),
+        "ratio_to_minimal_message_ceiling": median("rps", relay_runs) / median("rps", runs["ceiling_minimal"]),
         "p50_ms": median("p50_ms", relay_runs),
         "p99_ms": median("p99_ms", relay_runs),
         "p50_ms_one_connection": single["p50_ms"],
         "p99_ms_one_connection": single["p99_ms"],
-        "cpu_ms_per_webhook": statistics.median(cpu_per_webhook),
-        "floor_cpu_ms_per_healthz": statistics.median(floor_cpu),
+        "cpu_ms_per_webhook": statistics.median(runs["cpu"]),
+        "floor_cpu_ms_per_healthz": statistics.median(runs["floor"]),
         "peak_rss_mb": peak_rss / 1024,
         "idle_rss_mb": idle_rss / 1024,
         "start_to_first_webhook_ms": startup * 1000,
@@ -302,12 +349,22 @@ def main():
         "fanout_ratio": fanout / ideal,
         "non2xx": sum(r["non2xx"] for r in relay_runs),
     }
+    if runs["bare"]:
+        figures |= {
+            "bare_webhooks_per_s": median("rps", runs["bare"]),
+            "bare_ratio_to_minimal_message_ceiling": median("rps", runs["bare"]) / median("rps", runs["ceiling_minimal"]),
+            "bare_p50_ms": median("p50_ms", runs["bare"]),
+            "bare_p99_ms": median("p99_ms", runs["bare"]),
+            "bare_cpu_ms_per_webhook": statistics.median(runs["bare_cpu"]),
+            "bare_floor_cpu_ms_per_healthz": statistics.median(runs["bare_floor"]),
+        }
     machine = f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}"
     print(f"\nrc-relay benchmark — {args.runs} runs × {args.duration} s, {args.connections} connections, medians; {machine}\n")
     rows = [
         ("webhooks/s end to end", f"{figures['webhooks_per_s']:.0f}"),
-        ("emulator ceiling, requests/s", f"{figures['ceiling_per_s']:.0f}"),
+        ("emulator ceiling, requests/s (rc-relay's message)", f"{figures['ceiling_per_s']:.0f}"),
         ("throughput ÷ ceiling", f"{figures['ratio_to_ceiling']:.2f}"),
+        ("emulator ceiling, minimal message; ratio to it", f"{figures['ceiling_minimal_message_per_s']:.0f}; {figures['ratio_to_minimal_message_ceiling']:.2f}"),
         ("latency p50 / p99", f"{figures['p50_ms']:.2f} ms / {figures['p99_ms']:.2f} ms"),
         ("latency p50 / p99, one connection", f"{figures['p50_ms_one_connection']:.2f} ms / {figures['p99_ms_one_connection']:.2f} ms"),
         ("CPU per webhook", f"{figures['cpu_ms_per_webhook']:.3f} ms"),
@@ -316,6 +373,13 @@ def main():
         ("start to first accepted webhook", f"{figures['start_to_first_webhook_ms']:.0f} ms"),
         ("fan-out, 1,000 routes at 50 ms", f"{figures['fanout_1000_s']:.2f} s (ideal {ideal:.2f} s, ×{figures['fanout_ratio']:.2f})"),
     ]
+    if runs["bare"]:
+        rows += [
+            ("bare relay: webhooks/s; ÷ minimal-message ceiling", f"{figures['bare_webhooks_per_s']:.0f}; {figures['bare_ratio_to_minimal_message_ceiling']:.2f}"),
+            ("bare relay: latency p50 / p99", f"{figures['bare_p50_ms']:.2f} ms / {figures['bare_p99_ms']:.2f} ms"),
+            ("bare relay: CPU per webhook", f"{figures['bare_cpu_ms_per_webhook']:.3f} ms"),
+            ("bare relay: CPU per GET /healthz", f"{figures['bare_floor_cpu_ms_per_healthz']:.3f} ms"),
+        ]
     if args.micro:
         figures["micro_ns"] = micro()
         rows += [(f"micro: {name}", f"{ns / 1000:.2f} µs") for name, ns in figures["micro_ns"].items()]

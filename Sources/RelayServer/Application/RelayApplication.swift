@@ -44,11 +44,10 @@ public enum RelayApplication {
         }
         let deliveries = DeliveryService(runtime: runtime)
         let reloader = Reloader(runtime: runtime, logger: logger)
-        let api = RelayAPI(
-            webhook: WebhookController(runtime: runtime, deliveries: deliveries), probes: Probes(runtime: runtime),
-            admin: AdminController(runtime: runtime, reloader: reloader))
+        let api = RelayAPI(probes: Probes(runtime: runtime), admin: AdminController(runtime: runtime, reloader: reloader))
+        let ingest = IngestRoutes(intake: WebhookIntake(runtime: runtime), controller: WebhookController(runtime: runtime, deliveries: deliveries))
         let main = Application(
-            router: try makeRouter(api, runtime: runtime, listener: settings.adminPort == nil ? .only : .main, logger: logger),
+            router: try makeRouter(api, ingest: ingest, runtime: runtime, listener: settings.adminPort == nil ? .only : .main, logger: logger),
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "rc-relay"),
             // Shut down in reverse: deliveries drain while the HTTP client is still up.
             services: [HTTPClientService(client: httpClient), DeliveryLifecycle(service: deliveries, grace: settings.drainGrace, logger: logger)],
@@ -58,7 +57,7 @@ public enum RelayApplication {
         if let adminPort = settings.adminPort {
             services.append(
                 Application(
-                    router: try makeRouter(api, runtime: runtime, listener: .admin, logger: logger),
+                    router: try makeRouter(api, ingest: ingest, runtime: runtime, listener: .admin, logger: logger),
                     configuration: .init(address: .hostname(settings.adminHost, port: adminPort), serverName: "rc-relay-admin"),
                     onServerRunning: { channel in await onAdminRunning(channel.localAddress?.port ?? adminPort) },
                     logger: logger))
@@ -76,15 +75,18 @@ public enum RelayApplication {
     }
 
     /// One listener's routes, all generated from `openapi.yaml`, behind the request log and the admin gate.
-    static func makeRouter(_ api: RelayAPI, runtime: RelayRuntime, listener: AdminGate.Listener, logger: Logger) throws -> Router<RelayRequestContext> {
+    static func makeRouter(
+        _ api: RelayAPI, ingest: IngestRoutes, runtime: RelayRuntime, listener: AdminGate.Listener, logger: Logger
+    ) throws -> Router<RelayRequestContext> {
         let router = Router(context: RelayRequestContext.self)
         router.add(middleware: RequestLogMiddleware(runtime: runtime, logger: logger))
         router.add(middleware: AdminGate(listener: listener, runtime: runtime))
+        ingest.register(on: router)
         try api.registerHandlers(
             on: router,
             // Compact JSON: pretty-printing (the generator's default) costs CPU on every answer and helps no machine.
             configuration: .init(dateTranscoder: DateFormat(), jsonEncodingOptions: [.sortedKeys]),
-            middlewares: [ProblemMiddleware(), WebhookIntake(runtime: runtime)])
+            middlewares: [ProblemMiddleware()])
         return router
     }
 

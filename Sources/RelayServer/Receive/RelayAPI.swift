@@ -1,39 +1,12 @@
 import Foundation
 import OpenAPIRuntime
 
-/// The server side of `openapi.yaml`: each operation hands over to the part that does the work. Problems are
-/// thrown as ``Refusal``s and rendered by ``ProblemMiddleware``.
+/// The server side of `openapi.yaml` (all but the two ingest operations, which ``IngestRoutes`` serves): each
+/// operation hands over to the part that does the work. Problems are thrown as ``Refusal``s and rendered by
+/// ``ProblemMiddleware``.
 struct RelayAPI: APIProtocol {
-    let webhook: WebhookController
     let probes: Probes
     let admin: AdminController
-
-    private var requestID: String { RequestInfo.current?.id ?? "" }
-
-    // MARK: Ingest
-
-    func receiveWebhook(_ input: Operations.ReceiveWebhook.Input) async throws -> Operations.ReceiveWebhook.Output {
-        switch try await relay() {
-        case .delivered(let body): .ok(.init(body: .json(body)))
-        case .inProgress(let body): .accepted(.init(body: .json(body)))
-        }
-    }
-
-    func receivePubSubPush(_ input: Operations.ReceivePubSubPush.Input) async throws -> Operations.ReceivePubSubPush.Output {
-        switch try await relay() {
-        case .delivered(let body): .ok(.init(body: .json(body)))
-        case .inProgress(let body): .accepted(.init(body: .json(body)))
-        }
-    }
-
-    /// The event ``WebhookIntake`` verified and decoded; the generated code's parse of the same bytes only confirms
-    /// that the body also matches the schema.
-    private func relay() async throws(Refusal) -> WebhookController.Answer {
-        guard let verified = VerifiedEvent.current else {
-            throw Refusal(kind: .internalError, detail: "the webhook reached its handler without intake")
-        }
-        return try await webhook.relay(verified, requestID: requestID)
-    }
 
     // MARK: Probes
 

@@ -10,7 +10,14 @@ struct WebhookController: Sendable {
 
     enum Answer {
         case delivered(Components.Schemas.Delivered)
-        case inProgress(Components.Responses.InProgress.Body.JsonPayload)
+        case inProgress(InProgress)
+    }
+
+    /// The `202` answer (`openapi.yaml`, `InProgress`).
+    struct InProgress: Encodable {
+        var status = "in-progress"
+        var requestId: String
+        var event: Components.Schemas.EventSummary
     }
 
     func relay(_ verified: VerifiedEvent, requestID: String) async throws(Refusal) -> Answer {
@@ -80,7 +87,7 @@ struct WebhookController: Sendable {
             }
             logger.info("delivery continues in the background; the event is spooled")
             runtime.metrics.webhook(source: source, outcome: "in-progress")
-            return .inProgress(.init(status: .inProgress, requestId: requestID, event: summary))
+            return .inProgress(.init(requestId: requestID, event: summary))
         }
     }
 }

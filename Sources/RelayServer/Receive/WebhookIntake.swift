@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
+import Hummingbird
 import Logging
-import OpenAPIRuntime
 import RelayCore
 
 /// An event that passed intake: read within the limit, its sender verified, its bytes decoded.
@@ -9,35 +9,27 @@ struct VerifiedEvent: Sendable {
     var event: RemoteConfigEvent
     /// The Standard Webhooks `webhook-id`, when signed.
     var webhookID: String?
-    /// The bytes as received, handed on to the generated code.
-    var body: Data
     var logger: Logger
-
-    @TaskLocal static var current: VerifiedEvent?
 }
 
-/// Receive and verify, before the generated code parses anything: the webhook's bytes are checked exactly as they
-/// arrived (an HMAC over re-encoded JSON would prove nothing), and an unverified body is never parsed.
+/// Receive and verify, before anything parses the body: the webhook's bytes are checked exactly as they arrived (an
+/// HMAC over re-encoded JSON would prove nothing), and an unverified body is never parsed.
 ///
 /// Order: draining → ID token (headers only, before an unverified caller uploads anything) → body within the limit →
-/// signature → decode. The handler then routes and delivers what this put in ``VerifiedEvent/current``.
-struct WebhookIntake: ServerMiddleware {
-    enum Ingest: String, Sendable {
-        case webhook = "receiveWebhook"
-        case pubSub = "receivePubSubPush"
+/// signature → decode. ``IngestRoutes`` then hands the event to ``WebhookController``.
+struct WebhookIntake: Sendable {
+    enum Ingest: Sendable {
+        case webhook
+        case pubSub
     }
 
     let runtime: RelayRuntime
 
-    func intercept(
-        _ request: HTTPRequest, body: HTTPBody?, metadata: ServerRequestMetadata, operationID: String,
-        next: @Sendable (HTTPRequest, HTTPBody?, ServerRequestMetadata) async throws -> (HTTPResponse, HTTPBody?)
-    ) async throws -> (HTTPResponse, HTTPBody?) {
-        guard let ingest = Ingest(rawValue: operationID) else { return try await next(request, body, metadata) }
-        var logger = RequestInfo.current?.logger ?? Logger(label: "rc-relay")
-        let verified: VerifiedEvent
+    /// The verified, decoded event, or the refusal to answer with (counted and logged here).
+    func verify(_ request: Request, ingest: Ingest, logger: Logger) async throws(Refusal) -> VerifiedEvent {
+        var logger = logger
         do throws(Refusal) {
-            verified = try await accept(request, body: body, ingest: ingest, logger: &logger)
+            return try await accept(request, ingest: ingest, logger: &logger)
         } catch {
             runtime.metrics.webhook(source: ingest == .pubSub ? "pubsub" : "unknown", outcome: error.kind.rawValue)
             if error.kind == .notFound {
@@ -47,12 +39,10 @@ struct WebhookIntake: ServerMiddleware {
             }
             throw error
         }
-        return try await VerifiedEvent.$current.withValue(verified) {
-            try await next(request, HTTPBody(verified.body), metadata)
-        }
     }
 
-    private func accept(_ request: HTTPRequest, body: HTTPBody?, ingest: Ingest, logger: inout Logger) async throws(Refusal) -> VerifiedEvent {
+    private func accept(_ request: Request, ingest: Ingest, logger: inout Logger) async throws(Refusal) -> VerifiedEvent {
+        let headers = request.headers
         let configuration = runtime.configuration
         let settings = configuration.settings
         if ingest == .pubSub, configuration.idTokens == nil {
@@ -64,17 +54,17 @@ struct WebhookIntake: ServerMiddleware {
         let idTokens = ingest == .pubSub || settings.webhookAuth.needsOIDC ? configuration.idTokens : nil
         if let idTokens {
             do throws(OIDCError) {
-                let sender = try await idTokens.verify(authorization: request.headerFields[.authorization])
+                let sender = try await idTokens.verify(authorization: headers[.authorization])
                 logger[metadataKey: "sender"] = "\(sender)"
             } catch {
                 if case .keysUnavailable = error { throw Refusal(kind: .verificationUnavailable, detail: error.description, retryAfter: 30) }
                 throw Refusal(kind: .invalidIDToken, detail: error.description)
             }
         }
-        let bytes = try await read(body, declared: request.headerFields[.contentLength].flatMap(Int.init), limit: settings.maxBodyBytes)
+        let bytes = try await read(request.body, declared: headers[.contentLength].flatMap(Int.init), limit: settings.maxBodyBytes)
         let signature = StandardWebhookVerifier.Headers(
-            id: request.headerFields[.webhookID], timestamp: request.headerFields[.webhookTimestamp],
-            signature: request.headerFields[.webhookSignature])
+            id: headers[.webhookID], timestamp: headers[.webhookTimestamp],
+            signature: headers[.webhookSignature])
         if ingest == .webhook, settings.webhookAuth.needsHMAC {
             do throws(VerificationError) {
                 try settings.verifier.verify(signature, body: bytes)
@@ -88,29 +78,29 @@ struct WebhookIntake: ServerMiddleware {
             switch ingest {
             case .webhook:
                 let headers = EventHeaders(
-                    contentType: request.headerFields[.contentType], id: request.headerFields[.ceID],
-                    source: request.headerFields[.ceSource], specVersion: request.headerFields[.ceSpecVersion],
-                    type: request.headerFields[.ceType])
+                    contentType: headers[.contentType], id: headers[.ceID],
+                    source: headers[.ceSource], specVersion: headers[.ceSpecVersion],
+                    type: headers[.ceType])
                 event = try EventDecoder.decode(body: bytes, headers: headers)
             case .pubSub:
-                event = try PubSubDecoder.decode(body: bytes, contentType: request.headerFields[.contentType])
+                event = try PubSubDecoder.decode(body: bytes, contentType: headers[.contentType])
             }
-            return VerifiedEvent(event: event, webhookID: signature.id, body: bytes, logger: logger)
+            return VerifiedEvent(event: event, webhookID: signature.id, logger: logger)
         } catch {
             throw Refusal(kind: Refusal.kind(of: error), detail: error.description)
         }
     }
 
     /// Reads the body, refusing as soon as it passes the limit (a declared length is checked before reading).
-    private func read(_ body: HTTPBody?, declared: Int?, limit: Int) async throws(Refusal) -> Data {
+    private func read(_ body: RequestBody, declared: Int?, limit: Int) async throws(Refusal) -> Data {
         let tooLarge = Refusal(kind: .bodyTooLarge, detail: "the body is larger than \(limit) bytes")
         if let declared, declared > limit { throw tooLarge }
-        guard let body else { return Data() }
         var data = Data()
+        if let declared { data.reserveCapacity(declared) }
         do {
             for try await chunk in body {
-                guard data.count + chunk.count <= limit else { throw tooLarge }
-                data.append(contentsOf: chunk)
+                guard data.count + chunk.readableBytes <= limit else { throw tooLarge }
+                data.append(contentsOf: chunk.readableBytesView)
             }
         } catch let refusal as Refusal {
             throw refusal

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Hummingbird
 import OpenAPIRuntime
 import RelayCore
 
@@ -26,14 +27,18 @@ struct Refusal: Error {
     func problem(requestID: String) -> Problem {
         Problem(kind, detail: detail, requestID: requestID, deliveries: deliveries, checks: checks)
     }
+
+    /// The problem+json answer, with `Retry-After` when the sender should retry.
+    func response(requestID: String) -> Response {
+        var response = problem(requestID: requestID).response()
+        if let retryAfter { response.headers[.retryAfter] = "\(retryAfter)" }
+        return response
+    }
 }
 
 /// The outermost OpenAPI middleware: every error becomes problem+json. A ``Refusal`` says what it is; a request
-/// the generated code could not parse is `invalid-request` (or `malformed-event` on the webhook); anything else
-/// is `internal-error`, logged with its cause.
+/// the generated code could not parse is `invalid-request`; anything else is `internal-error`, logged with its cause.
 struct ProblemMiddleware: ServerMiddleware {
-    static let ingest: Set<String> = ["receiveWebhook", "receivePubSubPush"]
-
     func intercept(
         _ request: HTTPRequest, body: HTTPBody?, metadata: ServerRequestMetadata, operationID: String,
         next: @Sendable (HTTPRequest, HTTPBody?, ServerRequestMetadata) async throws -> (HTTPResponse, HTTPBody?)
@@ -49,7 +54,7 @@ struct ProblemMiddleware: ServerMiddleware {
                 refusal = error.underlyingError as! Refusal
             case let error as ServerError where (400..<500).contains(error.httpStatus.code):
                 let kind: ProblemKind =
-                    error.httpStatus == .unsupportedMediaType ? .unsupportedMediaType : Self.ingest.contains(operationID) ? .malformedEvent : .invalidRequest
+                    error.httpStatus == .unsupportedMediaType ? .unsupportedMediaType : .invalidRequest
                 refusal = Refusal(kind: kind, detail: Self.describe(error))
                 info?.logger.notice("request refused", metadata: ["problem": "\(kind.rawValue)", "reason": "\(refusal.detail)"])
             case let error as Refusal:

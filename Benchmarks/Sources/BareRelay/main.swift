@@ -1,0 +1,75 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import NIOPosix
+
+// The issue's reference point, rebuilt so the benchmark measures it in the same run as rc-relay: a bare
+// Hummingbird + AsyncHTTPClient relay that does only the minimum for a webhook (read the body, check the Standard
+// Webhooks HMAC, parse the version, one POST to messages:send with a fixed token, answer). No replay window, routing,
+// retries, deduplication, spool, logs or metrics. Not a product: a yardstick.
+//
+// Usage: bare-relay <port> <emulator URL> <access token> <whsec_ secret>
+let arguments = CommandLine.arguments
+guard arguments.count == 5, let port = Int(arguments[1]), arguments[4].hasPrefix("whsec_"),
+    let keyBytes = Data(base64Encoded: String(arguments[4].dropFirst(6)))
+else {
+    FileHandle.standardError.write(Data("usage: bare-relay <port> <emulator URL> <token> <whsec_secret>\n".utf8))
+    exit(2)
+}
+let sendURL = arguments[2] + "/v1/projects/demo-project/messages:send"
+let authorization = "Bearer " + arguments[3]
+let key = SymmetricKey(data: keyBytes)
+let client = HTTPClient(
+    eventLoopGroupProvider: .singleton,
+    configuration: .init(connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)))
+
+struct Version: Decodable { var versionNumber: String }
+
+let router = Router()
+router.get("/healthz") { _, _ in "ok" }
+router.post("/webhooks/remote-config") { request, _ -> Response in
+    let body = try await request.body.collect(upTo: 1 << 20)
+    guard let id = request.headers[HTTPField.Name("webhook-id")!],
+        let timestamp = request.headers[HTTPField.Name("webhook-timestamp")!],
+        let signature = request.headers[HTTPField.Name("webhook-signature")!]
+    else { throw HTTPError(.unauthorized) }
+    var signed = Data("\(id).\(timestamp).".utf8)
+    signed.append(contentsOf: body.readableBytesView)
+    let expected = Data(HMAC<SHA256>.authenticationCode(for: signed, using: key)).base64EncodedString()
+    guard signature.split(separator: " ").contains(where: { $0 == "v1," + expected }) else { throw HTTPError(.unauthorized) }
+    let version = try JSONDecoder().decode(Version.self, from: Data(body.readableBytesView))
+    var outbound = HTTPClientRequest(url: sendURL)
+    outbound.method = .POST
+    outbound.headers.add(name: "Authorization", value: authorization)
+    outbound.headers.add(name: "Content-Type", value: "application/json")
+    outbound.body = .bytes(
+        ByteBuffer(string: #"{"message":{"topic":"PUSH_RC","data":{"CONFIG_STATE":"STALE","CONFIG_VERSION":"\#(version.versionNumber)"}}}"#))
+    let response = try await client.execute(outbound, timeout: .seconds(10))
+    let answer = try await response.body.collect(upTo: 1 << 16)
+    guard response.status == .ok else { throw HTTPError(.badGateway) }
+    return Response(
+        status: .ok, headers: [.contentType: "application/json"],
+        body: .init(byteBuffer: answer))
+}
+let app = Application(
+    router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)),
+    onServerRunning: { channel in
+        FileHandle.standardOutput.write(Data("bare-relay listening on http://127.0.0.1:\(channel.localAddress?.port ?? port)\n".utf8))
+    })
+if ProcessInfo.processInfo.environment["BARE_EL"] != nil {
+    try await withTaskExecutorPreference(EventLoopExecutor(group: .singleton)) { try await app.runService() }
+} else {
+    try await app.runService()
+}
+
+final class EventLoopExecutor: TaskExecutor {
+    private let group: MultiThreadedEventLoopGroup
+    init(group: MultiThreadedEventLoopGroup) { self.group = group }
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        group.any().execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+}
