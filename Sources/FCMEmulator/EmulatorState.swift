@@ -15,9 +15,17 @@ public actor EmulatorState {
     public struct Recorded: Sendable, Codable, Equatable {
         public var name: String
         public var project: String
-        /// The `message` object exactly as received, as JSON text.
-        public var message: String
+        /// The request body as received; ``message`` is taken from it when read, so `messages:send` does not pay for
+        /// writing JSON again (that was half the emulator's CPU per message).
+        public var request: String
         public var receivedAt: Date
+
+        /// The `message` object as received, as JSON text with sorted keys.
+        public var message: String {
+            let request = try? JSONSerialization.jsonObject(with: Data(request.utf8)) as? [String: Any]
+            let message = (try? JSONSerialization.data(withJSONObject: request?["message"] ?? [:], options: [.sortedKeys])) ?? Data("{}".utf8)
+            return String(decoding: message, as: UTF8.self)
+        }
     }
 
     /// A failure to inject into the next `messages:send` requests.
@@ -140,13 +148,13 @@ public actor EmulatorState {
         return fault
     }
 
-    func record(project: String, message: String, validateOnly: Bool) -> String {
+    func record(project: String, request: String, validateOnly: Bool) -> String {
         let name = "projects/\(project)/messages/\(UInt64.random(in: 1_000_000_000_000...9_999_999_999_999))"
         if validateOnly {
             stats.validatedOnly += 1
         } else {
             stats.accepted += 1
-            messages.append(Recorded(name: name, project: project, message: message, receivedAt: Date()))
+            messages.append(Recorded(name: name, project: project, request: request, receivedAt: Date()))
         }
         return name
     }

@@ -38,9 +38,7 @@ struct SendEndpoint {
         }
         if let problem = MessageRules.problem(in: parsed) { return GoogleErrors.invalidArgument(problem) }
         let validateOnly = (parsed["validate_only"] ?? parsed["validateOnly"]) as? Bool ?? false
-        let message = (try? JSONSerialization.data(withJSONObject: parsed["message"] ?? [:], options: [.sortedKeys]))
-            .map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-        let name = await state.record(project: project, message: message, validateOnly: validateOnly)
+        let name = await state.record(project: project, request: String(buffer: body), validateOnly: validateOnly)
         return GoogleErrors.json(["name": name])
     }
 

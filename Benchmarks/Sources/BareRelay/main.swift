@@ -4,7 +4,6 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
-import NIOPosix
 
 // The reference point, rebuilt so the benchmark measures it in the same run as rc-relay: a bare
 // Hummingbird + AsyncHTTPClient relay that does only the minimum for a webhook (read the body, check the Standard
@@ -59,17 +58,4 @@ let app = Application(
     onServerRunning: { channel in
         FileHandle.standardOutput.write(Data("bare-relay listening on http://127.0.0.1:\(channel.localAddress?.port ?? port)\n".utf8))
     })
-if ProcessInfo.processInfo.environment["BARE_EL"] != nil {
-    try await withTaskExecutorPreference(EventLoopExecutor(group: .singleton)) { try await app.runService() }
-} else {
-    try await app.runService()
-}
-
-final class EventLoopExecutor: TaskExecutor {
-    private let group: MultiThreadedEventLoopGroup
-    init(group: MultiThreadedEventLoopGroup) { self.group = group }
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        group.any().execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
-    }
-}
+try await app.runService()
