@@ -19,11 +19,15 @@ struct IngestRoutes: Sendable {
         do throws(Refusal) {
             let verified = try await intake.verify(request, ingest: ingest, logger: info?.logger ?? Logger(label: "rc-relay"))
             switch try await controller.relay(verified, requestID: requestID) {
-            case .delivered(let body): return JSONResponse.make(body)
-            case .inProgress(let body): return JSONResponse.make(body, status: .accepted)
+            case .delivered(let body): return Self.json(body, status: .ok)
+            case .inProgress(let body): return Self.json(body, status: .accepted)
             }
         } catch {
             return error.response(requestID: requestID)
         }
+    }
+
+    private static func json(_ body: [UInt8], status: HTTPResponse.Status) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 }

@@ -8,16 +8,10 @@ struct WebhookController: Sendable {
     let runtime: RelayRuntime
     let deliveries: DeliveryService
 
+    /// The answer's JSON body (``IngestAnswer``): `200` when settled, `202` when spooled and still delivering.
     enum Answer {
-        case delivered(Components.Schemas.Delivered)
-        case inProgress(InProgress)
-    }
-
-    /// The `202` answer (`openapi.yaml`, `InProgress`).
-    struct InProgress: Encodable {
-        var status = "in-progress"
-        var requestId: String
-        var event: Components.Schemas.EventSummary
+        case delivered([UInt8])
+        case inProgress([UInt8])
     }
 
     func relay(_ verified: VerifiedEvent, requestID: String) async throws(Refusal) -> Answer {
@@ -51,9 +45,9 @@ struct WebhookController: Sendable {
         let record = SpoolRecord(
             keys: keys, project: project, eventID: eventID, format: event.format.rawValue, version: event.version,
             receivedAt: Date())
-        let summary = Components.Schemas.EventSummary(
-            id: eventID, format: .init(rawValue: event.format.rawValue) ?? .templateVersion, project: project,
-            versionNumber: String(event.version.versionNumber), updateType: event.version.updateType)
+        let summary = IngestAnswer.EventSummary(
+            id: eventID, format: event.format.rawValue, project: project, versionNumber: event.version.versionNumber,
+            updateType: event.version.updateType)
         let source = event.format.rawValue
         switch await deliveries.deliver(record, logger: logger) {
         case .settled(let reports, let duplicate):
@@ -68,10 +62,7 @@ struct WebhookController: Sendable {
             }
             let failed = reports.contains { $0.status == .failed }
             runtime.metrics.webhook(source: source, outcome: duplicate ? "duplicate" : failed ? "failed" : "delivered")
-            return .delivered(
-                .init(
-                    status: failed ? .failed : .delivered, requestId: requestID, duplicate: duplicate, event: summary,
-                    deliveries: reports.map(Components.Schemas.Delivery.init)))
+            return .delivered(IngestAnswer.delivered(failed: failed, requestID: requestID, duplicate: duplicate, event: summary, reports: reports))
         case .pending:
             let retry = max(1, Int(runtime.configuration.settings.answerWithin.components.seconds))
             let inProgress = Refusal(kind: .deliveryInProgress, detail: "the pings are still being delivered; retry to join the delivery under way", retryAfter: retry)
@@ -87,7 +78,7 @@ struct WebhookController: Sendable {
             }
             logger.info("delivery continues in the background; the event is spooled")
             runtime.metrics.webhook(source: source, outcome: "in-progress")
-            return .inProgress(.init(requestId: requestID, event: summary))
+            return .inProgress(IngestAnswer.inProgress(requestID: requestID, event: summary))
         }
     }
 }

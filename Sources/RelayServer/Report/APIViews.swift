@@ -2,15 +2,6 @@ import Foundation
 import RelayCore
 
 /// The generated API types, built from the relay's own records.
-extension Components.Schemas.Delivery {
-    init(_ report: DeliveryReport) {
-        self.init(
-            id: report.id, route: report.route, status: .init(rawValue: report.status.rawValue) ?? .failed,
-            messageName: report.messageName, attempts: report.attempts.map(Components.Schemas.Attempt.init),
-            error: report.error.map(Components.Schemas.DeliveryError.init))
-    }
-}
-
 extension Components.Schemas.Attempt {
     init(_ attempt: DeliveryReport.Attempt) {
         self.init(at: attempt.at, httpStatus: attempt.httpStatus, errorCode: attempt.errorCode)

@@ -1,0 +1,76 @@
+import RelayCore
+
+/// The webhook's `200` (`Delivered`) and `202` (`InProgress`) bodies, as `openapi.yaml` documents them, written by
+/// hand (keys sorted, as the relay's other answers are): a `JSONEncoder` here cost more than the HMAC and the decode
+/// together. The conformance tests hold these bytes to the document's schemas.
+enum IngestAnswer {
+    /// What the answer says about the event.
+    struct EventSummary: Sendable {
+        var id: String?
+        var format: String
+        var project: String
+        var versionNumber: Int64
+        var updateType: String?
+    }
+
+    static func delivered(failed: Bool, requestID: String, duplicate: Bool, event: EventSummary, reports: [DeliveryReport]) -> [UInt8] {
+        var out = JSONBytes()
+        out.open()
+        deliveries(reports, into: &out)
+        out.field("duplicate", duplicate)
+        summary(event, into: &out)
+        out.field("requestId", requestID)
+        out.field("status", failed ? "failed" : "delivered")
+        out.close()
+        return out.bytes
+    }
+
+    static func inProgress(requestID: String, event: EventSummary) -> [UInt8] {
+        var out = JSONBytes()
+        out.open()
+        summary(event, into: &out)
+        out.field("requestId", requestID)
+        out.field("status", "in-progress")
+        out.close()
+        return out.bytes
+    }
+
+    private static func summary(_ event: EventSummary, into out: inout JSONBytes) {
+        out.open("event")
+        out.field("format", event.format)
+        out.field("id", event.id)
+        out.field("project", event.project)
+        out.field("updateType", event.updateType)
+        out.field("versionNumber", String(event.versionNumber))
+        out.close()
+    }
+
+    private static func deliveries(_ reports: [DeliveryReport], into out: inout JSONBytes) {
+        out.openArray("deliveries")
+        for report in reports {
+            out.open()
+            out.openArray("attempts")
+            for attempt in report.attempts {
+                out.open()
+                out.field("at", DateFormat.string(attempt.at))
+                out.field("errorCode", attempt.errorCode)
+                out.field("httpStatus", attempt.httpStatus)
+                out.close()
+            }
+            out.closeArray()
+            if let error = report.error {
+                out.open("error")
+                out.field("errorCode", error.errorCode)
+                out.field("httpStatus", error.httpStatus)
+                out.field("message", error.message)
+                out.close()
+            }
+            out.field("id", report.id)
+            out.field("messageName", report.messageName)
+            out.field("route", report.route)
+            out.field("status", report.status.rawValue)
+            out.close()
+        }
+        out.closeArray()
+    }
+}
