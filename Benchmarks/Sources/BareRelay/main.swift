@@ -8,7 +8,8 @@ import NIOCore
 // The reference point, rebuilt so the benchmark measures it in the same run as rc-relay: a bare
 // Hummingbird + AsyncHTTPClient relay that does only the minimum for a webhook (read the body, check the Standard
 // Webhooks HMAC, parse the version, one POST to messages:send with a fixed token, answer). No replay window, routing,
-// retries, deduplication, spool, logs or metrics. Not a product: a yardstick.
+// retries, deduplication, spool, logs or metrics. Not a product (its signature comparison is not even constant-time):
+// a yardstick.
 //
 // Usage: bare-relay <port> <emulator URL> <access token> <whsec_ secret>
 let arguments = CommandLine.arguments

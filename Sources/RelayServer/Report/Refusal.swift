@@ -5,7 +5,7 @@ import OpenAPIRuntime
 import RelayCore
 
 /// A refusal or failure: the problem to answer with and the reason to log. Handlers and middleware throw it;
-/// ``ProblemMiddleware`` turns it into `application/problem+json`.
+/// ``ProblemMiddleware`` (for the generated operations) and ``IngestRoutes`` turn it into `application/problem+json`.
 struct Refusal: Error {
     var kind: ProblemKind
     var detail: String
