@@ -74,7 +74,8 @@ public enum RelayApplication {
             idTokens: try await makeIDTokenVerifier(settings.oidc, httpClient: parts.httpClient), loadedAt: Date())
     }
 
-    /// One listener's routes, all generated from `openapi.yaml`, behind the request log and the admin gate.
+    /// One listener's routes, behind the request log and the admin gate: the ingest routes, and the rest generated
+    /// from `openapi.yaml`.
     static func makeRouter(
         _ api: RelayAPI, ingest: IngestRoutes, runtime: RelayRuntime, listener: AdminGate.Listener, logger: Logger
     ) throws -> Router<RelayRequestContext> {

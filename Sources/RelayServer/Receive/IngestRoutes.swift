@@ -1,9 +1,10 @@
 import Hummingbird
 import Logging
 
-/// `POST /webhooks/remote-config` and `POST /pubsub/remote-config`, served straight on Hummingbird: intake verifies the bytes
-/// as received, the controller routes and delivers, and the answer is encoded once. `openapi.yaml` documents both
-/// (the generator skips them, see `openapi-generator-config.yaml`); the conformance tests hold their answers to it.
+/// `POST /webhooks/remote-config` and `POST /pubsub/remote-config`, served straight on Hummingbird: intake verifies
+/// the bytes as received, the controller routes and delivers, and the answer is written once. `openapi.yaml`
+/// documents both (the generator skips them, see `openapi-generator-config.yaml`); the conformance tests hold their
+/// answers to it.
 struct IngestRoutes: Sendable {
     let intake: WebhookIntake
     let controller: WebhookController

@@ -63,8 +63,7 @@ struct WebhookIntake: Sendable {
         }
         let bytes = try await read(request.body, declared: headers[.contentLength].flatMap(Int.init), limit: settings.maxBodyBytes)
         let signature = StandardWebhookVerifier.Headers(
-            id: headers[.webhookID], timestamp: headers[.webhookTimestamp],
-            signature: headers[.webhookSignature])
+            id: headers[.webhookID], timestamp: headers[.webhookTimestamp], signature: headers[.webhookSignature])
         if ingest == .webhook, settings.webhookAuth.needsHMAC {
             do throws(VerificationError) {
                 try settings.verifier.verify(signature, body: bytes)
@@ -77,11 +76,10 @@ struct WebhookIntake: Sendable {
             let event: RemoteConfigEvent
             switch ingest {
             case .webhook:
-                let headers = EventHeaders(
-                    contentType: headers[.contentType], id: headers[.ceID],
-                    source: headers[.ceSource], specVersion: headers[.ceSpecVersion],
-                    type: headers[.ceType])
-                event = try EventDecoder.decode(body: bytes, headers: headers)
+                let attributes = EventHeaders(
+                    contentType: headers[.contentType], id: headers[.ceID], source: headers[.ceSource],
+                    specVersion: headers[.ceSpecVersion], type: headers[.ceType])
+                event = try EventDecoder.decode(body: bytes, headers: attributes)
             case .pubSub:
                 event = try PubSubDecoder.decode(body: bytes, contentType: headers[.contentType])
             }

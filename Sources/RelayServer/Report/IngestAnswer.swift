@@ -1,8 +1,8 @@
 import RelayCore
 
 /// The webhook's `200` (`Delivered`) and `202` (`InProgress`) bodies, as `openapi.yaml` documents them, written by
-/// hand (keys sorted, as the relay's other answers are): a `JSONEncoder` here cost more than the HMAC and the decode
-/// together. The conformance tests hold these bytes to the document's schemas.
+/// hand (keys sorted, as the relay's other answers are): through `JSONEncoder` they took about 6 % of the relay's CPU
+/// per webhook (`perf`). The conformance tests hold these bytes to the document's schemas.
 enum IngestAnswer {
     /// What the answer says about the event.
     struct EventSummary: Sendable {
