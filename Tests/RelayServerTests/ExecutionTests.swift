@@ -1,24 +1,7 @@
 import Foundation
-import NIOPosix
 @testable import RelayServer
 import Synchronization
 import Testing
-
-/// A task that prefers the relay's executor runs on NIO's event loops, and stays there across awaits.
-@Test func tasksThatPreferTheRelaysExecutorRunOnTheEventLoops() async {
-    let onLoop = await Task(executorPreference: EventLoopExecutor.shared) { () -> [Bool] in
-        var seen = [MultiThreadedEventLoopGroup.currentEventLoop != nil]
-        try? await Task.sleep(for: .milliseconds(5))
-        seen.append(MultiThreadedEventLoopGroup.currentEventLoop != nil)
-        // A child task inherits the preference.
-        async let child = MultiThreadedEventLoopGroup.currentEventLoop != nil
-        seen.append(await child)
-        return seen
-    }.value
-    #expect(onLoop == [true, true, true])
-    let elsewhere = await Task.detached { MultiThreadedEventLoopGroup.currentEventLoop != nil }.value
-    #expect(!elsewhere, "without the preference a task runs on Swift's own pool (the check would prove nothing)")
-}
 
 /// Every waiter gets the settled value when it settles; a waiter whose bound passes first gets nil, and a later
 /// settle is harmless. No clock decides the outcome: a settle that left its waiters to their bound would have them

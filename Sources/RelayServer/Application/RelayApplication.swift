@@ -201,8 +201,9 @@ public struct RelayProcess: Service {
         let group = ServiceGroup(
             configuration: .init(
                 services: services.map { .init(service: $0) }, gracefulShutdownSignals: [], cancellationSignals: [], logger: logger))
-        // Every listener's and connection's task is a child of this one, so they all run on the event loops.
-        try await withTaskExecutorPreference(EventLoopExecutor.shared) { try await group.run() }
+        // Tasks run on Swift's global executor: an event-loop task executor preference measured 17 % fewer webhooks/s
+        // (README, Performance).
+        try await group.run()
     }
 
     /// Runs until SIGTERM or SIGINT, then stops gracefully.

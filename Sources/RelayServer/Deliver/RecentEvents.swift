@@ -39,7 +39,7 @@ actor RecentEvents {
         } else {
             settlement = Settlement()
             // Unstructured on purpose: the delivery outlives the request that started it; `drain` waits for it on stop.
-            Task(executorPreference: EventLoopExecutor.shared) {
+            Task.detached {
                 let reports = await work()
                 await self.finish(record, reports)
                 settlement.settle(reports)
