@@ -5,7 +5,8 @@ import PackageDescription
 /// A path dependency's identity is its folder's name (`rc-relay` in a usual clone, `main` in CI's).
 let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().lastPathComponent
 
-/// Micro-benchmarks of the per-webhook hot path, kept out of the main package so the test build never pays for them.
+/// Micro-benchmarks of the per-webhook hot path, and the bare relay that `scripts/bench` measures rc-relay against,
+/// kept out of the main package so the test build never pays for them.
 /// Run: `scripts/bench --micro` (or `swift run -c release --package-path Benchmarks micro`).
 let package = Package(
     name: "rc-relay-benchmarks",

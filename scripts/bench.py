@@ -3,10 +3,11 @@
 
 The relay (a release build) and the FCM emulator run as separate processes on loopback. wrk replays pre-signed
 Standard Webhooks requests with distinct ids and version numbers, and is also pointed straight at the emulator's
-messages:send to measure the ceiling the relay's throughput is compared with. Afterwards the emulator's count of
-accepted messages must equal the relay's count of 2xx answers, or the run is void.
+messages:send to measure the ceiling the relay's throughput is compared with. The bare Hummingbird + AsyncHTTPClient
+relay of issue #7 (Benchmarks/Sources/BareRelay) is measured the same way in the same runs. Afterwards the emulator's
+count of accepted messages must equal each relay's count of 2xx answers, or the run is void.
 
-Usage: scripts/bench [--bin PATH] [--duration 10] [--connections 32] [--runs 3]
+Usage: scripts/bench [--bin PATH] [--duration 10] [--connections 32] [--runs 3] [--no-bare] [--micro]
 """
 import argparse
 import csv
@@ -243,21 +244,21 @@ def main():
         script = work / "relay.lua"
         requests_file = work / "requests.tsv"
 
-        def load(process, target, label):
+        def load(process, target, label, connections=args.connections, threads=2):
             """One wrk run of fresh signed webhooks; void unless every 2xx has its FCM message. Returns (wrk, CPU ms)."""
             nonlocal version
             count = 12000 * args.duration
             write_requests(requests_file, count, version)
             version += count
-            script.write_text(LUA % (requests_file, "/webhooks/remote-config", 2, 2))
+            script.write_text(LUA % (requests_file, "/webhooks/remote-config", threads, threads))
             accepted_before = accepted(emulator_url)
             cpu_before = process.cpu_seconds()
-            result = wrk(script, target, args.connections, args.duration)
+            result = wrk(script, target, connections, args.duration, threads=threads)
             cpu = process.cpu_seconds() - cpu_before
             time.sleep(0.5)
             sent = accepted(emulator_url) - accepted_before
             # Every 2xx must have its FCM message; wrk stops counting with up to one request per connection in flight.
-            if result["non2xx"] or result["socket_errors"] or not 0 <= sent - result["ok"] <= args.connections or result["ok"] > count:
+            if result["non2xx"] or result["socket_errors"] or not 0 <= sent - result["ok"] <= connections or result["ok"] > count:
                 raise SystemExit(
                     f"void run ({label}): {result['ok']} × 2xx and {result['non2xx']} × other "
                     f"({result['socket_errors']} socket errors), emulator accepted {sent}; see {work}")
@@ -293,15 +294,7 @@ def main():
         if bare:
             bare.stop()
         # One connection: a webhook's own latency when nothing queues in front of it.
-        count = 12000 * args.duration
-        write_requests(requests_file, count, version)
-        script.write_text(LUA % (requests_file, "/webhooks/remote-config", 1, 1))
-        accepted_before = accepted(emulator_url)
-        single = wrk(script, url, 1, args.duration, threads=1)
-        time.sleep(0.5)
-        sent = accepted(emulator_url) - accepted_before
-        if single["non2xx"] or single["socket_errors"] or not 0 <= sent - single["ok"] <= 1:
-            raise SystemExit(f"void run at one connection: {single}, emulator accepted {sent}")
+        single, _ = load(relay, url, "rc-relay, one connection", connections=1, threads=1)
         peak_rss = relay.memory_kb("VmHWM")
     finally:
         relay.stop()

@@ -28,11 +28,12 @@ import Testing
 }
 
 /// Waits up to a minute for `condition`, so that a broken settlement fails the test instead of hanging the run.
-private func poll(_ condition: () -> Bool) async throws {
+private func poll(_ condition: () -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async throws {
     for _ in 0..<6000 {
         if condition() { return }
         try await Task.sleep(for: .milliseconds(10))
     }
+    Issue.record("the condition did not hold within a minute", sourceLocation: sourceLocation)
 }
 
 private final class Answers: Sendable {
