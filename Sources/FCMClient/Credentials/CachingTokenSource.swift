@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// One way of obtaining a fresh access token (a JWT-bearer grant, the metadata server, …).
 public protocol TokenExchange: Sendable {
@@ -7,10 +8,13 @@ public protocol TokenExchange: Sendable {
 
 /// Caches the token an exchange yields and refreshes it `refreshMargin` before it expires; concurrent callers
 /// share one exchange, so a burst of pings makes one token request.
+///
+/// A fresh cached token is read under a lock, without entering the actor: every ping asks for one, and the actor
+/// hop (contended when pings run in parallel) is only worth it for an exchange.
 public actor CachingTokenSource: AccessTokenSource {
     let exchange: any TokenExchange
     let refreshMargin: TimeInterval
-    private var cached: AccessToken?
+    private let cached = Mutex<AccessToken?>(nil)
     private var inFlight: Task<AccessToken, any Error>?
     /// Told of every exchange's outcome (true: a token came back), for metrics.
     let onExchange: @Sendable (Bool) -> Void
@@ -23,13 +27,21 @@ public actor CachingTokenSource: AccessTokenSource {
     }
 
     /// Whether a cached token is good for longer than the refresh margin.
-    public var hasFreshToken: Bool {
-        guard let cached else { return false }
-        return cached.expiresAt.timeIntervalSinceNow > refreshMargin
+    public nonisolated var hasFreshToken: Bool { freshToken() != nil }
+
+    public nonisolated func token() async throws(TokenError) -> AccessToken {
+        if let token = freshToken() { return token }
+        return try await exchanged()
     }
 
-    public func token() async throws(TokenError) -> AccessToken {
-        if let cached, cached.expiresAt.timeIntervalSinceNow > refreshMargin { return cached }
+    private nonisolated func freshToken() -> AccessToken? {
+        guard let token = cached.withLock({ $0 }), token.expiresAt.timeIntervalSinceNow > refreshMargin else { return nil }
+        return token
+    }
+
+    /// A fresh token after an exchange, shared with any exchange under way.
+    private func exchanged() async throws(TokenError) -> AccessToken {
+        if let token = freshToken() { return token }
         let task: Task<AccessToken, any Error>
         if let inFlight {
             task = inFlight
@@ -50,14 +62,14 @@ public actor CachingTokenSource: AccessTokenSource {
         defer { if inFlight == task { inFlight = nil } }
         do {
             let token = try await task.value
-            cached = token
+            cached.withLock { $0 = token }
             return token
         } catch {
             throw error as? TokenError ?? .transport("\(error)")
         }
     }
 
-    public func invalidate(_ token: AccessToken) {
-        if cached == token { cached = nil }
+    public nonisolated func invalidate(_ token: AccessToken) {
+        cached.withLock { if $0 == token { $0 = nil } }
     }
 }

@@ -81,9 +81,14 @@ extension TemplateVersion: Codable {
 
 extension KeyedDecodingContainer {
     /// Reads an int64 sent as a JSON number or as a decimal string, as Google's JSON mapping allows.
+    /// The string is tried first: it is what Google's REST API and Eventarc send, and a failed attempt costs a thrown
+    /// `DecodingError`.
     fileprivate func decodeInt64(forKey key: Key) throws -> Int64 {
-        if let number = try? decode(Int64.self, forKey: key) { return number }
-        if let text = try? decode(String.self, forKey: key), let number = Int64(text) { return number }
+        if let text = try? decode(String.self, forKey: key) {
+            if let number = Int64(text) { return number }
+        } else if let number = try? decode(Int64.self, forKey: key) {
+            return number
+        }
         throw DecodingError.dataCorruptedError(
             forKey: key, in: self, debugDescription: "\(key.stringValue) must be an integer or a decimal string")
     }

@@ -97,16 +97,16 @@ struct AdminController: Sendable {
         let limit = query.limit ?? 100
         guard (1...1000).contains(limit) else { throw Refusal(kind: .invalidRequest, detail: "limit must be 1 to 1000") }
         let filter = DeliveryLog.Filter(status: query.status?.rawValue, route: query.route, project: query.project, version: version, limit: limit)
-        return .init(deliveries: await runtime.log.list(filter).map(Components.Schemas.DeliveryRecord.init))
+        return .init(deliveries: runtime.log.list(filter).map(Components.Schemas.DeliveryRecord.init))
     }
 
     func delivery(_ id: String) async throws(Refusal) -> Components.Schemas.DeliveryRecord {
-        guard let entry = await runtime.log.entry(id) else { throw Self.noDelivery(id) }
+        guard let entry = runtime.log.entry(id) else { throw Self.noDelivery(id) }
         return .init(entry)
     }
 
     func retry(_ id: String) async throws(Refusal) -> Components.Schemas.DeliveryRecord {
-        guard let entry = await runtime.log.entry(id) else { throw Self.noDelivery(id) }
+        guard let entry = runtime.log.entry(id) else { throw Self.noDelivery(id) }
         guard let status = entry.report?.status, status == .dead || status == .failed else {
             throw Refusal(kind: .notRetryable, detail: "ping \(id) is \(entry.report?.status.rawValue ?? "pending"); only dead or failed pings are retried")
         }

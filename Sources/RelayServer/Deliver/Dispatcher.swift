@@ -40,7 +40,7 @@ struct Dispatcher: Sendable {
     /// One ping, recorded in the delivery log and the metrics from routing to its outcome.
     private func deliver(_ ping: Ping, batch: DeliveryBatch, logger: Logger) async -> DeliveryReport {
         let validateOnly = validateOnly || batch.validateOnly
-        let id = await log.start(ping, batch: batch, validateOnly: validateOnly)
+        let id = log.start(ping, batch: batch, validateOnly: validateOnly)
         _ = metrics.queueChanged(by: 1)
         var logger = logger
         logger[metadataKey: "route"] = "\(ping.route)"
@@ -53,7 +53,7 @@ struct Dispatcher: Sendable {
         if report.status == .accepted || report.status == .validated {
             metrics.deliveryLatency.recordNanoseconds(Int64(max(0, Date().timeIntervalSince(batch.receivedAt)) * 1e9))
         }
-        await log.settle(id, report)
+        log.settle(id, report)
         return report
     }
 

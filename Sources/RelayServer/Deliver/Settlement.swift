@@ -1,16 +1,16 @@
 import NIOCore
-import NIOPosix
 import Synchronization
 
 /// A value that a task settles once, and that any number of callers wait for with a bound while the task runs on.
 ///
-/// A waiter costs one continuation and one timer on the event loop, not a task: a webhook that waits for its
-/// delivery is the hot path. (A task group would not do either: it waits for all its children, and awaiting another
-/// task's value cannot be cancelled.)
+/// A waiter costs one continuation and an entry in ``WaitDeadlines``, not a task or a timer of its own: a webhook
+/// that waits for its delivery is the hot path. (A task group would not do either: it waits for all its children, and
+/// awaiting another task's value cannot be cancelled.)
 final class Settlement<T: Sendable>: Sendable {
     private struct Waiter {
         let continuation: CheckedContinuation<T?, Never>
-        var timer: Scheduled<Void>?
+        /// Its entry in ``WaitDeadlines``, once added.
+        var deadline: Int?
     }
 
     private struct State {
@@ -30,7 +30,7 @@ final class Settlement<T: Sendable>: Sendable {
             return Array(state.waiters.values)
         }
         for waiter in waiters {
-            waiter.timer?.cancel()
+            if let deadline = waiter.deadline { WaitDeadlines.shared.cancel(deadline) }
             waiter.continuation.resume(returning: value)
         }
     }
@@ -51,15 +51,15 @@ final class Settlement<T: Sendable>: Sendable {
                 return
             }
             let (seconds, attoseconds) = wait.components
-            let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(
-                in: .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+            let deadline = WaitDeadlines.shared.add(
+                .now() + .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
             ) { self.expire(id) }
             let waiting = state.withLock { state in
                 guard state.waiters[id] != nil else { return false }
-                state.waiters[id]?.timer = timer
+                state.waiters[id]?.deadline = deadline
                 return true
             }
-            if !waiting { timer.cancel() }
+            if !waiting { WaitDeadlines.shared.cancel(deadline) }
         }
     }
 

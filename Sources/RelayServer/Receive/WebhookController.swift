@@ -71,7 +71,7 @@ struct WebhookController: Sendable {
                 throw inProgress
             }
             do {
-                try await deliveries.recent.spoolIfRunning(record)
+                try deliveries.recent.spoolIfRunning(record)
             } catch {
                 logger.error("the event could not be spooled", metadata: ["error": "\(error)"])
                 throw inProgress

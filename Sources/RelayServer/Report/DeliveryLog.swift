@@ -1,11 +1,15 @@
 import Foundation
 import RelayCore
+import Synchronization
 
 /// The last `capacity` pings with their history, for the admin API: what the relay sent, is sending, and gave up on.
 ///
 /// Each ping is an entry from the moment it is routed (`pending`) until it settles; a dead ping keeps its attempts,
 /// statuses, FCM error codes and times here until newer pings push it out.
-actor DeliveryLog {
+///
+/// State behind a lock, not an actor: every ping starts and settles an entry, and two actor hops per ping measured
+/// more than the few dictionary operations they guard.
+final class DeliveryLog: Sendable {
     /// What started a ping.
     enum Origin: String, Sendable {
         case webhook, spool, send, retry
@@ -37,49 +41,61 @@ actor DeliveryLog {
     }
 
     let capacity: Int
-    private var entries: [String: Entry] = [:]
-    /// Ids oldest first from `head` on; the evicted prefix is dropped in one go once it is as long as the capacity.
-    private var order: [String] = []
-    private var head = 0
-    private var next = 0
+    private struct State {
+        var entries: [String: Entry] = [:]
+        /// Ids oldest first from `head` on; the evicted prefix is dropped in one go once it is as long as the capacity.
+        var order: [String] = []
+        var head = 0
+        var next = 0
+    }
+    private let state = Mutex(State())
     /// Ids stay unique across restarts: a random prefix per process, then a counter.
     private let prefix = String(UInt32.random(in: 0...UInt32.max), radix: 16)
 
     init(capacity: Int = 1000) { self.capacity = max(1, capacity) }
 
     func start(_ ping: Ping, batch: DeliveryBatch, validateOnly: Bool) -> String {
-        next += 1
-        let id = "\(prefix)-\(next)"
         var toDevice = false
         if case .token = ping.message.target { toDevice = true }
-        entries[id] = Entry(
-            id: id, project: ping.project, route: ping.route, version: batch.version, eventID: batch.eventID,
-            origin: batch.origin, retryOf: batch.retryOf, toDevice: toDevice, validateOnly: validateOnly,
-            receivedAt: batch.receivedAt)
-        order.append(id)
-        if order.count - head > capacity {
-            entries[order[head]] = nil
-            head += 1
-            if head >= capacity {
-                order.removeFirst(head)
-                head = 0
+        return state.withLock { state in
+            state.next += 1
+            let id = "\(prefix)-\(state.next)"
+            state.entries[id] = Entry(
+                id: id, project: ping.project, route: ping.route, version: batch.version, eventID: batch.eventID,
+                origin: batch.origin, retryOf: batch.retryOf, toDevice: toDevice, validateOnly: validateOnly,
+                receivedAt: batch.receivedAt)
+            state.order.append(id)
+            if state.order.count - state.head > capacity {
+                state.entries[state.order[state.head]] = nil
+                state.head += 1
+                if state.head >= capacity {
+                    state.order.removeFirst(state.head)
+                    state.head = 0
+                }
             }
+            return id
         }
-        return id
     }
 
     func settle(_ id: String, _ report: DeliveryReport) {
-        entries[id]?.report = report
-        entries[id]?.settledAt = Date()
+        let now = Date()
+        state.withLock { state in
+            state.entries[id]?.report = report
+            state.entries[id]?.settledAt = now
+        }
     }
 
-    func entry(_ id: String) -> Entry? { entries[id] }
+    func entry(_ id: String) -> Entry? { state.withLock { $0.entries[id] } }
 
     /// Newest first.
     func list(_ filter: Filter) -> [Entry] {
+        state.withLock { state in Self.list(filter, in: state) }
+    }
+
+    private static func list(_ filter: Filter, in state: State) -> [Entry] {
         var found: [Entry] = []
-        for id in order[head...].reversed() {
-            guard let entry = entries[id] else { continue }
+        for id in state.order[state.head...].reversed() {
+            guard let entry = state.entries[id] else { continue }
             if let status = filter.status, (entry.report?.status.rawValue ?? "pending") != status { continue }
             if let route = filter.route, entry.route != route { continue }
             if let project = filter.project, entry.project != project { continue }

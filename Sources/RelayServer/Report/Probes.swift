@@ -46,7 +46,7 @@ struct Probes: Sendable {
         let check = Settlement<Result<Bool, TokenError>>()
         Task {
             do throws(TokenError) {
-                let cached = await source.hasFreshToken
+                let cached = source.hasFreshToken
                 _ = try await source.token()
                 check.settle(.success(cached))
             } catch {
