@@ -112,6 +112,7 @@ let package = Package(
                 "FCMEmulator",
                 "FCMClient",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: strict

@@ -1,4 +1,6 @@
 import Foundation
+import NIOCore
+import NIOEmbedded
 @testable import RelayServer
 import Synchronization
 import Testing
@@ -11,7 +13,7 @@ import Testing
     #expect(await settlement.value(within: .zero) == nil)
     #expect(await settlement.value(within: .milliseconds(20)) == nil)
     #expect(settlement.waiting == 0, "a waiter whose bound passed is forgotten")
-    let answers = Answers()
+    let answers = Answers<Int?>()
     for _ in 0..<2 {
         Task {
             let answer = await settlement.value(within: .seconds(120))
@@ -27,6 +29,31 @@ import Testing
     #expect(await settlement.value(within: .zero) == 7)
 }
 
+/// The shared deadline sweep ends each wait once, at the first tick after its deadline; a cancelled wait never ends;
+/// the timer stops when nobody waits and starts again for the next waiter. An embedded event loop runs the ticks, so
+/// no clock decides the outcome.
+@Test func waitDeadlinesExpireOnceAndOnlyWhenDue() {
+    let loop = EmbeddedEventLoop()
+    let deadlines = WaitDeadlines(tick: .milliseconds(10), loop: loop)
+    let expired = Answers<String>()
+    let far = deadlines.add(.now() + .seconds(600)) { expired.list.withLock { $0.append("far") } }
+    let cancelled = deadlines.add(.now()) { expired.list.withLock { $0.append("cancelled") } }
+    deadlines.cancel(cancelled)
+    _ = deadlines.add(.now()) { expired.list.withLock { $0.append("due") } }
+    #expect(expired.list.withLock { $0 }.isEmpty, "nothing ends before a tick")
+    loop.advanceTime(by: .milliseconds(10))
+    #expect(expired.list.withLock { $0 } == ["due"])
+    #expect(deadlines.count == 1 && deadlines.isTicking, "the far wait is still timed")
+    deadlines.cancel(far)
+    loop.advanceTime(by: .milliseconds(10))
+    #expect(!deadlines.isTicking, "the timer stops when nobody waits")
+    _ = deadlines.add(.now()) { expired.list.withLock { $0.append("again") } }
+    #expect(deadlines.isTicking)
+    loop.advanceTime(by: .milliseconds(30))
+    #expect(expired.list.withLock { $0 } == ["due", "again"], "each wait ends once")
+    #expect(deadlines.count == 0 && !deadlines.isTicking)
+}
+
 /// Waits up to a minute for `condition`, so that a broken settlement fails the test instead of hanging the run.
 private func poll(_ condition: () -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async throws {
     for _ in 0..<6000 {
@@ -36,6 +63,6 @@ private func poll(_ condition: () -> Bool, sourceLocation: SourceLocation = #_so
     Issue.record("the condition did not hold within a minute", sourceLocation: sourceLocation)
 }
 
-private final class Answers: Sendable {
-    let list = Mutex<[Int?]>([])
+private final class Answers<T: Sendable>: Sendable {
+    let list = Mutex<[T]>([])
 }

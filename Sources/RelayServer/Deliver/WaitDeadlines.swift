@@ -50,6 +50,9 @@ final class WaitDeadlines: Sendable {
     /// How many waits are being timed now.
     var count: Int { state.withLock { $0.entries.count } }
 
+    /// Whether the timer is running (it stops when nobody waits).
+    var isTicking: Bool { state.withLock { $0.ticking } }
+
     private func schedule() {
         loop.scheduleTask(in: tick) { self.sweep() }
     }

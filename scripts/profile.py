@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Where a webhook's CPU goes: the relay under the benchmark's load, sampled by perf, each sample charged to a layer.
+
+Starts the emulator and a release build of the relay as scripts/bench does, warms up, then records the relay with
+`perf record -e cpu-clock -g` (hardware counters are not needed) while wrk replays signed webhooks. Each sample is
+charged to the innermost frame of its call stack that belongs to one of these layers, so the runtime, malloc and
+NIO work a layer calls is its own:
+
+- rc-relay: our targets (RelayServer, RelayCore, FCMClient), with the JSON decoding, logging, metrics and HMAC
+  they call;
+- AsyncHTTPClient: the outbound client to FCM, with the NIO writes it makes;
+- Hummingbird: the inbound server (HummingbirdCore, Hummingbird, NIOHTTPTypes), with its NIOAsyncChannel;
+- NIO event loops: what none of those called: the selector, socket reads, the HTTP/1 codecs for both connections;
+- Swift concurrency: task scheduling on the global executor's threads that no layer called.
+
+Prints a table (share of samples, and milliseconds per webhook from the relay's CPU in /proc) and a JSON line.
+
+Usage: scripts/profile [--bin PATH] [--duration 10] [--connections 32]
+"""
+import argparse
+import collections
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench  # noqa: E402  (same folder: the benchmark's processes and load)
+
+LAYERS = [
+    ("rc-relay", re.compile(r"\$s(11RelayServer|9RelayCore|9FCMClient)")),
+    ("AsyncHTTPClient", re.compile(r"15AsyncHTTPClient")),
+    ("Hummingbird", re.compile(r"(11Hummingbird|15HummingbirdCore|12NIOHTTPTypes|17NIOHTTPTypesHTTP1)")),
+]
+KERNEL = re.compile(r"^(entry_SYSCALL|do_syscall_64|asm_|irqentry|ret_from_fork)")
+
+
+def attribute(script_output):
+    """Counts samples per layer, and how many of each were in the kernel."""
+    layers, kernel, total = collections.Counter(), collections.Counter(), 0
+    for sample in script_output.strip().split("\n\n"):
+        lines = [line.strip() for line in sample.strip().splitlines()]
+        if len(lines) < 2:
+            continue
+        total += 1
+        thread = lines[0]
+        frames = [line.split(None, 1)[1] if " " in line else line for line in lines[1:]]
+        layer = next((name for frame in frames for name, pattern in LAYERS if pattern.search(frame)), None)
+        if layer is None:
+            layer = "NIO event loops" if "NIO-" in thread else "Swift concurrency"
+        layers[layer] += 1
+        if any(KERNEL.match(frame) for frame in frames):
+            kernel[layer] += 1
+    return layers, kernel, total
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin", default=str(bench.ROOT / ".build" / "release" / "rc-relay"))
+    parser.add_argument("--duration", type=int, default=10)
+    parser.add_argument("--connections", type=int, default=32)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="rc-relay-profile-"))
+    emulator, emulator_url, key = bench.start_emulator(args.bin, work)
+    relay, url, started = bench.start_relay(args.bin, work, emulator_url, key)
+    script, requests = work / "relay.lua", work / "requests.tsv"
+    perf_data = work / "perf.data"
+    try:
+        bench.first_accepted(url, started)
+        version = 1000
+        for seconds, record in ((5, False), (args.duration, True)):  # a warm-up, then the recorded run
+            bench.write_requests(requests, 12000 * seconds, version)
+            version += 12000 * seconds
+            script.write_text(bench.LUA % (requests, "/webhooks/remote-config", 2, 2))
+            cpu_before = relay.cpu_seconds()
+            perf = None
+            if record:
+                perf = subprocess.Popen(
+                    ["perf", "record", "-q", "-e", "cpu-clock", "-g", "-o", str(perf_data), "-p", str(relay.proc.pid),
+                     "--", "sleep", str(seconds)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            result = bench.wrk(script, url, args.connections, seconds)
+            cpu_ms = (relay.cpu_seconds() - cpu_before) / max(result["ok"], 1) * 1000
+            if perf:
+                perf.wait()
+            if result["non2xx"] or result["socket_errors"]:
+                raise SystemExit(f"void run: {result}")
+    finally:
+        relay.stop()
+        emulator.stop()
+    output = subprocess.run(["perf", "script", "-i", str(perf_data), "-F", "comm,ip,sym"],
+                            capture_output=True, text=True, check=True).stdout
+    layers, kernel, total = attribute(output)
+    print(f"\nrc-relay profile: {result['rps']:.0f} webhooks/s, {cpu_ms:.3f} ms CPU per webhook, {total} samples\n")
+    print("| layer | share | ms per webhook | of which in the kernel |\n|---|---|---|---|")
+    figures = {}
+    for name, count in layers.most_common():
+        share = count / total
+        figures[name] = {"share": share, "ms_per_webhook": share * cpu_ms, "kernel_share": kernel[name] / total}
+        print(f"| {name} | {share:.1%} | {share * cpu_ms:.3f} | {kernel[name] / total:.1%} |")
+    print("\n" + json.dumps({"profile": "rc-relay", "webhooks_per_s": result["rps"], "cpu_ms_per_webhook": cpu_ms,
+                             "samples": total, "layers": figures}))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
