@@ -92,7 +92,8 @@ def main():
     output = subprocess.run(["perf", "script", "-i", str(perf_data), "-F", "comm,ip,sym"],
                             capture_output=True, text=True, check=True).stdout
     layers, kernel, total = attribute(output)
-    print(f"\nrc-relay profile: {result['rps']:.0f} webhooks/s, {cpu_ms:.3f} ms CPU per webhook, {total} samples\n")
+    print(f"\nrc-relay profile: {result['rps']:.0f} webhooks/s, {cpu_ms:.3f} ms CPU per webhook, {total} samples "
+          f"(perf data: {perf_data})\n")
     print("| layer | share | ms per webhook | of which in the kernel |\n|---|---|---|---|")
     figures = {}
     for name, count in layers.most_common():
