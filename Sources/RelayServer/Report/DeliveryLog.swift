@@ -89,21 +89,19 @@ final class DeliveryLog: Sendable {
 
     /// Newest first.
     func list(_ filter: Filter) -> [Entry] {
-        state.withLock { state in Self.list(filter, in: state) }
-    }
-
-    private static func list(_ filter: Filter, in state: State) -> [Entry] {
-        var found: [Entry] = []
-        for id in state.order[state.head...].reversed() {
-            guard let entry = state.entries[id] else { continue }
-            if let status = filter.status, (entry.report?.status.rawValue ?? "pending") != status { continue }
-            if let route = filter.route, entry.route != route { continue }
-            if let project = filter.project, entry.project != project { continue }
-            if let version = filter.version, entry.version.versionNumber != version { continue }
-            found.append(entry)
-            if found.count >= filter.limit { break }
+        state.withLock { state in
+            var found: [Entry] = []
+            for id in state.order[state.head...].reversed() {
+                guard let entry = state.entries[id] else { continue }
+                if let status = filter.status, (entry.report?.status.rawValue ?? "pending") != status { continue }
+                if let route = filter.route, entry.route != route { continue }
+                if let project = filter.project, entry.project != project { continue }
+                if let version = filter.version, entry.version.versionNumber != version { continue }
+                found.append(entry)
+                if found.count >= filter.limit { break }
+            }
+            return found
         }
-        return found
     }
 }
 
