@@ -2,10 +2,10 @@ import Foundation
 import RelayCore
 import Testing
 
-/// The shared samples beside the repository (`../shared/samples`).
+/// The realistic samples kept in the repository (`Tests/Fixtures/samples`).
 func sample(_ name: String) throws -> Data {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    return try Data(contentsOf: root.deletingLastPathComponent().appendingPathComponent("shared/samples/\(name)"))
+    return try Data(contentsOf: root.appendingPathComponent("Tests/Fixtures/samples/\(name)"))
 }
 
 let updatedType = "google.firebase.remoteconfig.remoteConfig.v1.updated"

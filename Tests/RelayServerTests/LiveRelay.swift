@@ -183,7 +183,7 @@ let demoSource = "//firebaseremoteconfig.googleapis.com/projects/demo-project"
 
 func sample(_ name: String) throws -> String {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    return try String(contentsOf: root.deletingLastPathComponent().appendingPathComponent("shared/samples/\(name)"), encoding: .utf8)
+    return try String(contentsOf: root.appendingPathComponent("Tests/Fixtures/samples/\(name)"), encoding: .utf8)
 }
 
 func binaryHeaders(id: String = UUID().uuidString, type: String = updatedType, source: String = demoSource) -> [String: String] {

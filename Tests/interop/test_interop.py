@@ -14,7 +14,7 @@ from google.oauth2 import service_account
 
 from conftest import BINARY, ROOT, Process, recorded, signed_headers
 
-SAMPLES = ROOT.parent / "shared" / "samples"
+SAMPLES = ROOT / "Tests" / "Fixtures" / "samples"
 UPDATED = "google.firebase.remoteconfig.remoteConfig.v1.updated"
 SOURCE = "//firebaseremoteconfig.googleapis.com/projects/demo-project"
 VERSION = json.loads((SAMPLES / "template-version.json").read_text())

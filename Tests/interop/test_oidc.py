@@ -222,7 +222,7 @@ def test_unreachable_keys_answer_503_so_the_sender_retries(emulator, tmp_path, k
         stop_relay(relay)
 
 
-SAMPLES = __import__("pathlib").Path(__file__).resolve().parents[3] / "shared" / "samples"
+SAMPLES = __import__("pathlib").Path(__file__).resolve().parents[2] / "Tests" / "Fixtures" / "samples"
 
 
 def push(relay, envelope, bearer):
