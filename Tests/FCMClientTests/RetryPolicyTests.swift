@@ -52,3 +52,12 @@ func clientErrorsAreNeverRetried(status: Int) {
     #expect(policy.decision(after: .token(.refused(status: 503, error: nil, description: nil)), attempt: 1, random: { 1 }) == .retry(after: .seconds(1)))
     #expect(policy.decision(after: .token(.transport("refused")), attempt: 1, random: { 1 }) == .retry(after: .seconds(1)))
 }
+
+@Test func hugeRetryAfterValuesAreClampedToADay() {
+    let day = Duration.seconds(RetryPolicy.maximumRetryAfterSeconds)
+    #expect(RetryPolicy.retryAfter("9223372036854775807") == day)
+    #expect(RetryPolicy.retryAfter("99999999999999999999999") == nil)  // not a number Swift can hold: unreadable
+    #expect(RetryPolicy.retryAfter("Fri, 31 Dec 9999 23:59:59 GMT") == day)
+    #expect(RetryPolicy.retryAfter("-5") == nil)
+    #expect(policy.decision(after: rejected(429, retryAfter: "9223372036854775807"), attempt: 40, random: { 1 }) == .retry(after: day))
+}

@@ -102,3 +102,28 @@ private let vectorTime = Date(timeIntervalSince1970: Double(vectorTimestamp))
     let secret = try WebhookSecret(vectorSecret)
     #expect(!"\(secret)".contains("MfKQ9r8"))
 }
+
+// MARK: Cost bounded by the configuration, not the caller
+
+@Test func aHeaderWithThousandsOfEntriesIsRefusedBeforeAnyMAC() throws {
+    let forged = Array(repeating: "v1,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", count: 5000).joined(separator: " ")
+    #expect(throws: VerificationError.tooManySignatures) {
+        try StandardWebhookVerifier.candidates(in: forged)
+    }
+    #expect(throws: VerificationError.tooManySignatures) {
+        try verifier(vectorSecret).verify(headers(signature: forged + " " + vectorSignature), body: vectorBody, now: vectorTime)
+    }
+}
+
+@Test func entriesThatCannotBeASHA256MACAreSkipped() throws {
+    let header = "v1,c2hvcnQ= v1,!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!! v1,\(String(repeating: "A", count: 88)) v2,x \(vectorSignature)"
+    #expect(try StandardWebhookVerifier.candidates(in: header).count == 1)
+    try verifier(vectorSecret).verify(headers(signature: header), body: vectorBody, now: vectorTime)
+}
+
+@Test func upToTheCapEveryEntryIsACandidate() throws {
+    let wrong = Array(repeating: "v1,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", count: StandardWebhookVerifier.maximumEntries - 1)
+    let header = (wrong + [vectorSignature]).joined(separator: " ")
+    #expect(try StandardWebhookVerifier.candidates(in: header).count == StandardWebhookVerifier.maximumEntries)
+    try verifier(WebhookSecret.generate(), WebhookSecret.generate(), vectorSecret).verify(headers(signature: header), body: vectorBody, now: vectorTime)
+}

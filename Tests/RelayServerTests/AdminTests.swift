@@ -154,12 +154,30 @@ import Testing
         }
     }
 
+    @Test func aDryRunOrAnAdminSendNeverSilencesARealPing() async throws {
+        try await withLiveRelay { relay in
+            // A dry run, a device test ping and a real admin send of far newer versions than any publish.
+            _ = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "999999"}, "validateOnly": true}"#)
+            _ = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "999998"}, "route": "default", "token": "test-device-token-1"}"#)
+            _ = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "999997"}}"#)
+            // A real publish whose first attempt fails must retry and reach devices, not stand down as superseded.
+            await relay.emulator.inject(.init(status: 503))
+            let answer = try await relay.post(#"{"versionNumber":7}"#)
+            #expect(answer.status == 503)
+            let report = try await relay.settledDelivery(version: 7)
+            #expect(report.status == "accepted")
+            #expect(report.attempts.count == 2)
+            let data = await relay.recordedMessages().compactMap { $0["data"] as? [String: String] }
+            #expect(data.contains { $0["CONFIG_VERSION"] == "7" })
+        }
+    }
+
     @Test func deliveriesListFilterShowHistoryAndRetryADeadPing() async throws {
         try await withLiveRelay { relay in
             await relay.emulator.inject(.init(status: 503, count: 3))
             let failed = try await relay.post(#"{"versionNumber": "11"}"#)
-            #expect(failed.status == 502)
-            let id = try #require(((failed.json["deliveries"] as? [[String: Any]])?.first)?["id"] as? String)
+            #expect(failed.status == 503)
+            let id = try #require(try await relay.settledDeliveries(version: 11).first?["id"] as? String)
 
             let dead = try await relay.admin(.GET, "/admin/deliveries?status=dead")
             let listed = try #require(dead.json["deliveries"] as? [[String: Any]])

@@ -1,5 +1,6 @@
 import FCMEmulator
 import Foundation
+@testable import RelayServer
 import Testing
 
 // MARK: Tests
@@ -63,7 +64,8 @@ import Testing
     try await withLiveRelay { relay in
         await relay.emulator.inject(.init(status: 503, count: 3))  // all three attempts
         let failed = try await relay.post(#"{"versionNumber":7}"#, id: "msg_retry")
-        #expect(failed.status == 502)
+        #expect(failed.status == 503)
+        #expect(try await relay.settledDelivery(version: 7).status == "dead")
         let retry = try await relay.post(#"{"versionNumber":7}"#, id: "msg_retry")
         #expect(retry.status == 200)
         #expect(retry.json["duplicate"] as? Bool == false)
@@ -96,21 +98,20 @@ import Testing
           - {name: console, topic: RC_CONSOLE, data: {V: "{{version}}"}}
         """
     try await withLiveRelay(routes: routes, environment: ["RC_RELAY_DELIVERY_MAX_ATTEMPTS": "8"]) { relay in
-        // Every retry waits at least a second, so the newer versions arrive while the older pings wait.
-        await relay.emulator.inject(.init(status: 503, retryAfter: "1", count: 8))
-        async let n = relay.post(#"{"versionNumber":100}"#)
-        try await Task.sleep(for: .milliseconds(150))
-        async let n1 = relay.post(#"{"versionNumber":101}"#)
-        try await Task.sleep(for: .milliseconds(150))
-        async let n2 = relay.post(#"{"versionNumber":102}"#)
-        let statuses = { (answer: LiveRelay.Answer) in
-            (answer.json["deliveries"] as? [[String: Any]] ?? []).compactMap { $0["status"] as? String }
+        // Every first attempt fails and asks for 5 s; each webhook is answered at its first failure, so all three
+        // versions have started (102 is the newest claimed) long before the older pings' retries come due.
+        await relay.emulator.inject(.init(status: 503, retryAfter: "5", count: 8))
+        for version in 100...102 {
+            let answer = try await relay.post(#"{"versionNumber":\#(version)}"#)
+            #expect(answer.status == 503)
         }
-        let (a, b, c) = try await (n, n1, n2)
-        #expect(a.status == 200 && b.status == 200 && c.status == 200)
-        #expect(statuses(a) == ["superseded", "superseded"])
-        #expect(statuses(b) == ["superseded", "superseded"])
-        #expect(statuses(c) == ["accepted", "accepted"])
+        var statuses: [Int: [String]] = [:]
+        for version in 100...102 {
+            statuses[version] = try await relay.settledDeliveries(version: version, count: 2).compactMap { $0["status"] as? String }
+        }
+        #expect(statuses[100] == ["superseded", "superseded"])
+        #expect(statuses[101] == ["superseded", "superseded"])
+        #expect(statuses[102] == ["accepted", "accepted"])
         let sent = await relay.recordedMessages()
         #expect(sent.count == 2)
         #expect(sent.allSatisfy { ($0["data"] as? [String: String])?.values.contains("102") == true })
@@ -130,13 +131,54 @@ import Testing
 }
 
 @Test func onlyTheNewestEventsAreRememberedBeyondTheCapacity() async throws {
-    try await withLiveRelay(environment: ["RC_RELAY_DELIVERY_DEDUP_MAX_EVENTS": "4"]) { relay in
-        // Each event is remembered under two keys (its id, and its project and version): four keys are two events.
+    try await withLiveRelay(environment: ["RC_RELAY_DELIVERY_DEDUP_MAX_EVENTS": "2"]) { relay in
+        // Counted in events, as documented, whatever number of keys (id, version, webhook-id) each is known by.
         for version in 50...52 { #expect(try await relay.post(#"{"versionNumber":\#(version)}"#, id: "msg_cap_\(version)").status == 200) }
         let newest = try await relay.post(#"{"versionNumber":52}"#, id: "msg_cap_52")
         #expect(newest.json["duplicate"] as? Bool == true)
         let oldest = try await relay.post(#"{"versionNumber":50}"#, id: "msg_cap_50")
         #expect(oldest.json["duplicate"] as? Bool == false)
         #expect(await relay.emulator.messages.count == 4)
+    }
+}
+
+@Test func aNewerVersionSupersedesOnlyWithinTheRetryDeadline() {
+    let latest = LatestVersions(lifetime: .seconds(60))
+    let start = Date(timeIntervalSince1970: 1_000_000)
+    latest.record(project: "p", route: "r", version: 10, now: start)
+    #expect(latest.isSuperseded(project: "p", route: "r", version: 9, now: start.addingTimeInterval(59)))
+    #expect(!latest.isSuperseded(project: "p", route: "r", version: 10, now: start))
+    #expect(!latest.isSuperseded(project: "p", route: "other", version: 9, now: start))
+    // Past the deadline no older ping can still be waiting: the record has no purpose and is gone.
+    #expect(!latest.isSuperseded(project: "p", route: "r", version: 9, now: start.addingTimeInterval(61)))
+    latest.record(project: "p", route: "s", version: 1, now: start.addingTimeInterval(61))
+    #expect(latest.count == 1)
+}
+
+@Test func aReplayedSignedRequestWithUnsignedHeadersChangedSendsNothing() async throws {
+    try await withLiveRelay(routes: nil, secondProject: true, extraYAML: { relay in
+        """
+        projects:
+          - id: demo-project
+          - id: game-b
+            credentialsFile: "\(relay.gameBKeyFile)"
+        """
+    }) { relay in
+        let body = #"{"versionNumber":"90"}"#
+        let timestamp = Int64(Date().timeIntervalSince1970)
+        let first = try await relay.post(body, headers: binaryHeaders(id: "ce-original"), id: "msg_captured", timestamp: timestamp)
+        #expect(first.status == 200)
+        // Only webhook-id, webhook-timestamp and the body are signed: the same signature, other ce-source and ce-id.
+        let otherProject = try await relay.post(
+            body, headers: binaryHeaders(id: "ce-original", source: "//firebaseremoteconfig.googleapis.com/projects/game-b"),
+            id: "msg_captured", timestamp: timestamp)
+        #expect(otherProject.status == 409)
+        #expect(otherProject.problemType == "urn:rc-relay:problem:event-id-conflict")
+        let otherID = try await relay.post(body, headers: binaryHeaders(id: "ce-forged"), id: "msg_captured", timestamp: timestamp)
+        #expect(otherID.status == 200)
+        #expect(otherID.json["duplicate"] as? Bool == true)
+        let sent = await relay.emulator.messages
+        #expect(sent.count == 1)
+        #expect(sent.allSatisfy { $0.project == "demo-project" })
     }
 }

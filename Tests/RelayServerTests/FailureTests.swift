@@ -18,8 +18,10 @@ private func times(_ attempts: [[String: Any]]) -> [Date] {
     try await withLiveRelay(environment: ["RC_RELAY_DELIVERY_MAX_ATTEMPTS": "5"]) { relay in
         await relay.emulator.inject(.init(status: 503, retryAfter: "1", count: 3))
         let answer = try await relay.post(#"{"versionNumber":21}"#)
-        #expect(answer.status == 200)
-        let (status, attempts, _) = delivery(answer)
+        // The first failure is the outcome the sender can act on: retry after FCM's Retry-After.
+        #expect(answer.status == 503)
+        #expect(answer.headers["retry-after"] == "1")
+        let (status, attempts, _) = try await relay.settledDelivery(version: 21)
         #expect(status == "accepted")
         #expect(attempts.compactMap { $0["httpStatus"] as? Int } == [503, 503, 503, 200])
         let at = times(attempts)
@@ -33,8 +35,8 @@ private func times(_ attempts: [[String: Any]]) -> [Date] {
     try await withLiveRelay(environment: ["RC_RELAY_DELIVERY_QUOTA_DELAY_SECONDS": "0.5"]) { relay in
         await relay.emulator.inject(.init(status: 429, errorCode: "QUOTA_EXCEEDED"))
         let answer = try await relay.post(#"{"versionNumber":22}"#)
-        #expect(answer.status == 200)
-        let at = times(delivery(answer).attempts)
+        #expect(answer.status == 503)
+        let at = times(try await relay.settledDelivery(version: 22).attempts)
         #expect(at.count == 2)
         #expect(at.count == 2 && at[1].timeIntervalSince(at[0]) >= 0.5)
     }
@@ -61,8 +63,8 @@ private func times(_ attempts: [[String: Any]]) -> [Date] {
     try await withLiveRelay { relay in
         await relay.emulator.inject(.init(status: 503, count: 10))
         let answer = try await relay.post(#"{"versionNumber":24}"#)
-        #expect(answer.status == 502)
-        let (status, attempts, _) = delivery(answer)
+        #expect(answer.status == 503)
+        let (status, attempts, _) = try await relay.settledDelivery(version: 24)
         #expect(status == "dead")
         #expect(attempts.count == 3)
         #expect(await relay.emulator.stats.sendRequests == 3)
@@ -74,8 +76,8 @@ private func times(_ attempts: [[String: Any]]) -> [Date] {
     try await withLiveRelay { relay in
         await relay.emulator.inject(.init(drop: true))
         let answer = try await relay.post(#"{"versionNumber":25}"#)
-        #expect(answer.status == 200)
-        let attempts = delivery(answer).attempts
+        #expect(answer.status == 503)
+        let attempts = try await relay.settledDelivery(version: 25).attempts
         #expect(attempts.count == 2)
         #expect(attempts.first?["httpStatus"] == nil)
         #expect(await relay.emulator.messages.count == 1)
@@ -86,8 +88,10 @@ private func times(_ attempts: [[String: Any]]) -> [Date] {
     try await withLiveRelay(environment: ["RC_RELAY_FCM_TIMEOUT_SECONDS": "1"]) { relay in
         await relay.emulator.inject(.init(latencyMs: 2500))
         let answer = try await relay.post(#"{"versionNumber":26}"#)
-        #expect(answer.status == 200)
-        #expect(delivery(answer).attempts.count == 2)
+        #expect(answer.status == 503)
+        let settled = try await relay.settledDelivery(version: 26)
+        #expect(settled.status == "accepted")
+        #expect(settled.attempts.count == 2)
     }
 }
 
@@ -95,7 +99,8 @@ private func times(_ attempts: [[String: Any]]) -> [Date] {
     try await withLiveRelay(routes: (1...5).map { "  - {name: r\($0), topic: t\($0)}" }.joined(separator: "\n")) { relay in
         await relay.emulator.inject(.init(status: 503, endpoint: "token"))
         let answer = try await relay.post(#"{"versionNumber":27}"#)
-        #expect(answer.status == 200)
+        #expect(answer.status == 503)
+        #expect(try await relay.settledDeliveries(version: 27, count: 5).allSatisfy { $0["status"] as? String == "accepted" })
         #expect(await relay.emulator.messages.count == 5)
         // Five pings failed together on one shared token request, then shared the next one.
         #expect(await relay.emulator.stats.tokenRequests == 2)
@@ -105,8 +110,8 @@ private func times(_ attempts: [[String: Any]]) -> [Date] {
 @Test func unreachableFCMEndsDeadAndIsReported() async throws {
     try await withLiveRelay(environment: ["RC_RELAY_FCM_BASE_URL": "http://127.0.0.1:9", "RC_RELAY_FCM_TIMEOUT_SECONDS": "1"]) { relay in
         let answer = try await relay.post(#"{"versionNumber":28}"#)
-        #expect(answer.status == 502)
-        let (status, attempts, error) = delivery(answer)
+        #expect(answer.status == 503)
+        let (status, attempts, error) = try await relay.settledDelivery(version: 28)
         #expect(status == "dead")
         #expect(attempts.count == 3)
         #expect((error?["message"] as? String)?.contains("could not be reached") == true)

@@ -189,3 +189,48 @@ func sample(_ name: String) throws -> String {
 func binaryHeaders(id: String = UUID().uuidString, type: String = updatedType, source: String = demoSource) -> [String: String] {
     ["ce-specversion": "1.0", "ce-id": id, "ce-type": type, "ce-source": source]
 }
+
+/// Waits for `condition` to hold, checking it as things happen. `limit` bounds a broken relay, not a timing
+/// expectation: it is generous, so a loaded machine only makes the wait longer, never flips the verdict.
+func eventually(
+    _ what: String, within limit: Duration = .seconds(60), sourceLocation: SourceLocation = #_sourceLocation,
+    _ condition: () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + limit
+    while ContinuousClock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    Issue.record("never happened: \(what)", sourceLocation: sourceLocation)
+    throw CancellationError()
+}
+
+/// A temporary spool directory, removed afterwards.
+func withSpool(_ body: (String) async throws -> Void) async throws {
+    let spool = FileManager.default.temporaryDirectory.appendingPathComponent("rc-relay-spool-\(UUID().uuidString)").path
+    defer { try? FileManager.default.removeItem(atPath: spool) }
+    try await body(spool)
+}
+
+/// The event files in a spool directory (not temporary files or the quarantine).
+func spooledFiles(_ spool: String) -> [String] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: spool)) ?? []).filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }
+}
+
+extension LiveRelay {
+    /// The delivery log's records of a version, newest first, once at least `count` exist and none is pending.
+    func settledDeliveries(version: Int, count: Int = 1) async throws -> [[String: Any]] {
+        var found: [[String: Any]] = []
+        try await eventually("\(count) settled ping(s) of version \(version)") {
+            found = try await admin(.GET, "/admin/deliveries?version=\(version)").json["deliveries"] as? [[String: Any]] ?? []
+            return found.count >= count && found.allSatisfy { ($0["status"] as? String) != "pending" }
+        }
+        return found
+    }
+
+    /// The one settled ping of a version: its status, attempts and error.
+    func settledDelivery(version: Int) async throws -> (status: String?, attempts: [[String: Any]], error: [String: Any]?) {
+        let record = try await settledDeliveries(version: version).first
+        return (record?["status"] as? String, record?["attempts"] as? [[String: Any]] ?? [], record?["error"] as? [String: Any])
+    }
+}

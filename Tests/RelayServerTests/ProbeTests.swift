@@ -7,33 +7,57 @@ import Testing
 /// Health, readiness, metrics and the request id, over real HTTP.
 @Suite struct ProbeTests {
     @Test func readinessNamesEveryCheckAndCountsACachedToken() async throws {
-        try await withLiveRelay { relay in
+        try await withLiveRelay(environment: ["RC_RELAY_READINESS_CACHE_SECONDS": "0"]) { relay in
             #expect(try await relay.admin(.GET, "/healthz", token: nil).json["status"] as? String == "ok")
             let first = try await relay.admin(.GET, "/readyz", token: nil)
             #expect(first.status == 200)
             let checks = try #require(first.json["checks"] as? [[String: Any]])
-            #expect(checks.compactMap { $0["name"] as? String } == ["configuration", "token:demo-project", "draining", "queue"])
-            #expect(checks.first { $0["name"] as? String == "token:demo-project" }?["detail"] as? String == "obtained")
-            let second = try await relay.admin(.GET, "/readyz", token: nil)
-            let token = (second.json["checks"] as? [[String: Any]])?.first { $0["name"] as? String == "token:demo-project" }
+            #expect(checks.compactMap { $0["name"] as? String } == ["configuration", "credentials", "draining", "queue", "undelivered"])
+            #expect(!first.text.contains("demo-project"))
+            // The admin view names each project's token check; the token fetched for the first probe is cached now.
+            let info = try await relay.admin(.GET, "/admin/info")
+            let token = (info.json["checks"] as? [[String: Any]])?.first { $0["name"] as? String == "token:demo-project" }
+            #expect(token?["ok"] as? Bool == true)
             #expect(token?["detail"] as? String == "cached")
             #expect(await relay.emulator.stats.tokenRequests == 1)
         }
     }
 
-    @Test func readinessFailsWhileNoTokenCanBeObtained() async throws {
-        try await withLiveRelay { relay in
-            await relay.emulator.inject(.init(status: 500, endpoint: "token", count: 1))
+    @Test func readinessFailsWhileNoTokenCanBeObtainedAndSaysWhyOnlyToTheAdmin() async throws {
+        try await withLiveRelay(environment: ["RC_RELAY_READINESS_CACHE_SECONDS": "0"]) { relay in
+            await relay.emulator.inject(.init(status: 500, endpoint: "token", count: 2))
             let answer = try await relay.admin(.GET, "/readyz", token: nil)
             #expect(answer.status == 503)
             #expect(answer.problemType == "urn:rc-relay:problem:not-ready")
-            #expect((answer.json["detail"] as? String)?.contains("token:demo-project") == true)
-            let token = (answer.json["checks"] as? [[String: Any]])?.first { $0["name"] as? String == "token:demo-project" }
+            #expect((answer.json["detail"] as? String)?.contains("credentials") == true)
+            // No project name and no upstream text for an unauthenticated caller.
+            #expect(!answer.text.contains("demo-project"))
+            #expect(!answer.text.contains("500"))
+            let credentials = (answer.json["checks"] as? [[String: Any]])?.first { $0["name"] as? String == "credentials" }
+            #expect(credentials?["ok"] as? Bool == false)
+            let info = try await relay.admin(.GET, "/admin/info")
+            let token = (info.json["checks"] as? [[String: Any]])?.first { $0["name"] as? String == "token:demo-project" }
             #expect(token?["ok"] as? Bool == false)
+            #expect((token?["detail"] as? String)?.contains("500") == true)
             #expect(try await relay.admin(.GET, "/readyz", token: nil).status == 200)
             let metrics = try await relay.admin(.GET, "/metrics", token: nil).text
-            #expect(metrics.contains(#"rc_relay_token_refreshes_total{outcome="failure"} 1"#))
+            #expect(metrics.contains(#"rc_relay_token_refreshes_total{outcome="failure"} 2"#))
             #expect(metrics.contains(#"rc_relay_token_refreshes_total{outcome="success"} 1"#))
+        }
+    }
+
+    @Test func aFloodOfProbesCostsOneTokenRequestEvenWhenItFails() async throws {
+        try await withLiveRelay(environment: ["RC_RELAY_READINESS_CACHE_SECONDS": "300"]) { relay in
+            await relay.emulator.inject(.init(status: 503, endpoint: "token", count: 1000))
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<50 {
+                    group.addTask { try await relay.admin(.GET, index % 2 == 0 ? "/readyz" : "/metrics", token: nil).status }
+                }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            #expect(statuses.filter { $0 == 503 }.count == 25)
+            #expect(statuses.filter { $0 == 200 }.count == 25)
+            #expect(await relay.emulator.stats.tokenRequests == 1)
         }
     }
 

@@ -103,3 +103,21 @@ private func tokenSource(_ relay: LiveRelay, refreshMargin: Duration = .seconds(
         }
     }
 }
+
+@Test func aHugeExpiresInIsClampedAndNeverTraps() async throws {
+    try await withLiveRelay(tokenLifetime: Int.max) { relay in
+        let first = try await relay.post(#"{"versionNumber":1}"#)
+        let second = try await relay.post(#"{"versionNumber":2}"#)
+        #expect(first.status == 200 && second.status == 200)
+        #expect(await relay.emulator.stats.tokenRequests == 1)
+    }
+}
+
+@Test func aTokenThatIsAlreadyExpiredIsRefusedNotUsed() async throws {
+    try await withLiveRelay(tokenLifetime: -5) { relay in
+        let answer = try await relay.post(#"{"versionNumber":3}"#)
+        #expect(answer.status == 503)
+        #expect(try await relay.settledDelivery(version: 3).status == "dead")
+        #expect(await relay.emulator.stats.sendRequests == 0)
+    }
+}

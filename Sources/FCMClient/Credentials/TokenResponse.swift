@@ -4,6 +4,9 @@ import NIOCore
 
 /// Google's token answer (`{access_token, expires_in, token_type}`), shared by the token endpoint and the metadata server.
 enum TokenResponse {
+    /// The longest a token is believed to live, whatever `expires_in` says.
+    static let maximumLifetime = 86_400
+
     private struct Body: Decodable {
         var access_token: String
         var expires_in: Int
@@ -32,6 +35,11 @@ enum TokenResponse {
         guard let token = try? JSONDecoder().decode(Body.self, from: Data(body.readableBytesView)) else {
             throw .invalidResponse("no access_token and expires_in")
         }
-        return AccessToken(value: token.access_token, expiresAt: Date(timeIntervalSince1970: Double(issuedAt + token.expires_in)))
+        guard token.expires_in > 0, !token.access_token.isEmpty else {
+            throw .invalidResponse("the token is empty or already expired (expires_in \(token.expires_in))")
+        }
+        // Whatever the upstream says, a token is not kept past a day (Google's live an hour), and no arithmetic traps.
+        let lifetime = min(token.expires_in, maximumLifetime)
+        return AccessToken(value: token.access_token, expiresAt: Date(timeIntervalSince1970: Double(issuedAt) + Double(lifetime)))
     }
 }

@@ -59,15 +59,20 @@ public struct RetryPolicy: Sendable, Equatable {
         return ceiling * random()
     }
 
+    /// The longest `Retry-After` believed (a day).
+    public static let maximumRetryAfterSeconds = 86_400
+
     /// `Retry-After` as delta-seconds or an HTTP date (RFC 9110); nil when absent or unreadable.
     public static func retryAfter(_ value: String?, now: Date = Date()) -> Duration? {
         guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
-        if let seconds = Int(value), seconds >= 0 { return .seconds(seconds) }
+        // A day at most, whatever the upstream asks: the delivery deadline ends a ping long before that anyway.
+        if let seconds = Int(value), seconds >= 0 { return .seconds(min(seconds, maximumRetryAfterSeconds)) }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         guard let date = formatter.date(from: value) else { return nil }
-        return .milliseconds(max(0, Int(date.timeIntervalSince(now) * 1000)))
+        let milliseconds = min(max(0, date.timeIntervalSince(now) * 1000), Double(maximumRetryAfterSeconds) * 1000)
+        return .milliseconds(Int(milliseconds))
     }
 }

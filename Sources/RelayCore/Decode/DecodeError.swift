@@ -18,23 +18,26 @@ public enum DecodeError: Error, Equatable, Sendable {
     case invalidSource(String)
     /// A Pub/Sub push body that is not `{message: {data, messageId, …}, subscription}`.
     case invalidEnvelope(String)
+    /// An event id longer than ``EventDecoder/maximumIDBytes``.
+    case idTooLong(String)
 }
 
 extension DecodeError: CustomStringConvertible {
     public var description: String {
         switch self {
         case .unsupportedContentType(let type):
-            "content type \(type.map { "'\($0)'" } ?? "(none)") is not application/json or application/cloudevents+json"
+            "content type \(type.map { "'\($0.prefix(100))'" } ?? "(none)") is not application/json or application/cloudevents+json"
         case .malformedJSON(let detail): "the body is not a JSON object: \(detail)"
         case .missingVersionNumber: "the template version has no versionNumber"
         case .invalidField(let field): "\(field) must be an integer or a decimal string"
         case .missingAttribute(let name): "the CloudEvent has no '\(name)' attribute"
-        case .unsupportedSpecVersion(let version): "CloudEvents spec version '\(version)' is not supported (only 1.0)"
+        case .unsupportedSpecVersion(let version): "CloudEvents spec version '\(version.prefix(20))' is not supported (only 1.0)"
         case .unknownEventType(let type):
-            "event type '\(type)' is not \(EventDecoder.remoteConfigUpdatedType)"
+            "event type '\(type.prefix(100))' is not \(EventDecoder.remoteConfigUpdatedType)"
         case .invalidEnvelope(let reason): "the Pub/Sub push envelope is invalid: \(reason)"
+        case .idTooLong(let name): "\(name) is longer than \(EventDecoder.maximumIDBytes) bytes"
         case .invalidSource(let source):
-            "source '\(source)' is not //firebaseremoteconfig.googleapis.com/projects/{project}"
+            "source '\(source.prefix(100))' is not //firebaseremoteconfig.googleapis.com/projects/{project}"
         }
     }
 }

@@ -76,13 +76,17 @@ public enum EventDecoder {
         return RemoteConfigEvent(id: attributes.id, project: project, format: .cloudEventStructured, version: data.data)
     }
 
+    /// The longest event id kept (`ce-id`, `webhook-id`, a Pub/Sub message id): ids are keys in memory and on disk.
+    public static let maximumIDBytes = 256
+
     /// Checks the required attributes and returns the project named by `source` (nil for `projects/_`).
     private static func check(_ attributes: Attributes) throws(DecodeError) -> String? {
         guard let specversion = attributes.specversion else { throw .missingAttribute("specversion") }
         guard specversion == "1.0" else { throw .unsupportedSpecVersion(specversion) }
         guard let type = attributes.type else { throw .missingAttribute("type") }
         guard type == remoteConfigUpdatedType else { throw .unknownEventType(type) }
-        guard attributes.id?.isEmpty == false else { throw .missingAttribute("id") }
+        guard let id = attributes.id, !id.isEmpty else { throw .missingAttribute("id") }
+        guard id.utf8.count <= maximumIDBytes else { throw .idTooLong("the CloudEvent id") }
         guard let source = attributes.source else { throw .missingAttribute("source") }
         guard source.hasPrefix(sourcePrefix) else { throw .invalidSource(source) }
         let project = source.dropFirst(sourcePrefix.count)

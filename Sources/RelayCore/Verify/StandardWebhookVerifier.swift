@@ -38,22 +38,36 @@ public struct StandardWebhookVerifier: Sendable {
         if skew < -limit { throw .timestampTooOld }
         if skew > limit { throw .timestampInFuture }
 
-        let provided = signatureHeader.split(separator: " ").compactMap { entry -> Data? in
-            let parts = entry.split(separator: ",", maxSplits: 1)
-            guard parts.count == 2, parts[0] == "v1" else { return nil }  // v1a (ed25519) and others: not ours
-            return Data(base64Encoded: String(parts[1]))
-        }
+        let provided = try Self.candidates(in: signatureHeader)
         guard !provided.isEmpty else { throw .signatureMismatch }
         var content = Data("\(id).\(timestampText).".utf8)
         content.append(body)
-        // `isValidAuthenticationCode` compares in constant time.
+        // One MAC per secret, whatever the caller sends: the cost of a refusal is bounded by the configuration, not by
+        // the number of entries. `==` on a MAC compares in constant time.
         for secret in secrets {
-            for candidate in provided
-            where HMAC<SHA256>.isValidAuthenticationCode(candidate, authenticating: content, using: secret.key) {
-                return
-            }
+            let expected = HMAC<SHA256>.authenticationCode(for: content, using: secret.key)
+            if provided.contains(where: { expected == $0 }) { return }
         }
         throw .signatureMismatch
+    }
+
+    /// At most this many space-separated entries in `webhook-signature` (a sender rotating secrets sends two or three).
+    public static let maximumEntries = 16
+
+    /// The `v1` entries that can be an HMAC-SHA256 (32 bytes, 44 characters of base64); other versions (`v1a`) and
+    /// anything that cannot be a SHA-256 MAC are skipped. More than ``maximumEntries`` entries is refused outright.
+    public static func candidates(in header: String) throws(VerificationError) -> [Data] {
+        var found: [Data] = []
+        var entries = 0
+        for entry in header.utf8.split(separator: UInt8(ascii: " ")) {
+            entries += 1
+            guard entries <= maximumEntries else { throw .tooManySignatures }
+            guard entry.count == 47, entry.starts(with: "v1,".utf8),
+                let mac = Data(base64Encoded: Data(entry.dropFirst(3))), mac.count == 32
+            else { continue }
+            found.append(mac)
+        }
+        return found
     }
 
     /// Signs a body the way a Standard Webhooks sender does (used by the development profile and tests).

@@ -10,6 +10,8 @@ public enum VerificationError: Error, Equatable, Sendable {
     case timestampInFuture
     /// No `v1` entry matched any configured secret.
     case signatureMismatch
+    /// `webhook-signature` has more entries than ``StandardWebhookVerifier/maximumEntries``.
+    case tooManySignatures
     /// A configured secret is not `whsec_` + base64 of at least 16 bytes.
     case invalidSecret
 }
@@ -22,6 +24,7 @@ extension VerificationError: CustomStringConvertible {
         case .timestampTooOld: "webhook-timestamp is older than the allowed tolerance"
         case .timestampInFuture: "webhook-timestamp is further in the future than the allowed tolerance"
         case .signatureMismatch: "no v1 signature matches a configured secret"
+        case .tooManySignatures: "webhook-signature has more than \(StandardWebhookVerifier.maximumEntries) entries"
         case .invalidSecret: "the secret is not whsec_ followed by base64 of at least 16 bytes"
         }
     }

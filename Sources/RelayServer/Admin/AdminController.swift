@@ -18,7 +18,7 @@ struct AdminController: Sendable {
             startedAt: runtime.startedAt,
             uptimeSeconds: Int(Date().timeIntervalSince(runtime.startedAt)),
             configuration: .init(source: runtime.source, loadedAt: configuration.loadedAt, reloads: runtime.reloads),
-            projects: configuration.projects.ids)
+            projects: configuration.projects.ids, checks: [])
     }
 
     func routes() -> Components.Schemas.EffectiveRoutes {
@@ -123,6 +123,19 @@ struct AdminController: Sendable {
             version: entry.version, eventID: entry.eventID, origin: .retry, receivedAt: Date(), retryOf: id, validateOnly: entry.validateOnly)
         let reports = await pipeline.dispatcher.deliver([ping], batch: batch, logger: logger)
         return Self.record(reports[0], project: project, batch: batch, toDevice: false)
+    }
+
+    /// Gives up on a dead ping of an acknowledged event that waits for FCM: it is not tried again.
+    func discard(_ id: String) throws(Refusal) -> Components.Schemas.DeliveryRecord {
+        guard let entry = runtime.log.entry(id) else { throw Self.noDelivery(id) }
+        let key = "\(entry.project)/version/\(entry.version.versionNumber)"
+        guard entry.report?.status == .dead, !entry.validateOnly, runtime.recent.discard(key: key, route: entry.route) else {
+            throw Refusal(
+                kind: .notDiscardable,
+                detail: "ping \(id) is \(entry.report?.status.rawValue ?? "pending"), and only the dead ping of a spooled event that waits for FCM can be discarded")
+        }
+        logger.notice("admin discard", metadata: ["delivery_id": "\(id)", "route": "\(entry.route)", "version": "\(entry.version.versionNumber)"])
+        return .init(entry)
     }
 
     func reload() async throws(Refusal) -> Components.Schemas.Reloaded {

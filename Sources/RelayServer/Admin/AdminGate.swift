@@ -43,6 +43,16 @@ struct AdminGate: RouterMiddleware {
             response.headers[.wwwAuthenticate] = "Bearer realm=\"rc-relay admin\""
             return response
         }
+        // Admin bodies are bounded as webhooks are: on Content-Length, then while reading.
+        let limit = runtime.configuration.settings.maxBodyBytes
+        let tooLarge = Problem(.bodyTooLarge, detail: "the body is larger than \(limit) bytes", requestID: RequestInfo.current?.id ?? "")
+        if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit { return tooLarge.response() }
+        var request = request
+        do {
+            _ = try await request.collectBody(upTo: limit)
+        } catch {
+            return tooLarge.response()
+        }
         return try await next(request, context)
     }
 

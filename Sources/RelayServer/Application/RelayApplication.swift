@@ -2,6 +2,8 @@ import AsyncHTTPClient
 import FCMClient
 import Foundation
 import Hummingbird
+import HummingbirdCore
+import NIOCore
 import Logging
 import OpenAPIHummingbird
 import RelayCore
@@ -32,13 +34,14 @@ public enum RelayApplication {
         client.tracing.tracer = nil
         let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: client)
         let parts = RelayParts(
-            httpClient: httpClient, limit: OutboundLimit(limit: settings.outboundConcurrency), latest: LatestVersions(),
+            httpClient: httpClient, limit: OutboundLimit(limit: settings.outboundConcurrency), latest: LatestVersions(lifetime: settings.retryPolicy.deadline),
             log: DeliveryLog(capacity: settings.historySize), metrics: RelayMetrics())
         let runtime: RelayRuntime
         do {
             let configuration = try await makeConfiguration(settings, runtime: parts, logger: logger)
             let recent = RecentEvents(
-                window: settings.dedupWindow, capacity: settings.dedupMaxEvents, spool: try makeSpool(settings.spoolDirectory))
+                window: settings.dedupWindow, capacity: settings.dedupMaxEvents, maxInFlight: settings.maxQueuedPings,
+                parkedRetryInterval: settings.retryPolicy.maximumDelay, spool: try makeSpool(settings.spoolDirectory))
             runtime = RelayRuntime(configuration: configuration, parts: parts, recent: recent, source: source, reader: reader)
         } catch {
             try? await httpClient.shutdown()
@@ -46,10 +49,12 @@ public enum RelayApplication {
         }
         let deliveries = DeliveryService(runtime: runtime)
         let reloader = Reloader(runtime: runtime, logger: logger)
-        let api = RelayAPI(probes: Probes(runtime: runtime), admin: AdminController(runtime: runtime, reloader: reloader))
+        let api = RelayAPI(probes: Probes(runtime: runtime, cacheFor: settings.readinessCache), admin: AdminController(runtime: runtime, reloader: reloader))
         let ingest = IngestRoutes(intake: WebhookIntake(runtime: runtime), controller: WebhookController(runtime: runtime, deliveries: deliveries))
+        let server = httpServer(settings)
         let main = Application(
             router: try makeRouter(api, ingest: ingest, runtime: runtime, listener: settings.adminPort == nil ? .only : .main, logger: logger),
+            server: server,
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "rc-relay"),
             // Shut down in reverse: deliveries drain while the HTTP client is still up.
             services: [HTTPClientService(client: httpClient), DeliveryLifecycle(service: deliveries, grace: settings.drainGrace, logger: logger)],
@@ -60,13 +65,23 @@ public enum RelayApplication {
             services.append(
                 Application(
                     router: try makeRouter(api, ingest: ingest, runtime: runtime, listener: .admin, logger: logger),
+                    server: server,
                     configuration: .init(address: .hostname(settings.adminHost, port: adminPort), serverName: "rc-relay-admin"),
                     onServerRunning: { channel in await onAdminRunning(channel.localAddress?.port ?? adminPort) },
                     logger: logger))
         }
         // Stopped first, in reverse: readiness turns false before any listener closes.
         services += [ReloadOnHangup(reloader: reloader, logger: logger), DrainGate(runtime: runtime, delay: settings.shutdownDelay, logger: logger)]
-        return RelayProcess(services: services, logger: logger)
+        return RelayProcess(services: services, logger: logger, stopWithin: settings.shutdownDelay + settings.drainGrace + RelayProcess.stopMargin)
+    }
+
+    /// HTTP/1.1 with the idle and request-read timeouts: no client holds a connection, its buffers or a stop.
+    static func httpServer(_ settings: RelaySettings) -> HTTPServerBuilder {
+        let (seconds, attoseconds) = settings.requestReadTimeout.components
+        let readLimit = TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        let (idleSeconds, idleAttoseconds) = settings.idleTimeout.components
+        let idle = TimeAmount.nanoseconds(idleSeconds * 1_000_000_000 + idleAttoseconds / 1_000_000_000)
+        return .http1(configuration: .init(additionalChannelHandlers: [RequestReadDeadline(limit: readLimit)], idleTimeout: idle))
     }
 
     /// What a reload rebuilds: each project's pipeline and the ID-token verifier.
@@ -198,11 +213,18 @@ public enum RelayApplication {
 public struct RelayProcess: Service {
     let services: [any Service]
     let logger: Logger
+    /// The most a graceful stop may take (`shutdownDelaySeconds + drainSeconds +` ``stopMargin``); past it, whatever
+    /// still runs (a request that will not finish) is cancelled. Spooled events stay on disk for the next start.
+    let stopWithin: Duration
+
+    /// What a stop may take beyond the shutdown delay and the drain: closing listeners, spooling, the HTTP client.
+    public static let stopMargin: Duration = .seconds(3)
 
     public func run() async throws {
-        let group = ServiceGroup(
-            configuration: .init(
-                services: services.map { .init(service: $0) }, gracefulShutdownSignals: [], cancellationSignals: [], logger: logger))
+        var configuration = ServiceGroupConfiguration(
+            services: services.map { .init(service: $0) }, gracefulShutdownSignals: [], cancellationSignals: [], logger: logger)
+        configuration.maximumGracefulShutdownDuration = stopWithin
+        let group = ServiceGroup(configuration: configuration)
         // Tasks run on Swift's global executor: an event-loop task executor preference measured 17 % fewer webhooks/s
         // (README, Performance).
         try await group.run()

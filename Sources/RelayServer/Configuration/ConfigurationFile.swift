@@ -25,6 +25,9 @@ struct ConfigurationFile: Decodable {
         var maxBodyBytes: Int?
         var trustedProxies: [String]?
         var shutdownDelaySeconds: Double?
+        var idleTimeoutSeconds: Double?
+        var requestReadTimeoutSeconds: Double?
+        var readinessCacheSeconds: Double?
     }
 
     struct Admin: Decodable {
@@ -97,7 +100,9 @@ struct ConfigurationFile: Decodable {
             "maxQueuedPings",
         ],
         "projects[]": ["id", "credentialsFile", "routes"],
-        "server": ["host", "port", "maxBodyBytes", "trustedProxies", "shutdownDelaySeconds"],
+        "server": ["host", "port", "maxBodyBytes", "trustedProxies", "shutdownDelaySeconds", "idleTimeoutSeconds",
+            "requestReadTimeoutSeconds", "readinessCacheSeconds",
+        ],
         "webhook": ["auth", "secrets", "toleranceSeconds"],
         "oidc": ["audiences", "allowedEmails", "jwksURL", "jwksFile", "clockSkewSeconds", "jwksMinRefreshSeconds"],
         "fcm": ["project", "credentialsFile", "metadataURL", "baseURL", "validateOnly", "timeoutSeconds"],

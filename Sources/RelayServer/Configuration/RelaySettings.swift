@@ -12,6 +12,12 @@ public struct RelaySettings: Sendable {
     public var trustedProxies: TrustedProxies
     /// On SIGTERM, how long readiness reports false (and new webhooks get 503) before the listener closes.
     public var shutdownDelay: Duration
+    /// A connection with no request part read (headers included) for this long is closed.
+    public var idleTimeout: Duration
+    /// A request's head and body must be read within this long of its head arriving, or the connection is closed.
+    public var requestReadTimeout: Duration
+    /// How long a readiness result (a failure too) is reused, so unauthenticated probes cost no token exchanges.
+    public var readinessCache: Duration
     /// Bearer tokens for `/admin/`; empty: the admin API does not exist.
     public var adminTokens: [String]
     /// A separate listener for `/admin/` and `/metrics` (`adminPort` nil: the main listener serves them).

@@ -14,6 +14,9 @@ public struct DeliveryReport: Sendable, Encodable, Equatable {
         case dead
         /// A newer version's ping for the same route took over while this one waited to retry.
         case superseded
+        /// The relay stopped while the ping waited to retry; the event is spooled for the next start (or, with no
+        /// spool, left to the sender's retry).
+        case interrupted
     }
 
     /// The delivery log's id for this ping (`GET /admin/deliveries/{id}`).
@@ -43,6 +46,9 @@ public struct DeliveryReport: Sendable, Encodable, Equatable {
 
     /// Settled without anything left to do: accepted, validated, or replaced by a newer version's ping.
     var succeeded: Bool { status == .accepted || status == .validated || status == .superseded }
+
+    /// Not delivered, and worth delivering later: retries ran out, or the relay stopped first.
+    var unfinished: Bool { status == .dead || status == .interrupted }
 
     static func detail(_ failure: FCMError) -> ErrorDetail {
         if case .rejected(let response) = failure {

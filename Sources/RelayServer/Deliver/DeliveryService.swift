@@ -9,7 +9,10 @@ struct DeliveryService: Sendable {
 
     var recent: RecentEvents { runtime.recent }
 
-    func deliver(_ record: SpoolRecord, origin: DeliveryLog.Origin = .webhook, wait: Duration? = nil, logger: Logger) async -> RecentEvents.Outcome {
+    /// `onDisk`: the record comes from the spool (it was acknowledged before a restart).
+    func deliver(
+        _ record: SpoolRecord, origin: DeliveryLog.Origin = .webhook, wait: Duration? = nil, onDisk: Bool = false, logger: Logger
+    ) async -> RecentEvents.Outcome {
         let configuration = runtime.configuration
         guard let pipeline = configuration.projects[record.project] else {
             logger.error("event dropped: its project is no longer configured", metadata: ["project": "\(record.project)"])
@@ -17,8 +20,10 @@ struct DeliveryService: Sendable {
         }
         let pings = pipeline.routes.pings(for: record.version, project: record.project)
         let batch = DeliveryBatch(version: record.version, eventID: record.eventID, origin: origin, receivedAt: record.receivedAt)
-        return await recent.deliver(record, wait: wait ?? configuration.settings.answerWithin) { [logger] in
-            await pipeline.dispatcher.deliver(pings, batch: batch, logger: logger)
+        return await recent.deliver(record, wait: wait ?? configuration.settings.answerWithin, onDisk: onDisk) { [logger] routes, control in
+            // A spooled or parked event sends only the routes still due.
+            let due = routes.map { routes in pings.filter { routes.contains($0.route) } } ?? pings
+            return await pipeline.dispatcher.deliver(due, batch: batch, control: control, logger: logger)
         }
     }
 }

@@ -25,11 +25,11 @@ struct Dispatcher: Sendable {
         return String(decoding: redacted.json, as: UTF8.self)
     }
 
-    func deliver(_ pings: [Ping], batch: DeliveryBatch, logger: Logger) async -> [DeliveryReport] {
-        if pings.count == 1 { return [await deliver(pings[0], batch: batch, logger: logger)] }  // no child task needed
+    func deliver(_ pings: [Ping], batch: DeliveryBatch, control: DeliveryControl = DeliveryControl(), logger: Logger) async -> [DeliveryReport] {
+        if pings.count == 1 { return [await deliver(pings[0], batch: batch, control: control, logger: logger)] }  // no child task needed
         return await withTaskGroup(of: (Int, DeliveryReport).self) { group in
             for (index, ping) in pings.enumerated() {
-                group.addTask { (index, await deliver(ping, batch: batch, logger: logger)) }
+                group.addTask { (index, await deliver(ping, batch: batch, control: control, logger: logger)) }
             }
             var reports = [DeliveryReport?](repeating: nil, count: pings.count)
             for await (index, report) in group { reports[index] = report }
@@ -38,14 +38,18 @@ struct Dispatcher: Sendable {
     }
 
     /// One ping, recorded in the delivery log and the metrics from routing to its outcome.
-    private func deliver(_ ping: Ping, batch: DeliveryBatch, logger: Logger) async -> DeliveryReport {
+    private func deliver(_ ping: Ping, batch: DeliveryBatch, control: DeliveryControl, logger: Logger) async -> DeliveryReport {
         let validateOnly = validateOnly || batch.validateOnly
         let id = log.start(ping, batch: batch, validateOnly: validateOnly)
         _ = metrics.queueChanged(by: 1)
         var logger = logger
         logger[metadataKey: "route"] = "\(ping.route)"
         logger[metadataKey: "delivery_id"] = "\(id)"
-        var report = await send(ping, version: batch.version.versionNumber, validateOnly: validateOnly, logger: logger)
+        // Only a real delivery of a received event (or an operator's retry of one) may make older pings stand down.
+        var realDelivery = !validateOnly && batch.origin != .send
+        if case .token = ping.message.target { realDelivery = false }
+        var report = await send(
+            ping, version: batch.version.versionNumber, validateOnly: validateOnly, supersedes: realDelivery, control: control, logger: logger)
         report.id = id
         _ = metrics.queueChanged(by: -1)
         metrics.ping(route: ping.route, outcome: report.status == .accepted ? "delivered" : report.status.rawValue)
@@ -57,16 +61,24 @@ struct Dispatcher: Sendable {
         return report
     }
 
-    private func send(_ ping: Ping, version: Int64, validateOnly: Bool, logger: Logger) async -> DeliveryReport {
+    private func send(
+        _ ping: Ping, version: Int64, validateOnly: Bool, supersedes: Bool, control: DeliveryControl, logger: Logger
+    ) async -> DeliveryReport {
         var logger = logger
         // Only a ping waiting to retry stands down for a newer one; a first attempt always goes out.
-        latest.record(project: ping.project, route: ping.route, version: version)
+        if supersedes { latest.record(project: ping.project, route: ping.route, version: version) }
         let body = ping.message.json
         if logPings { logger.info("ping", metadata: ["message": "\(Self.loggable(ping.message, encoded: body))"]) }
         let message = ByteBuffer(bytes: body)
         let deadline = ContinuousClock.now + policy.deadline
         var attempts: [DeliveryReport.Attempt] = []
+        var lastError: DeliveryReport.ErrorDetail?
         while true {
+            // Stopped (a shutdown's hand-over): no attempt starts now; the event is spooled with this route still due.
+            if control.isStopped {
+                logger.notice("ping interrupted by the stop; it is handed over", metadata: ["attempts": "\(attempts.count)"])
+                return DeliveryReport(route: ping.route, status: .interrupted, error: lastError, attempts: attempts)
+            }
             logger[metadataKey: "attempt"] = "\(attempts.count + 1)"
             let result = await limit.run { () async -> Result<String, FCMError> in
                 let started = ContinuousClock.now
@@ -89,6 +101,7 @@ struct Dispatcher: Sendable {
                 metrics.fcmResponse(status: attempt.httpStatus, errorCode: attempt.errorCode)
                 attempts.append(attempt)
                 let report = DeliveryReport(route: ping.route, status: .failed, error: DeliveryReport.detail(failure), attempts: attempts)
+                lastError = report.error
                 switch policy.decision(after: failure, attempt: attempts.count) {
                 case .permanent:
                     logger.error("ping refused by FCM for good", metadata: ["error": "\(failure)"])
@@ -100,8 +113,9 @@ struct Dispatcher: Sendable {
                     }
                     logger.warning("ping will be retried", metadata: ["error": "\(failure)", "retry_in": "\(delay)"])
                     metrics.retries.increment()
-                    try? await Task.sleep(for: delay)
-                    if latest.isSuperseded(project: ping.project, route: ping.route, version: version) {
+                    control.onRetry(delay)
+                    _ = await control.pause(for: delay)
+                    if supersedes, latest.isSuperseded(project: ping.project, route: ping.route, version: version) {
                         logger.notice("ping superseded: a newer version's ping took over", metadata: ["attempts": "\(attempts.count)"])
                         return DeliveryReport(route: ping.route, status: .superseded, error: report.error, attempts: attempts)
                     }

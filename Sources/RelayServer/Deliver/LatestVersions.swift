@@ -1,19 +1,40 @@
+import Foundation
 import Synchronization
 
-/// The newest template version each route has a ping for, so an older ping still waiting to retry can stand down:
-/// pings are idempotent "your config is stale" signals, and the newer one carries the newer version.
+/// The newest template version each route has sent for a received event, so an older ping still waiting to retry can
+/// stand down: pings are idempotent "your config is stale" signals, and the newer one carries the newer version.
+///
+/// Only real deliveries of received events record here (webhook, Pub/Sub, spool replay, an admin retry of one): a dry
+/// run, a test ping to one device or any other admin send says nothing about what devices were told. A record lives
+/// `lifetime` (the retry deadline): after that no older ping can still be waiting to retry, so it has no purpose left.
 final class LatestVersions: Sendable {
-    private let latest = Mutex<[String: Int64]>([:])
+    let lifetime: TimeInterval
+    private let latest = Mutex<[String: (version: Int64, at: Date)]>([:])
+
+    init(lifetime: Duration = .seconds(900)) {
+        self.lifetime = Double(lifetime.components.seconds) + Double(lifetime.components.attoseconds) / 1e18
+    }
 
     /// Records that `version` is being sent on the route (the newest seen is kept).
-    func record(project: String, route: String, version: Int64) {
+    func record(project: String, route: String, version: Int64, now: Date = Date()) {
         let key = "\(project)/\(route)"
-        latest.withLock { $0[key] = max($0[key] ?? version, version) }
+        latest.withLock { latest in
+            // Expired entries go on the way: keys are routes, so the table is as small as the configuration.
+            latest = latest.filter { now.timeIntervalSince($0.value.at) < lifetime }
+            if let known = latest[key], known.version > version { return }
+            latest[key] = (version, now)
+        }
     }
 
-    /// Whether a newer version than `version` has been claimed on the route since.
-    func isSuperseded(project: String, route: String, version: Int64) -> Bool {
+    /// Whether a newer version than `version` has been sent on the route within the lifetime.
+    func isSuperseded(project: String, route: String, version: Int64, now: Date = Date()) -> Bool {
         let key = "\(project)/\(route)"
-        return latest.withLock { ($0[key] ?? version) > version }
+        return latest.withLock { latest in
+            guard let known = latest[key], now.timeIntervalSince(known.at) < lifetime else { return false }
+            return known.version > version
+        }
     }
+
+    /// How many routes have a record (for tests and the admin view).
+    var count: Int { latest.withLock { $0.count } }
 }

@@ -1,122 +1,287 @@
 import Foundation
 import Synchronization
 
-/// The deliveries under way and those settled recently, by their keys (event id, project and version).
+/// The deliveries under way and those settled recently, by their keys (event ids, project and version).
 ///
-/// A duplicate joins the delivery under way, or gets the answer of one settled in the last `window`. Deliveries run on
-/// after the webhook is answered; each removes its spool file when it settles. Dead deliveries (retries ran out) are
-/// not remembered, so the sender's retry delivers again.
+/// A duplicate joins the delivery under way, or gets the answer of one settled in the last `window`; an event that
+/// claims an id of another event is a conflict, not a duplicate. Deliveries run on after the webhook is answered.
+///
+/// Durability: an event on disk (answered 202, or replayed from the spool) stays there until each of its pings is
+/// accepted, refused for good, or discarded by an operator: when retries run out it is tried again every
+/// `parkedRetryInterval`. At shutdown, ``drain(within:)`` hands each unfinished delivery over exactly: it is stopped
+/// (no new attempt starts; one under way finishes), and only then is what is still due written to the spool.
 ///
 /// State behind a lock, not an actor: every webhook looks up, starts and finishes a delivery here, and the actor hops
-/// (contended under load) cost more than the dictionary work they guarded. Nothing awaits while holding the lock.
+/// (contended under load) cost more than the dictionary work they guarded. Nothing awaits and no file is touched while
+/// holding it: each delivery's spool file is written and removed under that delivery's own lock.
 final class RecentEvents: Sendable {
     /// What a caller learns within its wait.
     enum Outcome: Sendable {
         case settled([DeliveryReport], duplicate: Bool)
-        case pending
+        /// Not settled within the wait, or a ping waits to retry (`retryAfter`): answered 202 once spooled, else 503.
+        case pending(EventDelivery, retryAfter: Duration?)
+        /// One of the event's ids belongs to another event (another project or version).
+        case conflict(key: String)
+        /// `maxInFlight` deliveries are under way already.
+        case saturated
     }
 
-    private typealias Running = (reports: Settlement<[DeliveryReport]>, record: SpoolRecord)
+    /// What spooling a pending delivery for its 202 came to.
+    enum Acknowledgement: Sendable {
+        case spooled
+        /// It settled first: answer with the outcome instead.
+        case settled([DeliveryReport])
+    }
+
+    /// The first news a waiting sender can be answered with.
+    enum News: Sendable {
+        case settled([DeliveryReport])
+        case retrying(after: Duration)
+        case handedOver
+    }
+
+    /// How a delivery ended at shutdown.
+    enum HandOver: Sendable {
+        case settled
+        case spooled(SpoolRecord)
+        case lost(SpoolRecord)
+    }
+
+    /// One event's delivery under way.
+    final class EventDelivery: Sendable {
+        let record: SpoolRecord
+        let control: DeliveryControl
+        /// The first news for waiting senders: settled, or a retry under way (the outcome is known to be "later").
+        let news: Settlement<News>
+        let reports = Settlement<[DeliveryReport]>()
+        fileprivate let disk: Mutex<Disk>
+
+        fileprivate struct Disk {
+            /// Its spool file exists: the event was acknowledged, so it must not be lost.
+            var onDisk: Bool
+            var settled: [DeliveryReport]?
+            var handOver: HandOver?
+        }
+
+        fileprivate init(record: SpoolRecord, onDisk: Bool) {
+            let news = Settlement<News>()
+            self.record = record
+            self.news = news
+            self.control = DeliveryControl { news.settle(.retrying(after: $0)) }
+            self.disk = Mutex(Disk(onDisk: onDisk))
+        }
+
+        /// Whether the event has a spool file (it was acknowledged).
+        var isOnDisk: Bool { disk.withLock { $0.onDisk } }
+    }
+
+    /// The delivery's work: the routes still due (nil: all), steered by its control.
+    typealias Work = @Sendable (_ routes: Set<String>?, _ control: DeliveryControl) async -> [DeliveryReport]
+
+    private struct Remembered {
+        var fingerprint: String
+        var reports: [DeliveryReport]
+        var at: Date
+    }
 
     private struct State {
-        var inFlight: [String: Running] = [:]
-        var done: [String: (reports: [DeliveryReport], at: Date)] = [:]
-        /// Keys oldest first from `head` on; the forgotten prefix is dropped in one go once it is half the array, so
-        /// forgetting is O(1) (an array's `removeFirst` moves every key, on every event once the window is full).
-        var order: [(key: String, at: Date)] = []
+        var inFlight: [String: EventDelivery] = [:]
+        var inFlightCount = 0
+        var parked = 0
+        var done: [String: Remembered] = [:]
+        /// Events oldest first from `head` on; the forgotten prefix is dropped in one go once it is half the array, so
+        /// forgetting is O(1) (an array's `removeFirst` moves every entry, on every event once the window is full).
+        var order: [(keys: [String], at: Date)] = []
         var head = 0
     }
 
     let window: TimeInterval
+    /// Settled events remembered at most (events, not keys).
     let capacity: Int
+    /// Deliveries under way at most; more are refused with 503 until some settle.
+    let maxInFlight: Int
+    /// How long an acknowledged event whose retries ran out waits before it is tried again.
+    let parkedRetryInterval: Duration
     let spool: (any Spool)?
     private let state = Mutex(State())
 
-    init(window: Duration = .seconds(600), capacity: Int = 10_000, spool: (any Spool)? = nil) {
+    init(
+        window: Duration = .seconds(600), capacity: Int = 10_000, maxInFlight: Int = 10_000,
+        parkedRetryInterval: Duration = .seconds(300), spool: (any Spool)? = nil
+    ) {
         self.window = Double(window.components.seconds) + Double(window.components.attoseconds) / 1e18
         self.capacity = capacity
+        self.maxInFlight = max(1, maxInFlight)
+        self.parkedRetryInterval = parkedRetryInterval
         self.spool = spool
     }
 
-    /// Starts the delivery (or joins the one under way) and waits up to `wait` for it to settle.
-    func deliver(_ record: SpoolRecord, wait: Duration, _ work: @escaping @Sendable () async -> [DeliveryReport]) async -> Outcome {
+    /// Acknowledged events whose pings FCM has not accepted yet, waiting to be tried again.
+    var parked: Int { state.withLock { $0.parked } }
+    /// Events whose delivery is under way.
+    var inFlight: Int { state.withLock { $0.inFlightCount } }
+
+    /// Starts the delivery (or joins the one under way) and waits up to `wait` for its first news. `onDisk`: the record
+    /// comes from the spool, so it is acknowledged already.
+    func deliver(_ record: SpoolRecord, wait: Duration, onDisk: Bool = false, _ work: @escaping Work) async -> Outcome {
         enum Found {
             case done([DeliveryReport])
-            case running(Settlement<[DeliveryReport]>)
-            case started(Settlement<[DeliveryReport]>)
+            case running(EventDelivery)
+            case started(EventDelivery)
+            case conflict(String)
+            case saturated
         }
         let now = Date()
+        let fingerprint = record.fingerprint
         let found = state.withLock { state -> Found in
             forgetExpired(&state, now: now)
             for key in record.keys {
-                if let previous = state.done[key] { return .done(previous.reports) }
+                guard let previous = state.done[key] else { continue }
+                return previous.fingerprint == fingerprint ? .done(previous.reports) : .conflict(key)
             }
             for key in record.keys {
-                if let running = state.inFlight[key] { return .running(running.reports) }
+                guard let running = state.inFlight[key] else { continue }
+                return running.record.fingerprint == fingerprint ? .running(running) : .conflict(key)
             }
-            let settlement = Settlement<[DeliveryReport]>()
-            for key in record.keys { state.inFlight[key] = (settlement, record) }
-            return .started(settlement)
+            guard state.inFlightCount < maxInFlight else { return .saturated }
+            let delivery = EventDelivery(record: record, onDisk: onDisk)
+            for key in record.keys { state.inFlight[key] = delivery }
+            state.inFlightCount += 1
+            return .started(delivery)
         }
-        let settlement: Settlement<[DeliveryReport]>
+        let delivery: EventDelivery
         let duplicate: Bool
         switch found {
-        case .done(let reports):
-            return .settled(reports, duplicate: true)
-        case .running(let running):
-            (settlement, duplicate) = (running, true)
+        case .done(let reports): return .settled(reports, duplicate: true)
+        case .conflict(let key): return .conflict(key: key)
+        case .saturated: return .saturated
+        case .running(let running): (delivery, duplicate) = (running, true)
         case .started(let started):
-            (settlement, duplicate) = (started, false)
-            // Unstructured on purpose: the delivery outlives the request that started it; `drain` waits for it on stop.
-            Task.detached {
-                let reports = await work()
-                self.finish(record, reports)
-                settlement.settle(reports)
-            }
+            (delivery, duplicate) = (started, false)
+            // Unstructured on purpose: the delivery outlives the request that started it; `drain` hands it over on stop.
+            Task.detached { await self.run(delivery, work) }
         }
-        guard let reports = await settlement.value(within: wait) else { return .pending }
-        return .settled(reports, duplicate: duplicate)
-    }
-
-    /// Writes a still-running delivery to the spool, before the sender is told 202. The write happens under the lock,
-    /// so the delivery cannot finish (and remove its file) between the check and the write; it is the rare path.
-    func spoolIfRunning(_ record: SpoolRecord) throws {
-        guard let spool else { return }
-        try state.withLock { state in
-            guard state.inFlight[record.keys[0]] != nil else { return }
-            try spool.write(record)
+        switch await delivery.news.value(within: wait) {
+        case .settled(let reports)?: return .settled(reports, duplicate: duplicate)
+        case .retrying(let after)?: return .pending(delivery, retryAfter: after)
+        case .handedOver?, nil: return .pending(delivery, retryAfter: nil)
         }
     }
 
-    /// On stop: waits up to `grace` for deliveries under way; returns those still running.
-    func drain(within grace: Duration) async -> [SpoolRecord] {
+    /// Writes a pending delivery to the spool before the sender is told 202. If it settled first, says so instead (a
+    /// 202 is never answered with nothing on disk).
+    func acknowledge(_ delivery: EventDelivery) throws -> Acknowledgement {
+        guard let spool else { throw SpoolError.cannotWrite("no spool is configured") }
+        return try delivery.disk.withLock { disk in
+            if disk.onDisk { return .spooled }
+            if let settled = disk.settled { return .settled(settled) }
+            try spool.write(delivery.record)
+            disk.onDisk = true
+            return .spooled
+        }
+    }
+
+    /// Discards the route's ping of the acknowledged event waiting under `key`: it is not tried again, and once no
+    /// route is due the spool file goes. False when no such event waits.
+    func discard(key: String, route: String) -> Bool {
+        guard let delivery = state.withLock({ $0.inFlight[key] }), delivery.isOnDisk else { return false }
+        delivery.control.discard(route)
+        return true
+    }
+
+    /// On stop: waits up to `grace` for deliveries under way, then stops the rest and waits for each to hand over (an
+    /// attempt under way finishes first, within the FCM timeout). Returns how each delivery ended.
+    func drain(within grace: Duration, handOverWithin limit: Duration = .seconds(30)) async -> [HandOver] {
         let running = state.withLock { state in
-            var unique: [String: Running] = [:]
-            for entry in state.inFlight.values { unique[entry.record.keys[0]] = entry }
+            var unique: [ObjectIdentifier: EventDelivery] = [:]
+            for delivery in state.inFlight.values { unique[ObjectIdentifier(delivery)] = delivery }
             return Array(unique.values)
         }
-        var left: [SpoolRecord] = []
         let deadline = ContinuousClock.now + grace
-        for entry in running where await entry.reports.value(within: deadline - .now) == nil {
-            left.append(entry.record)
+        for delivery in running where !delivery.isOnDisk {
+            _ = await delivery.reports.value(within: deadline - .now)
         }
-        return left
+        for delivery in running { delivery.control.stop() }
+        var ended: [HandOver] = []
+        for delivery in running {
+            _ = await delivery.reports.value(within: limit)
+            ended.append(delivery.disk.withLock { $0.handOver } ?? .lost(delivery.record))
+        }
+        return ended
     }
 
-    private func finish(_ record: SpoolRecord, _ reports: [DeliveryReport]) {
+    // MARK: - The delivery
+
+    private func run(_ delivery: EventDelivery, _ work: Work) async {
+        let control = delivery.control
+        var due = delivery.record.routes.map(Set.init)
+        var routes: [String] = []
+        var latest: [String: DeliveryReport] = [:]
+        var parked = false
+        while true {
+            for report in await work(due, control) {
+                if latest[report.route] == nil { routes.append(report.route) }
+                latest[report.route] = report
+            }
+            let unfinished = Set(routes.filter { latest[$0]?.unfinished == true }).subtracting(control.discarded)
+            // An event nobody acknowledged is left to its sender's retry; an acknowledged one must not be lost.
+            guard !unfinished.isEmpty, !control.isStopped, delivery.isOnDisk else { break }
+            if !parked {
+                parked = true
+                state.withLock { $0.parked += 1 }
+            }
+            delivery.news.settle(.retrying(after: parkedRetryInterval))
+            _ = await control.pause(for: parkedRetryInterval)
+            let next = unfinished.subtracting(control.discarded)
+            guard !next.isEmpty, !control.isStopped else { break }
+            due = next
+        }
+        let reports = routes.compactMap { latest[$0] }
+        finish(delivery, reports, wasParked: parked)
+    }
+
+    private func finish(_ delivery: EventDelivery, _ reports: [DeliveryReport], wasParked: Bool) {
+        let control = delivery.control
+        let due = reports.filter(\.unfinished).map(\.route).filter { !control.discarded.contains($0) }
+        let handOver = delivery.disk.withLock { disk -> HandOver in
+            disk.settled = reports
+            if due.isEmpty {
+                if disk.onDisk { spool?.remove(delivery.record) }
+                disk.onDisk = false
+                disk.handOver = .settled
+            } else if control.isStopped, let spool {
+                // Stopped and ended: nothing of it runs any more, so the file says exactly what is still due.
+                var record = delivery.record
+                record.routes = due
+                do {
+                    try spool.write(record)
+                    disk.onDisk = true
+                    disk.handOver = .spooled(record)
+                } catch {
+                    disk.handOver = .lost(record)
+                }
+            } else {
+                disk.handOver = disk.onDisk ? .spooled(delivery.record) : .lost(delivery.record)
+            }
+            return disk.handOver!
+        }
         let now = Date()
         state.withLock { state in
-            for key in record.keys { state.inFlight[key] = nil }
-            // Under the lock, so a 202's spool write cannot land after this removal.
-            spool?.remove(record)
-            guard reports.allSatisfy({ $0.status != .dead }) else { return }
-            for key in record.keys { remember(key, reports, at: now, in: &state) }
+            for key in delivery.record.keys where state.inFlight[key] === delivery { state.inFlight[key] = nil }
+            state.inFlightCount -= 1
+            if wasParked { state.parked -= 1 }
+            // Dead or interrupted deliveries are not remembered, so the sender's retry (or the next start) delivers.
+            if due.isEmpty { remember(delivery.record, reports, at: now, in: &state) }
         }
+        if case .spooled = handOver, control.isStopped { delivery.news.settle(.handedOver) }
+        delivery.news.settle(.settled(reports))
+        delivery.reports.settle(reports)
     }
 
-    private func remember(_ key: String, _ reports: [DeliveryReport], at now: Date, in state: inout State) {
-        state.done[key] = (reports, now)
-        state.order.append((key, now))
+    private func remember(_ record: SpoolRecord, _ reports: [DeliveryReport], at now: Date, in state: inout State) {
+        guard capacity > 0 else { return }
+        for key in record.keys { state.done[key] = Remembered(fingerprint: record.fingerprint, reports: reports, at: now) }
+        state.order.append((record.keys, now))
         while state.order.count - state.head > capacity { forgetOldest(&state) }
     }
 
@@ -127,8 +292,8 @@ final class RecentEvents: Sendable {
 
     private func forgetOldest(_ state: inout State) {
         // A key remembered again since has a newer time: that entry stays.
-        let (key, at) = state.order[state.head]
-        if state.done[key]?.at == at { state.done[key] = nil }
+        let (keys, at) = state.order[state.head]
+        for key in keys where state.done[key]?.at == at { state.done[key] = nil }
         state.head += 1
         if state.head * 2 >= state.order.count {
             state.order.removeFirst(state.head)

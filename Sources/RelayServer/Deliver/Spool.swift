@@ -3,18 +3,43 @@ import RelayCore
 
 /// An event acknowledged before its pings settled, as kept on disk until they do.
 struct SpoolRecord: Codable, Sendable, Equatable {
+    /// The event's identities: its project and version first (the file's name), then its ids.
     var keys: [String]
     var project: String
     var eventID: String?
     var format: String
     var version: TemplateVersion
     var receivedAt: Date
+    /// The routes still to deliver; nil: every route the configuration has for the event.
+    var routes: [String]? = nil
 
     /// The file name: stable for the event, safe on any file system.
     var fileName: String {
-        let name = keys[0].unicodeScalars.map { CharacterSet.alphanumerics.contains($0) ? String($0) : "_" }.joined()
+        let name = (keys.first ?? project).unicodeScalars.map { CharacterSet.alphanumerics.contains($0) ? String($0) : "_" }.joined()
         return String(name.prefix(180)) + ".json"
     }
+
+    /// What the event is, whatever way it came in: a second event that claims one of its ids must be this.
+    var fingerprint: String { "\(project)/\(version.versionNumber)" }
+
+    /// Why a decoded record cannot be delivered, if it cannot.
+    var defect: String? {
+        if keys.isEmpty { return "it has no keys" }
+        if keys.contains(where: \.isEmpty) { return "it has an empty key" }
+        if project.isEmpty { return "it names no project" }
+        if let routes, routes.isEmpty { return "its route list is empty" }
+        return nil
+    }
+}
+
+/// What a spool found on start.
+struct SpoolRecovery: Sendable {
+    /// The events to deliver.
+    var records: [SpoolRecord] = []
+    /// Files that could not be read as an event, moved aside with the reason.
+    var quarantined: [(file: String, reason: String)] = []
+    /// Temporary files of writes a crash interrupted, removed.
+    var temporaryFilesRemoved = 0
 }
 
 /// Where acknowledged events wait until delivered, so a crash or restart loses none.
@@ -22,18 +47,23 @@ protocol Spool: Sendable {
     /// Writes the record durably (fsynced) before the sender is told 202.
     func write(_ record: SpoolRecord) throws
     func remove(_ record: SpoolRecord)
-    /// Everything left from before, to deliver on start.
-    func pending() -> [SpoolRecord]
+    /// Everything left from before, to deliver on start; never fails and never traps on what it finds.
+    func recover() -> SpoolRecovery
 }
 
-/// A directory of JSON files, one per event; each is written to a temporary name, fsynced, then renamed.
+/// A directory of JSON files, one per event; each is written to a temporary name, fsynced, then renamed. Files that
+/// are not an event (corrupt, empty, partial, written by something else) go to `quarantine/` beside them.
 struct FileSpool: Spool {
     let directory: URL
+    /// The largest file read as an event: a record is a few hundred bytes.
+    static let maximumFileBytes = 1 << 20
 
     init(directory: String) throws {
         self.directory = URL(fileURLWithPath: directory, isDirectory: true)
         try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
     }
+
+    var quarantine: URL { directory.appendingPathComponent("quarantine", isDirectory: true) }
 
     func write(_ record: SpoolRecord) throws {
         let data = try JSONEncoder().encode(record)
@@ -48,32 +78,75 @@ struct FileSpool: Spool {
             unlink(temporary.path)
             throw SpoolError.cannotWrite(final.path)
         }
-        // The rename is durable only once the directory is synced too.
-        let directoryDescriptor = open(directory.path, O_RDONLY)
-        if directoryDescriptor >= 0 {
-            fsync(directoryDescriptor)
-            close(directoryDescriptor)
-        }
+        syncDirectory()
     }
 
     func remove(_ record: SpoolRecord) {
         unlink(directory.appendingPathComponent(record.fileName).path)
     }
 
-    func pending() -> [SpoolRecord] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        return names.filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.sorted().compactMap { name in
-            guard let data = FileManager.default.contents(atPath: directory.appendingPathComponent(name).path) else { return nil }
-            return try? JSONDecoder().decode(SpoolRecord.self, from: data)
+    func recover() -> SpoolRecovery {
+        var recovery = SpoolRecovery()
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).sorted()
+        for name in names where name != "quarantine" {
+            let path = directory.appendingPathComponent(name).path
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
+            if name.hasPrefix(".") {
+                // A write that a crash interrupted before its rename: the sender was never told 202 for it.
+                if unlink(path) == 0 { recovery.temporaryFilesRemoved += 1 }
+                continue
+            }
+            switch read(path) {
+            case .success(let record):
+                recovery.records.append(record)
+            case .failure(let reason):
+                moveAside(name)
+                recovery.quarantined.append((name, reason.description))
+            }
+        }
+        return recovery
+    }
+
+    private func read(_ path: String) -> Result<SpoolRecord, SpoolError> {
+        guard path.hasSuffix(".json") else { return .failure(.unreadable("not a .json spool file")) }
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+            let size = attributes[.size] as? Int, size <= Self.maximumFileBytes
+        else { return .failure(.unreadable("larger than \(Self.maximumFileBytes) bytes or unreadable")) }
+        guard let data = FileManager.default.contents(atPath: path), !data.isEmpty else { return .failure(.unreadable("empty")) }
+        guard let record = try? JSONDecoder().decode(SpoolRecord.self, from: data) else {
+            return .failure(.unreadable("not a spooled event (corrupt or partial JSON)"))
+        }
+        if let defect = record.defect { return .failure(.unreadable(defect)) }
+        return .success(record)
+    }
+
+    private func moveAside(_ name: String) {
+        try? FileManager.default.createDirectory(at: quarantine, withIntermediateDirectories: true)
+        let target = quarantine.appendingPathComponent("\(name).\(Int(Date().timeIntervalSince1970))")
+        if rename(directory.appendingPathComponent(name).path, target.path) != 0 {
+            unlink(directory.appendingPathComponent(name).path)  // it must not be read again on every start
+        }
+        syncDirectory()
+    }
+
+    /// A rename or unlink is durable only once the directory is synced too.
+    private func syncDirectory() {
+        let directoryDescriptor = open(directory.path, O_RDONLY)
+        if directoryDescriptor >= 0 {
+            fsync(directoryDescriptor)
+            close(directoryDescriptor)
         }
     }
 }
 
 enum SpoolError: Error, CustomStringConvertible {
     case cannotWrite(String)
+    case unreadable(String)
     var description: String {
         switch self {
         case .cannotWrite(let path): "the spool file \(path) could not be written and synced"
+        case .unreadable(let reason): reason
         }
     }
 }

@@ -15,10 +15,13 @@ struct RelayAPI: APIProtocol {
     }
 
     func getReadiness(_ input: Operations.GetReadiness.Input) async throws -> Operations.GetReadiness.Output {
-        let checks = await probes.readiness()
+        let detailed = await probes.readiness()
+        let checks = Probes.publicView(of: detailed)
         let failing = checks.filter { !$0.ok }
         guard failing.isEmpty else {
-            RequestInfo.current?.logger.notice("not ready", metadata: ["failing": "\(failing.map(\.name).joined(separator: ","))"])
+            // The log has the details the answer leaves out (which project, what the token endpoint said).
+            let details = detailed.filter { !$0.ok }.map { "\($0.name): \($0.detail)" }.joined(separator: "; ")
+            RequestInfo.current?.logger.notice("not ready", metadata: ["failing": "\(details)"])
             throw Refusal(kind: .notReady, detail: "failing: " + failing.map { "\($0.name) (\($0.detail))" }.joined(separator: "; "), checks: checks)
         }
         return .ok(.init(body: .json(.init(status: .ready, checks: checks.map { .init(name: $0.name, ok: $0.ok, detail: $0.detail) }))))
@@ -31,7 +34,9 @@ struct RelayAPI: APIProtocol {
     // MARK: Admin
 
     func getInfo(_ input: Operations.GetInfo.Input) async throws -> Operations.GetInfo.Output {
-        .ok(.init(body: .json(admin.info())))
+        var info = admin.info()
+        info.checks = await probes.readiness().map { .init(name: $0.name, ok: $0.ok, detail: $0.detail) }
+        return .ok(.init(body: .json(info)))
     }
 
     func listRoutes(_ input: Operations.ListRoutes.Input) async throws -> Operations.ListRoutes.Output {
@@ -60,6 +65,10 @@ struct RelayAPI: APIProtocol {
 
     func retryDelivery(_ input: Operations.RetryDelivery.Input) async throws -> Operations.RetryDelivery.Output {
         .ok(.init(body: .json(try await admin.retry(input.path.id))))
+    }
+
+    func discardDelivery(_ input: Operations.DiscardDelivery.Input) async throws -> Operations.DiscardDelivery.Output {
+        .ok(.init(body: .json(try admin.discard(input.path.id))))
     }
 
     func reloadConfiguration(_ input: Operations.ReloadConfiguration.Input) async throws -> Operations.ReloadConfiguration.Output {

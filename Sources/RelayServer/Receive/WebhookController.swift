@@ -40,8 +40,11 @@ struct WebhookController: Sendable {
         logger[metadataKey: "project"] = "\(project)"
         logger[metadataKey: "version"] = "\(event.version.versionNumber)"
         logger.info("webhook accepted", metadata: ["format": "\(event.format.rawValue)"])
-        // The same event by id, or the same version of the project by another way in, is one event.
-        let keys = ["\(project)/version/\(event.version.versionNumber)", eventID.map { "\(project)/id/\($0)" }].compactMap { $0 }
+        // The same event by id, or the same version of the project by another way in, is one event. A signed request's
+        // `webhook-id` is its identity whatever the unsigned headers say, so it is a key across projects.
+        let keys = [
+            "\(project)/version/\(event.version.versionNumber)", eventID.map { "\(project)/id/\($0)" }, webhookID.map { "webhook/\($0)" },
+        ].compactMap { $0 }
         let record = SpoolRecord(
             keys: keys, project: project, eventID: eventID, format: event.format.rawValue, version: event.version,
             receivedAt: Date())
@@ -51,34 +54,56 @@ struct WebhookController: Sendable {
         let source = event.format.rawValue
         switch await deliveries.deliver(record, logger: logger) {
         case .settled(let reports, let duplicate):
-            if duplicate { logger.info("duplicate event: answered from the first delivery, nothing sent again") }
-            // A dead ping (retries ran out) is worth the sender's retry; a permanent refusal is not: it is answered 200,
-            // remembered, and left to an operator (fix, then POST /admin/deliveries/{id}/retry).
-            let dead = reports.filter { $0.status == .dead }.map(\.route)
-            guard dead.isEmpty else {
-                throw Refusal(
-                    kind: .deliveryFailed, detail: "the ping for route(s) \(dead.joined(separator: ", ")) ran out of retries; a retry of this event delivers it",
-                    deliveries: reports)
-            }
-            let failed = reports.contains { $0.status == .failed }
-            runtime.metrics.webhook(source: source, outcome: duplicate ? "duplicate" : failed ? "failed" : "delivered")
-            return .delivered(IngestAnswer.delivered(failed: failed, requestID: requestID, duplicate: duplicate, event: summary, reports: reports))
-        case .pending:
-            let retry = max(1, Int(runtime.configuration.settings.answerWithin.components.seconds))
-            let inProgress = Refusal(kind: .deliveryInProgress, detail: "the pings are still being delivered; retry to join the delivery under way", retryAfter: retry)
+            return try settled(reports, duplicate: duplicate, source: source, requestID: requestID, summary: summary, logger: logger)
+        case .conflict(let key):
+            logger.notice("webhook refused: its id belongs to another event", metadata: ["key": "\(key)"])
+            throw Refusal(
+                kind: .eventConflict,
+                detail: "an event with this id was received for another project or version; a new event needs a new id (webhook-id, ce-id or the Pub/Sub message id)")
+        case .saturated:
+            logger.warning("webhook refused: too many deliveries under way")
+            throw Refusal(kind: .notReady, detail: "too many deliveries are under way; retry shortly", retryAfter: 5)
+        case .pending(let delivery, let retryAfter):
+            let seconds = retryAfter.map { Int(($0 / .seconds(1)).rounded(.up)) } ?? Int(runtime.configuration.settings.answerWithin.components.seconds)
+            let inProgress = Refusal(
+                kind: .deliveryInProgress, detail: "the pings are still being delivered; retry to join the delivery under way",
+                retryAfter: min(max(1, seconds), 3600))
             guard deliveries.recent.spool != nil else {
                 logger.info("delivery continues; the sender is asked to retry and join it", metadata: ["status": "503"])
                 throw inProgress
             }
+            let acknowledgement: RecentEvents.Acknowledgement
             do {
-                try deliveries.recent.spoolIfRunning(record)
+                acknowledgement = try deliveries.recent.acknowledge(delivery)
             } catch {
                 logger.error("the event could not be spooled", metadata: ["error": "\(error)"])
                 throw inProgress
             }
-            logger.info("delivery continues in the background; the event is spooled")
-            runtime.metrics.webhook(source: source, outcome: "in-progress")
-            return .inProgress(IngestAnswer.inProgress(requestID: requestID, event: summary))
+            switch acknowledgement {
+            case .settled(let reports):
+                return try settled(reports, duplicate: false, source: source, requestID: requestID, summary: summary, logger: logger)
+            case .spooled:
+                logger.info("delivery continues in the background; the event is spooled")
+                runtime.metrics.webhook(source: source, outcome: "in-progress")
+                return .inProgress(IngestAnswer.inProgress(requestID: requestID, event: summary))
+            }
         }
+    }
+
+    private func settled(
+        _ reports: [DeliveryReport], duplicate: Bool, source: String, requestID: String, summary: IngestAnswer.EventSummary, logger: Logger
+    ) throws(Refusal) -> Answer {
+        if duplicate { logger.info("duplicate event: answered from the first delivery, nothing sent again") }
+        // A dead ping (retries ran out) is worth the sender's retry; a permanent refusal is not: it is answered 200,
+        // remembered, and left to an operator (fix, then POST /admin/deliveries/{id}/retry).
+        let dead = reports.filter(\.unfinished).map(\.route)
+        guard dead.isEmpty else {
+            throw Refusal(
+                kind: .deliveryFailed, detail: "the ping for route(s) \(dead.joined(separator: ", ")) ran out of retries; a retry of this event delivers it",
+                deliveries: reports)
+        }
+        let failed = reports.contains { $0.status == .failed }
+        runtime.metrics.webhook(source: source, outcome: duplicate ? "duplicate" : failed ? "failed" : "delivered")
+        return .delivered(IngestAnswer.delivered(failed: failed, requestID: requestID, duplicate: duplicate, event: summary, reports: reports))
     }
 }

@@ -57,11 +57,19 @@ struct WebhookIntake: Sendable {
                 let sender = try await idTokens.verify(authorization: headers[.authorization])
                 logger[metadataKey: "sender"] = "\(sender)"
             } catch {
-                if case .keysUnavailable = error { throw Refusal(kind: .verificationUnavailable, detail: error.description, retryAfter: 30) }
+                if case .keysUnavailable(let reason) = error {
+                    // The HTTP client's text stays in the log: it names hosts and addresses a caller has no need of.
+                    logger.warning("ID-token keys unavailable", metadata: ["reason": "\(reason)"])
+                    throw Refusal(
+                        kind: .verificationUnavailable, detail: "the keys that sign ID tokens could not be fetched; retry later", retryAfter: 30)
+                }
                 throw Refusal(kind: .invalidIDToken, detail: error.description)
             }
         }
         let bytes = try await read(request.body, declared: headers[.contentLength].flatMap(Int.init), limit: settings.maxBodyBytes)
+        if let id = headers[.webhookID], id.utf8.count > EventDecoder.maximumIDBytes {
+            throw Refusal(kind: .malformedEvent, detail: "webhook-id is longer than \(EventDecoder.maximumIDBytes) bytes")
+        }
         let signature = StandardWebhookVerifier.Headers(
             id: headers[.webhookID], timestamp: headers[.webhookTimestamp], signature: headers[.webhookSignature])
         if ingest == .webhook, settings.webhookAuth.needsHMAC {

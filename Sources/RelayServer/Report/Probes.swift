@@ -1,6 +1,7 @@
 import FCMClient
 import Foundation
 import OpenAPIRuntime
+import Synchronization
 
 /// One readiness check's result.
 struct ReadinessCheck: Sendable, Encodable {
@@ -10,12 +11,24 @@ struct ReadinessCheck: Sendable, Encodable {
 }
 
 /// `/healthz`, `/readyz` and `/metrics`.
+///
+/// Readiness is asked by anyone who can reach the listener, so it costs little and tells little: the token checks run
+/// at most once per `server.readinessCacheSeconds` (failures are reused too, so a flood of probes makes no token
+/// requests), and the unauthenticated answer names no project and carries no upstream error text. The admin API's
+/// `GET /admin/info` and the log have the details.
 struct Probes: Sendable {
     let runtime: RelayRuntime
     /// How long the token check may take before it counts as failed (a probe must answer quickly).
     var tokenCheckTimeout: Duration = .seconds(3)
+    let tokenChecks: CachedResult<[ReadinessCheck]>
 
-    /// Configuration loaded, a token obtainable per project (a cached one counts), not draining, queue not saturated.
+    init(runtime: RelayRuntime, cacheFor lifetime: Duration) {
+        self.runtime = runtime
+        self.tokenChecks = CachedResult(lifetime: lifetime)
+    }
+
+    /// Every check with its details (the admin API's view): configuration loaded, a token obtainable per project (a
+    /// cached one counts), not draining, queue not saturated, acknowledged events not yet accepted by FCM.
     /// The configuration check is informational: a refused reload keeps the running configuration, which stays good.
     func readiness() async -> [ReadinessCheck] {
         let configuration = runtime.configuration
@@ -24,21 +37,49 @@ struct Probes: Sendable {
                 name: "configuration", ok: true,
                 detail: "loaded \(configuration.loadedAt.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))")
         ]
-        let tokens = await withTaskGroup(of: ReadinessCheck.self) { group in
+        checks += await tokenChecks.value { await self.tokens(configuration) }
+        let draining = runtime.isDraining
+        checks.append(.init(name: "draining", ok: !draining, detail: draining ? "draining after a stop signal" : "serving"))
+        let depth = runtime.metrics.queueDepth
+        let limit = configuration.settings.maxQueuedPings
+        checks.append(.init(name: "queue", ok: depth < limit, detail: "\(depth) of \(limit) pings queued"))
+        // Informational, as configuration is: FCM's outage is not this replica's, and the events are safe on disk.
+        let parked = runtime.recent.parked
+        runtime.metrics.undelivered.record(parked)
+        checks.append(
+            .init(
+                name: "undelivered", ok: true,
+                detail: parked == 0
+                    ? "no acknowledged event waits for FCM"
+                    : "\(parked) acknowledged event(s) wait for FCM, spooled and tried again every \(runtime.recent.parkedRetryInterval)"))
+        runtime.metrics.ready.record(checks.allSatisfy(\.ok) ? 1 : 0)
+        return checks
+    }
+
+    /// The unauthenticated view: the per-project token checks become one `credentials` check, without project names
+    /// or error text.
+    static func publicView(of checks: [ReadinessCheck]) -> [ReadinessCheck] {
+        let tokens = checks.filter { $0.name.hasPrefix("token:") }
+        let failing = tokens.filter { !$0.ok }.count
+        let credentials = ReadinessCheck(
+            name: "credentials", ok: failing == 0,
+            detail: failing == 0
+                ? "an access token for each of \(tokens.count) project(s)"
+                : "no access token for \(failing) of \(tokens.count) project(s); GET /admin/info and the log say why")
+        var view = checks.filter { !$0.name.hasPrefix("token:") }
+        view.insert(credentials, at: min(1, view.count))
+        return view
+    }
+
+    private func tokens(_ configuration: RelayConfiguration) async -> [ReadinessCheck] {
+        let checks = await withTaskGroup(of: ReadinessCheck.self) { group in
             for id in configuration.projects.ids {
                 guard let source = configuration.projects[id]?.tokenSource else { continue }
                 group.addTask { await tokenCheck(project: id, source: source) }
             }
             return await group.reduce(into: [ReadinessCheck]()) { $0.append($1) }
         }
-        checks += tokens.sorted { $0.name < $1.name }
-        let draining = runtime.isDraining
-        checks.append(.init(name: "draining", ok: !draining, detail: draining ? "draining after a stop signal" : "serving"))
-        let depth = runtime.metrics.queueDepth
-        let limit = configuration.settings.maxQueuedPings
-        checks.append(.init(name: "queue", ok: depth < limit, detail: "\(depth) of \(limit) pings queued"))
-        runtime.metrics.ready.record(checks.allSatisfy(\.ok) && !runtime.isDraining ? 1 : 0)
-        return checks
+        return checks.sorted { $0.name < $1.name }
     }
 
     private func tokenCheck(project: String, source: CachingTokenSource) async -> ReadinessCheck {
@@ -60,10 +101,57 @@ struct Probes: Sendable {
         }
     }
 
-    /// The exposition, with `rc_relay_ready` as of this scrape: the readiness checks run first, so the gauge is
-    /// current wherever rc-relay runs, probed by an orchestrator or not.
+    /// The exposition, with `rc_relay_ready` as of this scrape (the cached checks count): current wherever rc-relay
+    /// runs, probed by an orchestrator or not.
     func metrics() async -> HTTPBody {
         _ = await readiness()
         return HTTPBody(runtime.metrics.exposition())
+    }
+}
+
+/// A value computed at most once per `lifetime`, shared by concurrent callers while it is computed.
+final class CachedResult<Value: Sendable>: Sendable {
+    let lifetime: Duration
+    private struct State {
+        var value: Value?
+        var at: ContinuousClock.Instant?
+        var inFlight: Settlement<Value>?
+    }
+    private let state = Mutex(State())
+
+    init(lifetime: Duration) { self.lifetime = lifetime }
+
+    private enum Step {
+        case cached(Value)
+        case join(Settlement<Value>)
+        case compute(Settlement<Value>)
+    }
+
+    func value(_ compute: @Sendable () async -> Value) async -> Value {
+        let now = ContinuousClock.now
+        let step = state.withLock { state -> Step in
+            if let value = state.value, let at = state.at, now - at < lifetime { return .cached(value) }
+            if let inFlight = state.inFlight { return .join(inFlight) }
+            let settlement = Settlement<Value>()
+            state.inFlight = settlement
+            return .compute(settlement)
+        }
+        switch step {
+        case .cached(let value):
+            return value
+        case .join(let settlement):
+            // The computation is bounded by its own timeout; this bound only keeps a waiter from hanging forever.
+            if let value = await settlement.value(within: .seconds(60)) { return value }
+            return await compute()
+        case .compute(let settlement):
+            let value = await compute()
+            state.withLock { state in
+                state.value = value
+                state.at = ContinuousClock.now
+                state.inFlight = nil
+            }
+            settlement.settle(value)
+            return value
+        }
     }
 }

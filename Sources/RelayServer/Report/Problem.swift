@@ -12,6 +12,7 @@ public enum ProblemKind: String, Sendable, CaseIterable {
     case malformedEvent = "malformed-event"
     case unknownEventType = "unknown-event-type"
     case unknownProject = "unknown-project"
+    case eventConflict = "event-id-conflict"
     case deliveryFailed = "delivery-failed"
     case deliveryInProgress = "delivery-in-progress"
     case notReady = "not-ready"
@@ -19,6 +20,7 @@ public enum ProblemKind: String, Sendable, CaseIterable {
     case notFound = "not-found"
     case invalidRequest = "invalid-request"
     case notRetryable = "not-retryable"
+    case notDiscardable = "not-discardable"
     case invalidConfiguration = "invalid-configuration"
     case internalError = "internal-error"
 
@@ -29,7 +31,7 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         case .unauthorized: .unauthorized
         case .notFound: .notFound
         case .invalidRequest: .badRequest
-        case .notRetryable: .conflict
+        case .notRetryable, .notDiscardable, .eventConflict: .conflict
         case .invalidConfiguration: .unprocessableContent
         case .internalError: .internalServerError
         case .bodyTooLarge: .contentTooLarge
@@ -51,6 +53,7 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         case .malformedEvent: "The body is not a Remote Config template version or CloudEvent"
         case .unknownEventType: "The event is not a Remote Config update"
         case .unknownProject: "The event's Firebase project is not configured"
+        case .eventConflict: "The event's id belongs to another event"
         case .deliveryFailed: "FCM did not accept every ping"
         case .deliveryInProgress: "The pings are still being delivered"
         case .notReady: "The relay is not ready"
@@ -58,6 +61,7 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         case .notFound: "There is nothing here"
         case .invalidRequest: "The request does not match the API"
         case .notRetryable: "Only dead or failed pings can be retried"
+        case .notDiscardable: "Only the dead ping of an acknowledged event still waiting for FCM can be discarded"
         case .invalidConfiguration: "The configuration file is refused"
         case .internalError: "Something went wrong inside the relay"
         }
@@ -66,8 +70,8 @@ public enum ProblemKind: String, Sendable, CaseIterable {
     /// What the webhook and Pub/Sub endpoints answer with (`openapi.yaml` documents each status).
     public static let ingest: [ProblemKind] = [
         .invalidSignature, .timestampOutOfTolerance, .invalidIDToken, .verificationUnavailable, .bodyTooLarge,
-        .unsupportedMediaType, .malformedEvent, .unknownEventType, .unknownProject, .deliveryFailed, .deliveryInProgress,
-        .notReady,
+        .unsupportedMediaType, .malformedEvent, .unknownEventType, .unknownProject, .eventConflict, .deliveryFailed,
+        .deliveryInProgress, .notReady,
     ]
 
     /// The `type` URI: a URN, so it is stable and names no host.

@@ -19,7 +19,7 @@ struct Refusal: Error {
         case .unsupportedContentType: .unsupportedMediaType
         case .unknownEventType: .unknownEventType
         case .malformedJSON, .missingVersionNumber, .invalidField, .missingAttribute, .unsupportedSpecVersion, .invalidSource,
-            .invalidEnvelope:
+            .invalidEnvelope, .idTooLong:
             .malformedEvent
         }
     }

@@ -21,6 +21,10 @@ public final class RelayMetrics: Sendable {
     let attempts: CoreMetrics.Counter
     let retries: CoreMetrics.Counter
     let deadPings: CoreMetrics.Counter
+    /// Spool files moved aside on start because they were not an event.
+    let spoolQuarantined: CoreMetrics.Counter
+    /// Acknowledged events whose pings FCM has not accepted yet (spooled, tried again).
+    let undelivered: CoreMetrics.Gauge
     let deliveryLatency: CoreMetrics.Timer
     let fcmLatency: CoreMetrics.Timer
     private let queued = Mutex(0)
@@ -42,10 +46,13 @@ public final class RelayMetrics: Sendable {
         attempts = CoreMetrics.Counter(label: "rc_relay_fcm_attempts_total", factory: factory)
         retries = CoreMetrics.Counter(label: "rc_relay_fcm_retries_total", factory: factory)
         deadPings = CoreMetrics.Counter(label: "rc_relay_dead_pings_total", factory: factory)
+        spoolQuarantined = CoreMetrics.Counter(label: "rc_relay_spool_quarantined_total", factory: factory)
+        undelivered = CoreMetrics.Gauge(label: "rc_relay_undelivered_events", factory: factory)
         deliveryLatency = CoreMetrics.Timer(label: "rc_relay_delivery_latency_seconds", factory: factory)
         fcmLatency = CoreMetrics.Timer(label: "rc_relay_fcm_request_duration_seconds", factory: factory)
         pingsQueued.record(0)
         ready.record(0)
+        undelivered.record(0)
     }
 
     /// A webhook's outcome. `source`: the event's format, or `unknown` when refused before decoding; `outcome`:

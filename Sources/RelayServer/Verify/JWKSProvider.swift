@@ -34,6 +34,9 @@ actor RemoteJWKS: JWKSProvider {
     let maximumAge: TimeInterval
     private var cached: (collection: JWTKeyCollection, kids: Set<String>, fetchedAt: Date)?
     private var lastAttempt: Date?
+    /// Why the last fetch failed, until one succeeds: within the refresh interval after a failure, a token whose key
+    /// is not cached is unverifiable (503), not forged (401).
+    private var lastFailure: OIDCError?
     private var inFlight: Task<(JWTKeyCollection, Set<String>), any Error>?
 
     init(url: String, httpClient: HTTPClient, minimumRefreshInterval: Duration, maximumAge: Duration = .seconds(3600)) {
@@ -48,7 +51,9 @@ actor RemoteJWKS: JWKSProvider {
             return cached.collection
         }
         if let lastAttempt, -lastAttempt.timeIntervalSinceNow < minimumRefreshInterval, inFlight == nil {
-            return cached?.kids.contains(kid) == true ? cached?.collection : nil
+            if let cached, cached.kids.contains(kid) { return cached.collection }
+            if let lastFailure { throw lastFailure }
+            return nil
         }
         let task: Task<(JWTKeyCollection, Set<String>), any Error>
         if let inFlight {
@@ -62,10 +67,13 @@ actor RemoteJWKS: JWKSProvider {
         do {
             let (collection, kids) = try await task.value
             cached = (collection, kids, Date())
+            lastFailure = nil
             return kids.contains(kid) ? collection : nil
         } catch {
+            let failure = error as? OIDCError ?? .keysUnavailable("\(error)")
+            lastFailure = failure
             if let cached, cached.kids.contains(kid) { return cached.collection }  // stale keys beat none
-            throw error as? OIDCError ?? .keysUnavailable("\(error)")
+            throw failure
         }
     }
 

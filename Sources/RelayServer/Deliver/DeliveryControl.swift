@@ -1,0 +1,51 @@
+import Synchronization
+
+/// How one delivery is steered from outside while it runs: told of its first retry (so the waiting sender is answered
+/// at once), paused between attempts, stopped at shutdown, and told which routes an operator discarded.
+///
+/// A pause is a wait on a ``Settlement`` with a bound, not a task sleep, so `stop` and `discard` end it at once and
+/// the delivery hands over exactly: no attempt starts after `stop`, and one already under way finishes first.
+final class DeliveryControl: Sendable {
+    private struct State {
+        var stopped = false
+        var discarded: Set<String> = []
+        var wakers: [Settlement<Bool>] = []
+    }
+    private let state = Mutex(State())
+    /// Called before each wait to retry, with the wait.
+    let onRetry: @Sendable (Duration) -> Void
+
+    init(onRetry: @escaping @Sendable (Duration) -> Void = { _ in }) { self.onRetry = onRetry }
+
+    /// No attempt starts after this.
+    var isStopped: Bool { state.withLock { $0.stopped } }
+    var discarded: Set<String> { state.withLock { $0.discarded } }
+
+    /// Waits `duration`, or less if stopped or woken meanwhile; true when it ended early.
+    func pause(for duration: Duration) async -> Bool {
+        let waker = Settlement<Bool>()
+        let stopped = state.withLock { state in
+            if !state.stopped { state.wakers.append(waker) }
+            return state.stopped
+        }
+        if stopped { return true }
+        let woken = await waker.value(within: duration) != nil
+        state.withLock { $0.wakers.removeAll { $0 === waker } }
+        return woken
+    }
+
+    /// Stops the delivery: pauses end, no further attempt starts.
+    func stop() { wake { $0.stopped = true } }
+
+    /// An operator gave up on the route's ping: it is not tried again.
+    func discard(_ route: String) { wake { _ = $0.discarded.insert(route) } }
+
+    private func wake(_ change: (inout State) -> Void) {
+        let wakers = state.withLock { state in
+            change(&state)
+            defer { state.wakers = [] }
+            return state.wakers
+        }
+        for waker in wakers { waker.settle(true) }
+    }
+}

@@ -1,0 +1,110 @@
+import Foundation
+@testable import RelayServer
+import RelayCore
+import Synchronization
+import Testing
+
+private func record(_ version: Int, routes: [String]? = nil) -> SpoolRecord {
+    SpoolRecord(
+        keys: ["p/version/\(version)"], project: "p", eventID: nil, format: "template-version",
+        version: try! JSONDecoder().decode(TemplateVersion.self, from: Data(#"{"versionNumber":"\#(version)"}"#.utf8)), receivedAt: Date(),
+        routes: routes)
+}
+
+private func report(_ route: String, _ status: DeliveryReport.Status) -> DeliveryReport {
+    DeliveryReport(route: route, status: status, attempts: [])
+}
+
+/// A spool in memory that records what it was asked, and can hold a write until told to go on.
+private final class RecordingSpool: Spool, @unchecked Sendable {
+    let files = Mutex<[String: SpoolRecord]>([:])
+    let writes = Mutex(0)
+    /// While set, `write` blocks until it is signalled; `entered` says a write is waiting.
+    let hold: DispatchSemaphore?
+    let entered = DispatchSemaphore(value: 0)
+
+    init(hold: DispatchSemaphore? = nil) { self.hold = hold }
+
+    func write(_ record: SpoolRecord) throws {
+        if let hold {
+            entered.signal()
+            hold.wait()
+        }
+        writes.withLock { $0 += 1 }
+        files.withLock { $0[record.fileName] = record }
+    }
+    func remove(_ record: SpoolRecord) { files.withLock { $0[record.fileName] = nil } }
+    func recover() -> SpoolRecovery { SpoolRecovery(records: Array(files.withLock { $0.values })) }
+}
+
+// MARK: Tests
+
+@Test func aHandOverWaitsForTheAttemptUnderWayAndSpoolsOnlyWhatIsStillDue() async throws {
+    let spool = RecordingSpool()
+    let recent = RecentEvents(spool: spool)
+    let attemptUnderWay = Settlement<Bool>()
+    let attemptMayEnd = Settlement<Bool>()
+    let outcome = await recent.deliver(record(1), wait: .zero) { _, control in
+        // Route a is accepted; route b's attempt is under way when the stop comes, and fails.
+        attemptUnderWay.settle(true)
+        _ = await attemptMayEnd.value(within: .seconds(600))
+        return [report("a", .accepted), report("b", control.isStopped ? .interrupted : .dead)]
+    }
+    guard case .pending = outcome else { Issue.record("expected the delivery to be under way"); return }
+    _ = await attemptUnderWay.value(within: .seconds(600))
+    async let ended = recent.drain(within: .zero)
+    // The drain has stopped the delivery but must not write while its attempt may still succeed (or fail).
+    try await eventually("the drain stops the delivery") { recent.inFlight == 1 && spool.writes.withLock { $0 } == 0 }
+    #expect(spool.files.withLock { $0.isEmpty })
+    attemptMayEnd.settle(true)
+    let handOvers = await ended
+    guard case .spooled(let written)? = handOvers.first else { Issue.record("expected a spooled hand-over, got \(handOvers)"); return }
+    #expect(written.routes == ["b"])
+    #expect(spool.files.withLock { Array($0.values) } == [written])
+    #expect(recent.inFlight == 0)
+}
+
+@Test func aDeliveryThatEndsDuringTheHandOverLeavesNoFile() async throws {
+    let spool = RecordingSpool()
+    let recent = RecentEvents(spool: spool)
+    let mayEnd = Settlement<Bool>()
+    // Acknowledged (spooled for its 202), then accepted on the attempt under way when the stop comes.
+    let outcome = await recent.deliver(record(2), wait: .zero) { _, _ in
+        _ = await mayEnd.value(within: .seconds(600))
+        return [report("a", .accepted)]
+    }
+    guard case .pending(let delivery, _) = outcome else { Issue.record("expected the delivery to be under way"); return }
+    guard case .spooled = try recent.acknowledge(delivery) else { Issue.record("expected it spooled"); return }
+    #expect(spool.files.withLock { $0.count } == 1)
+    async let ended = recent.drain(within: .zero)
+    try await eventually("the drain stops the delivery") { delivery.control.isStopped }
+    mayEnd.settle(true)
+    guard case .settled? = await ended.first else { Issue.record("expected the delivery to settle"); return }
+    // Delivered: the file goes, so the next start does not send it again.
+    #expect(spool.files.withLock { $0.isEmpty })
+}
+
+@Test func aSlowDiskHoldsOnlyItsOwnEventNotEveryWebhook() async throws {
+    let hold = DispatchSemaphore(value: 0)
+    let spool = RecordingSpool(hold: hold)
+    let recent = RecentEvents(spool: spool)
+    let never = Settlement<Bool>()
+    let slow = await recent.deliver(record(3), wait: .zero) { _, _ in
+        _ = await never.value(within: .seconds(600))
+        return [report("a", .accepted)]
+    }
+    guard case .pending(let delivery, _) = slow else { Issue.record("expected the delivery to be under way"); return }
+    // The 202's write blocks on a slow disk, on a thread of its own.
+    let writer = Thread { _ = try? recent.acknowledge(delivery) }
+    writer.start()
+    spool.entered.wait()
+    // Meanwhile another webhook's event is looked up, delivered and settled: no lock it needs is held by the write.
+    let other = Task { await recent.deliver(record(4), wait: .seconds(600)) { _, _ in [report("a", .accepted)] } }
+    var settled = false
+    try await eventually("another event settles while the disk is slow") {
+        if case .settled = await other.value { settled = true }
+        return settled
+    }
+    hold.signal()
+    never.settle(true)
+}
