@@ -7,6 +7,7 @@ import NIOHTTP1
 import RelayCore
 import RelayServer
 import ServiceLifecycle
+import Synchronization
 import Testing
 
 /// An emulator and a relay, both real servers on loopback ports, plus a client that signs like a sender.
@@ -25,6 +26,8 @@ struct LiveRelay {
     var configPath: String? = nil
     /// Sends the relay a stop signal, as SIGTERM does, without waiting for it to stop.
     var stop: @Sendable () async -> Void = {}
+    /// Whether the relay has stopped (its service group returned).
+    var hasStopped: @Sendable () -> Bool = { false }
     let client = HTTPClient.shared
 
     /// The bearer token the harness configures in `admin.tokens`.
@@ -153,7 +156,11 @@ func withLiveRelay(
             settings: settings, logger: quietLogger, source: configFile ? configPath : "test", reader: reader,
             onServerRunning: { relayContinuation.yield($0) }, onAdminRunning: { adminContinuation.yield($0) })
         let relayGroup = ServiceGroup(services: [relay], gracefulShutdownSignals: [], logger: quietLogger)
-        group.addTask { try await relayGroup.run() }
+        let stopped = Mutex(false)
+        group.addTask {
+            defer { stopped.withLock { $0 = true } }
+            try await relayGroup.run()
+        }
         var relayIterator = relayPorts.makeAsyncIterator()
         let relayURL = "http://127.0.0.1:\(await relayIterator.next()!)"
         var adminURL = relayURL
@@ -164,7 +171,8 @@ func withLiveRelay(
         let live = LiveRelay(
             relayURL: relayURL, emulatorURL: emulatorURL, webhookURL: relayURL + RelaySettings.webhookPath, emulator: state,
             secret: secret, keyFile: keyFile.path, gameBKeyFile: gameBKeyFile.path, adminURL: adminURL,
-            configPath: configFile ? configPath : nil, stop: { await relayGroup.triggerGracefulShutdown() })
+            configPath: configFile ? configPath : nil, stop: { await relayGroup.triggerGracefulShutdown() },
+            hasStopped: { stopped.withLock { $0 } })
         do {
             try await body(live)
         } catch {
