@@ -155,3 +155,9 @@ private func expectRefusal(_ key: String, _ definition: RouteDefinition, sourceL
         #expect(error.key == "routes[1].topic")
     }
 }
+
+@Test func aDeeplyNestedConditionIsRefusedNotAStackOverflow() throws {
+    #expect(throws: ConditionError.tooDeep) { try TopicRules.conditionTopics(String(repeating: "(", count: 100_000) + "'a' in topics") }
+    #expect(throws: ConditionError.tooDeep) { try TopicRules.conditionTopics(String(repeating: "!", count: 100_000) + "'a' in topics") }
+    #expect(try TopicRules.conditionTopics("!!('a' in topics && ('b' in topics || !'c' in topics))") == ["a", "b", "c"])
+}

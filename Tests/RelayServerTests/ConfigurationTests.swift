@@ -129,3 +129,19 @@ private func refusal(_ yaml: String, environment: [String: String] = [:]) -> Con
     let error = refusal(base(try await keyFile()) + "\nserver: {trustedproxies: [10.0.0.1]}")
     #expect(error?.fix.contains("trustedProxies") == true)
 }
+
+@Test func aSecretOrKeyPathThatNamesADeviceIsRefusedNotReadForever() async throws {
+    let key = try await keyFile()
+    let viaSecret = refusal("""
+        webhook: {secrets: [{file: /dev/zero}]}
+        fcm: {credentialsFile: "\(key)"}
+        """)
+    #expect(viaSecret?.key == "webhook.secrets[0]")
+    #expect(viaSecret?.problem.contains("larger than 1 MiB") == true)
+    let viaKey = refusal("""
+        webhook: {secrets: ["\(secret)"]}
+        fcm: {credentialsFile: /dev/zero}
+        """)
+    #expect(viaKey?.key == "fcm.credentialsFile")
+    #expect(viaKey?.problem.contains("larger than") == true)
+}

@@ -41,6 +41,8 @@ METRICS = [
     "rc_relay_queue_depth",
     "rc_relay_token_refreshes_total",
     "rc_relay_ready",
+    "rc_relay_undelivered_events",
+    "rc_relay_spool_quarantined_total",
 ]
 
 CLIENT = "127.0.0.7"  # the client's own loopback address, distinct from the proxy's 127.0.0.1

@@ -20,11 +20,8 @@ public struct ServiceAccountKey: Sendable, Decodable {
 
     /// Reads and checks a key file; errors name the missing field, never the key itself.
     public init(contentsOf path: String) throws(CredentialsError) {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw .unreadable(path: path, reason: "cannot be read")
+        guard let data = BoundedFile.read(path) else {
+            throw .unreadable(path: path, reason: "cannot be read, or is larger than \(BoundedFile.defaultLimit) bytes")
         }
         try self.init(json: data, path: path)
     }

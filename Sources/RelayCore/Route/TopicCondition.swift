@@ -28,11 +28,13 @@ public enum TopicRules {
 public enum ConditionError: Error, Equatable, Sendable, CustomStringConvertible {
     case unexpected(at: Int)
     case invalidTopic(String)
+    case tooDeep
 
     public var description: String {
         switch self {
         case .unexpected(let at): "syntax error at character \(at + 1)"
-        case .invalidTopic(let topic): "'\(topic)' is not a valid topic name"
+        case .invalidTopic(let topic): "'\(topic.prefix(100))' is not a valid topic name"
+        case .tooDeep: "'!' and parentheses nest deeper than 32"
         }
     }
 }
@@ -42,6 +44,9 @@ private struct ConditionParser {
     let text: [Unicode.Scalar]
     var position = 0
     var topics: [String] = []
+    /// How deep `!` and parentheses nest at most: a condition has five topics, and recursion must not meet the stack's end.
+    static let maximumDepth = 32
+    var depth = 0
 
     init(_ text: [Unicode.Scalar]) { self.text = text }
 
@@ -58,6 +63,9 @@ private struct ConditionParser {
 
     mutating func term() throws(ConditionError) {
         skipSpaces()
+        depth += 1
+        defer { depth -= 1 }
+        guard depth <= Self.maximumDepth else { throw .tooDeep }
         if consume("!") { return try term() }
         if consume("(") {
             try expression()

@@ -20,8 +20,8 @@ extension ConfigurationLoader {
         case (.some, .some):
             throw ConfigurationError(key: "oidc.jwksFile", problem: "both jwksURL and jwksFile are set", fix: "keep one")
         case (nil, let path?):
-            guard let json = try? String(contentsOfFile: path, encoding: .utf8) else {
-                throw ConfigurationError(key: "oidc.jwksFile", problem: "\(path) cannot be read", fix: "save Google's keys with: curl -o \(path) \(RelaySettings.googleJWKSURL)")
+            guard let json = BoundedFile.text(path) else {
+                throw ConfigurationError(key: "oidc.jwksFile", problem: "\(path) cannot be read or is larger than 1 MiB", fix: "save Google's keys with: curl -o \(path) \(RelaySettings.googleJWKSURL)")
             }
             keys = .json(json)
         case (let url, nil):

@@ -174,8 +174,8 @@ extension ConfigurationLoader {
             }
             text = value
         case .file(let path):
-            guard let value = try? String(contentsOfFile: path, encoding: .utf8) else {
-                throw ConfigurationError(key: key, problem: "the file \(path) cannot be read", fix: "check the path and that rc-relay's user may read it")
+            guard let value = BoundedFile.text(path) else {
+                throw ConfigurationError(key: key, problem: "the file \(path) cannot be read or is larger than 1 MiB", fix: "check the path and that rc-relay's user may read it")
             }
             text = value.trimmingCharacters(in: .whitespacesAndNewlines)
         }

@@ -14,9 +14,9 @@ public struct ConfigurationLoader: Sendable {
 
     /// Loads the file at `path`.
     public func load(path: String) throws(ConfigurationError) -> RelaySettings {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+        guard let text = BoundedFile.text(path) else {
             throw ConfigurationError(
-                key: "(file)", problem: "\(path) cannot be read", fix: "check the path given by --config or \(EnvironmentOverrides.configPath)")
+                key: "(file)", problem: "\(path) cannot be read or is larger than 1 MiB", fix: "check the path given by --config or \(EnvironmentOverrides.configPath)")
         }
         return try load(yaml: text)
     }

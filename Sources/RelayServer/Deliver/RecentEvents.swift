@@ -61,6 +61,8 @@ final class RecentEvents: Sendable {
             var onDisk: Bool
             var settled: [DeliveryReport]?
             var handOver: HandOver?
+            /// Its retries ran out and it waits to be tried again: nothing to wait for at shutdown.
+            var parked = false
         }
 
         fileprivate init(record: SpoolRecord, onDisk: Bool) {
@@ -73,6 +75,7 @@ final class RecentEvents: Sendable {
 
         /// Whether the event has a spool file (it was acknowledged).
         var isOnDisk: Bool { disk.withLock { $0.onDisk } }
+        var isParked: Bool { disk.withLock { $0.parked } }
     }
 
     /// The delivery's work: the routes still due (nil: all), steered by its control.
@@ -198,7 +201,7 @@ final class RecentEvents: Sendable {
             return Array(unique.values)
         }
         let deadline = ContinuousClock.now + grace
-        for delivery in running where !delivery.isOnDisk {
+        for delivery in running where !delivery.isParked {
             _ = await delivery.reports.value(within: deadline - .now)
         }
         for delivery in running { delivery.control.stop() }
@@ -228,6 +231,7 @@ final class RecentEvents: Sendable {
             guard !unfinished.isEmpty, !control.isStopped, delivery.isOnDisk else { break }
             if !parked {
                 parked = true
+                delivery.disk.withLock { $0.parked = true }
                 state.withLock { $0.parked += 1 }
             }
             delivery.news.settle(.retrying(after: parkedRetryInterval))

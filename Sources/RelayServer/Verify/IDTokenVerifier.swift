@@ -26,26 +26,42 @@ struct IDTokenVerifier: Sendable {
     func verify(authorization: String?, now: Date = Date()) async throws(OIDCError) -> String {
         guard let authorization, authorization.hasPrefix("Bearer ") else { throw .missingToken }
         let token = String(authorization.dropFirst("Bearer ".count)).trimmingCharacters(in: .whitespaces)
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let header = Self.json(parts[0]) else { throw .malformedToken }
-        // Checked here, before jwt-kit: a token without a kid would otherwise meet jwt-kit's default key.
-        guard let alg = header["alg"] as? String, alg == "RS256" else {
-            throw .unsupportedAlgorithm(String(((header["alg"] as? String) ?? "none").prefix(16)))
-        }
-        guard let kid = header["kid"] as? String, let collection = try await keys.keys(containing: kid) else {
-            throw .unknownKey
-        }
+        let kid = try Self.keyID(of: token)
+        guard let collection = try await keys.keys(containing: kid) else { throw .unknownKey }
         let claims: Claims
         do {
             claims = try await collection.verify(token, as: Claims.self)
         } catch {
             throw .invalidSignature
         }
+        return try check(claims, now: now)
+    }
+
+    /// The longest token read: Google's ID tokens are about 1 KB.
+    static let maximumTokenBytes = 16 * 1024
+
+    /// The header's key id, after checking the token's shape and algorithm; nothing is verified yet.
+    static func keyID(of token: String) throws(OIDCError) -> String {
+        guard token.utf8.count <= maximumTokenBytes else { throw .malformedToken }
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let header = json(parts[0]) else { throw .malformedToken }
+        // Checked here, before jwt-kit: a token without a kid would otherwise meet jwt-kit's default key.
+        guard let alg = header["alg"] as? String, alg == "RS256" else {
+            throw .unsupportedAlgorithm(String(((header["alg"] as? String) ?? "none").prefix(16)))
+        }
+        guard let kid = header["kid"] as? String, !kid.isEmpty, kid.utf8.count <= 256 else { throw .unknownKey }
+        return kid
+    }
+
+    /// Google's claims, once the signature has verified: issuer, audience, times, verified email, allow-list.
+    func check(_ claims: Claims, now: Date) throws(OIDCError) -> String {
         let time = now.timeIntervalSince1970
         guard let iss = claims.iss, Self.issuers.contains(iss) else { throw .wrongIssuer }
         guard let aud = claims.aud, !audiences.isDisjoint(with: aud.value) else { throw .wrongAudience }
-        guard let exp = claims.exp, time <= exp + clockSkew else { throw .expired }
-        guard (claims.iat ?? 0) <= time + clockSkew, (claims.nbf ?? 0) <= time + clockSkew else { throw .notYetValid }
+        guard let exp = claims.exp, exp.isFinite, time <= exp + clockSkew else { throw .expired }
+        let iat = claims.iat ?? 0
+        let nbf = claims.nbf ?? 0
+        guard iat.isFinite, nbf.isFinite, iat <= time + clockSkew, nbf <= time + clockSkew else { throw .notYetValid }
         guard claims.email_verified == true else { throw .emailNotVerified }
         guard let email = claims.email, allowedEmails.contains(email) else { throw .emailNotAllowed }
         return email
