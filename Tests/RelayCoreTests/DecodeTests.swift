@@ -130,3 +130,22 @@ func refusesOtherContentTypes(contentType: String?) {
         #expect(throws: expected) { try PubSubDecoder.decode(body: Data(body.utf8), contentType: "application/json") }
     }
 }
+
+@Test func aSourceIsReadAsBytesSoACombiningMarkAfterTheSlashIsStillAProject() throws {
+    // "/" followed by an emoji modifier is one grapheme: a Character-wise prefix check would miss the slash.
+    let event = try EventDecoder.decode(
+        body: Data(#"{"versionNumber":"1"}"#.utf8), headers: binaryHeaders(source: "//firebaseremoteconfig.googleapis.com/projects/\u{1F3FB}a"))
+    #expect(event.project == "\u{1F3FB}a")
+    #expect(throws: DecodeError.self) {
+        try EventDecoder.decode(body: Data(#"{"versionNumber":"1"}"#.utf8), headers: binaryHeaders(source: "//firebaseremoteconfig.googleapis.com/projects/a/b"))
+    }
+}
+
+@Test func versionNumbersAreAnOptionalMinusAndOneToEighteenDigits() throws {
+    for good in [#""42""#, "42", #""-7""#, #""123456789012345678""#] {
+        #expect(try EventDecoder.decode(body: Data(#"{"versionNumber":\#(good)}"#.utf8), headers: binaryHeaders()).version.versionNumber != 0 || good.contains("0"))
+    }
+    for bad in [#""+5""#, #"" 5""#, #""""#, #""1234567890123456789""#, #""5x""#] {
+        #expect(throws: DecodeError.self, "\(bad)") { try EventDecoder.decode(body: Data(#"{"versionNumber":\#(bad)}"#.utf8), headers: binaryHeaders()) }
+    }
+}

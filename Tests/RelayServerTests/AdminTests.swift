@@ -118,8 +118,8 @@ import Testing
             let notJSON = try await relay.admin(.POST, "/admin/preview", json: "{nope")
             #expect(notJSON.status == 400)
             let unknown = try await relay.admin(.POST, "/admin/preview", json: #"{"project": "nope", "version": {"versionNumber": 1}}"#)
-            #expect(unknown.status == 422)
-            #expect(unknown.problemType == "urn:rc-relay:problem:unknown-project")
+            #expect(unknown.status == 404)
+            #expect(unknown.problemType == "urn:rc-relay:problem:not-found")
         }
     }
 

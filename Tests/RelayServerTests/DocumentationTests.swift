@@ -70,3 +70,12 @@ private func text(_ path: String) throws -> String {
     ]).load(yaml: try text("deploy/rc-relay.example.yaml"))
     #expect(settings.projects[0].routes.routes.map(\.name) == ["default", "rollbacks-to-testers"])
 }
+
+@Test func everyPathAndMethodOfTheSpecIsInTheAllowTable() throws {
+    let spec = try #require(try Yams.load(yaml: try text("openapi.yaml")) as? [String: Any])
+    let paths = try #require(spec["paths"] as? [String: [String: Any]])
+    let verbs: Set<String> = ["get", "put", "post", "delete", "options", "head", "patch", "trace"]
+    var declared: [String: Set<String>] = [:]
+    for (path, item) in paths { declared[path] = Set(item.keys.filter(verbs.contains).map { $0.uppercased() }) }
+    #expect(declared == AllowedMethods.table.mapValues { Set($0.map(\.rawValue)) })
+}

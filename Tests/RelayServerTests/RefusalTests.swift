@@ -85,3 +85,27 @@ func refusesAndSendsNothing(_ refusal: RefusalCase) async throws {
         #expect(await relay.emulator.stats.sendRequests == 0)
     }
 }
+
+@Test func aKnownPathAskedWithAnotherMethodIs405WithAllow() async throws {
+    try await withLiveRelay { relay in
+        for (method, path, allow) in [("TRACE", "/healthz", "GET"), ("DELETE", "/webhooks/remote-config", "POST"), ("PUT", "/admin/deliveries/abc/retry", "POST")] {
+            let answer = try await relay.admin(.RAW(value: method), path)
+            #expect(answer.status == 405, "\(method) \(path)")
+            #expect(answer.headers["allow"] == allow)
+            #expect(answer.problemType == "urn:rc-relay:problem:method-not-allowed")
+        }
+        let unknown = try await relay.admin(.TRACE, "/nowhere")
+        #expect(unknown.status == 404)
+    }
+}
+
+@Test func aPubSubPushWithoutATokenIs401EvenWhenPubSubIsNotConfigured() async throws {
+    try await withLiveRelay { relay in
+        let missing = try await relay.post(#"{"message": {"data": "e30=", "messageId": "1"}}"#, url: relay.relayURL + "/pubsub/remote-config")
+        #expect(missing.status == 401)
+        #expect(missing.problemType == "urn:rc-relay:problem:invalid-id-token")
+        let withToken = try await relay.post(
+            #"{"message": {"data": "e30=", "messageId": "1"}}"#, headers: ["Authorization": "Bearer x.y.z"], url: relay.relayURL + "/pubsub/remote-config")
+        #expect(withToken.status == 404)
+    }
+}

@@ -1,6 +1,7 @@
 """The admin surface from outside: schemathesis against the live server with openapi.yaml, and SIGHUP reloads."""
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -14,6 +15,8 @@ from conftest import ROOT, SECRET, recorded, signed_headers, start_relay, stop_r
 ADMIN_TOKEN = "interop-admin-token-" + os.urandom(12).hex()
 ADMIN = f'admin: {{tokens: ["{ADMIN_TOKEN}"]}}'
 WEBHOOK_AUTH = "webhook: {secrets: [{env: TEST_WEBHOOK_SECRET}]}"
+# Generated cases per operation: with the spec's operations, more than 2,000 in all.
+SCHEMATHESIS_EXAMPLES = 160
 
 
 def stop_and_check(relay):
@@ -21,35 +24,53 @@ def stop_and_check(relay):
     assert ADMIN_TOKEN not in relay["proc"].output, "an admin token was logged"
 
 
-def test_schemathesis_finds_no_server_error_and_every_answer_conforms(emulator, tmp_path):
+def test_schemathesis_with_every_check_finds_nothing(emulator, tmp_path):
+    """Every check schemathesis has, at least 2,000 generated cases, a new seed each run (printed, to reproduce)."""
     relay = start_relay(emulator, tmp_path, f"{WEBHOOK_AUTH}\n{ADMIN}")
+    seed = random.randrange(1, 2**31)
     try:
         # A signed webhook first, so the deliveries list and the metrics have something in them.
         body = b'{"versionNumber": "77"}'
         assert requests.post(relay["webhook"], data=body, headers={"content-type": "application/json", **signed_headers(body)}, timeout=30).status_code == 200
         report = tmp_path / "junit.xml"
+        events = tmp_path / "events.ndjson"
         result = subprocess.run(
             [
                 str(Path(sys.executable).parent / "schemathesis"), "run", str(ROOT / "openapi.yaml"),
                 "--url", relay["url"],
                 "--header", f"Authorization: Bearer {ADMIN_TOKEN}",
-                "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance",
-                "--max-examples", "25",
-                "--seed", "1",
-                "--report", "junit", "--report-junit-path", str(report),
+                "--checks", "all",
+                "--max-examples", str(SCHEMATHESIS_EXAMPLES),
+                "--seed", str(seed),
+                "--report", "junit,ndjson", "--report-junit-path", str(report), "--report-ndjson-path", str(events),
                 "--no-color",
             ],
-            capture_output=True, text=True, timeout=600, env={**os.environ, "SCHEMATHESIS_HOOKS": ""},
+            capture_output=True, text=True, timeout=1200, env={**os.environ, "SCHEMATHESIS_HOOKS": ""},
         )
+        print(f"schemathesis seed {seed}")
+        (tmp_path.parent / "schemathesis-output.txt").write_text(result.stdout)
         print(result.stdout[-6000:])
-        assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
-        # Every operation was exercised, not only the easy ones.
+        assert result.returncode == 0, f"seed {seed}\n" + result.stdout[-12000:] + result.stderr[-2000:]
+        # Every operation was exercised, not only the easy ones, and the run was as large as promised.
         text = report.read_text()
-        for operation in ["/admin/send", "/admin/deliveries/{id}/retry", "/admin/reload", "/readyz", "/webhooks/remote-config"]:
+        for operation in ["/admin/send", "/admin/deliveries/{id}/retry", "/admin/deliveries/{id}/discard", "/admin/reload", "/readyz", "/webhooks/remote-config"]:
             assert operation in text, f"schemathesis did not test {operation}"
+        cases = generated_cases(events)
+        assert cases >= 2000, f"only {cases} cases were generated (seed {seed})"
         assert ADMIN_TOKEN not in relay["proc"].output
     finally:
         stop_and_check(relay)
+
+
+def generated_cases(events):
+    """How many test cases schemathesis generated, from its ndjson event stream."""
+    total = 0
+    for line in events.read_text().splitlines():
+        event = json.loads(line)
+        for name, body in event.items():
+            if name == "ScenarioFinished" and isinstance(body, dict):
+                total += 1
+    return total
 
 
 def test_sighup_reloads_the_file_and_a_bad_file_changes_nothing(emulator, tmp_path):

@@ -18,7 +18,7 @@ public enum DecodeError: Error, Equatable, Sendable {
     case invalidSource(String)
     /// A Pub/Sub push body that is not `{message: {data, messageId, …}, subscription}`.
     case invalidEnvelope(String)
-    /// An event id longer than ``EventDecoder/maximumIDBytes``.
+    /// An event id longer than ``EventDecoder/maximumIDLength``.
     case idTooLong(String)
 }
 
@@ -35,7 +35,7 @@ extension DecodeError: CustomStringConvertible {
         case .unknownEventType(let type):
             "event type '\(type.prefix(100))' is not \(EventDecoder.remoteConfigUpdatedType)"
         case .invalidEnvelope(let reason): "the Pub/Sub push envelope is invalid: \(reason)"
-        case .idTooLong(let name): "\(name) is longer than \(EventDecoder.maximumIDBytes) bytes"
+        case .idTooLong(let name): "\(name) is longer than \(EventDecoder.maximumIDLength) characters"
         case .invalidSource(let source):
             "source '\(source.prefix(100))' is not //firebaseremoteconfig.googleapis.com/projects/{project}"
         }

@@ -76,8 +76,9 @@ public enum EventDecoder {
         return RemoteConfigEvent(id: attributes.id, project: project, format: .cloudEventStructured, version: data.data)
     }
 
-    /// The longest event id kept (`ce-id`, `webhook-id`, a Pub/Sub message id): ids are keys in memory and on disk.
-    public static let maximumIDBytes = 256
+    /// The longest event id kept, in Unicode scalars as JSON Schema's `maxLength` counts (`ce-id`, `webhook-id`, a
+    /// Pub/Sub message id): ids are keys in memory and on disk, a kilobyte at most.
+    public static let maximumIDLength = 256
 
     /// Checks the required attributes and returns the project named by `source` (nil for `projects/_`).
     private static func check(_ attributes: Attributes) throws(DecodeError) -> String? {
@@ -86,12 +87,14 @@ public enum EventDecoder {
         guard let type = attributes.type else { throw .missingAttribute("type") }
         guard type == remoteConfigUpdatedType else { throw .unknownEventType(type) }
         guard let id = attributes.id, !id.isEmpty else { throw .missingAttribute("id") }
-        guard id.utf8.count <= maximumIDBytes else { throw .idTooLong("the CloudEvent id") }
+        guard id.unicodeScalars.count <= maximumIDLength else { throw .idTooLong("the CloudEvent id") }
         guard let source = attributes.source else { throw .missingAttribute("source") }
-        guard source.hasPrefix(sourcePrefix) else { throw .invalidSource(source) }
-        let project = source.dropFirst(sourcePrefix.count)
-        guard !project.isEmpty, !project.contains("/") else { throw .invalidSource(source) }
-        return project == "_" ? nil : String(project)
+        // Compared in UTF-8, not in Characters: a combining mark after the slash would make "/" part of another
+        // grapheme and the prefix would not match, although the bytes do.
+        guard source.utf8.starts(with: sourcePrefix.utf8) else { throw .invalidSource(source) }
+        let project = source.utf8.dropFirst(sourcePrefix.utf8.count)
+        guard !project.isEmpty, !project.contains(UInt8(ascii: "/")), let name = String(project) else { throw .invalidSource(source) }
+        return name == "_" ? nil : name
     }
 
     private static func version(_ body: Data) throws(DecodeError) -> TemplateVersion {

@@ -38,29 +38,35 @@ struct AdminController: Sendable {
             projects: projects)
     }
 
-    func preview(_ request: Components.Schemas.PreviewRequest) throws(Refusal) -> Components.Schemas.Preview {
-        let version: TemplateVersion
-        var eventProject: String?
-        switch (request.version, request.event) {
-        case (let given?, nil):
-            version = try given.decoded()
-        case (nil, let event?):
-            let decoded = try Self.decode(event)
-            (version, eventProject) = (decoded.version, decoded.project)
-        default:
-            throw Refusal(kind: .invalidRequest, detail: "give either version (a template version) or event (a structured CloudEvent)")
+    /// The FCM requests an event would cause, as `POST /admin/preview` answers them.
+    struct Preview: Encodable {
+        struct Request: Encodable {
+            var route: String
+            var url: String
+            var body: [String: FCMMessage]
         }
-        let (project, pipeline) = try self.pipeline(request.project ?? eventProject)
-        let baseURL = runtime.configuration.settings.fcmBaseURL
-        let requests = try pipeline.routes.pings(for: version, project: project).map { ping throws(Refusal) in
-            Components.Schemas.Preview.RequestsPayloadPayload(
-                route: ping.route, url: "\(baseURL)/v1/projects/\(project)/messages:send", body: try Self.requestBody(ping.message))
-        }
-        return .init(project: project, versionNumber: String(version.versionNumber), requests: requests)
+        var project: String
+        var versionNumber: String
+        var requests: [Request]
     }
 
-    func send(_ request: Components.Schemas.SendRequest) async throws(Refusal) -> Components.Schemas.DeliveryList {
-        let version = try request.version.decoded()
+    func preview(_ ask: AdminBodyRoutes.PreviewAsk) throws(Refusal) -> Preview {
+        guard let version = ask.version ?? ask.event?.version else {
+            throw Refusal(kind: .invalidRequest, detail: "give either version (a template version) or event (a structured CloudEvent)")
+        }
+        let (project, pipeline) = try self.pipeline(ask.project ?? ask.event?.project)
+        let baseURL = runtime.configuration.settings.fcmBaseURL
+        let requests = pipeline.routes.pings(for: version, project: project).map { ping in
+            Preview.Request(route: ping.route, url: "\(baseURL)/v1/projects/\(project)/messages:send", body: ["message": ping.message])
+        }
+        return Preview(project: project, versionNumber: String(version.versionNumber), requests: requests)
+    }
+
+    func send(_ request: AdminBodyRoutes.SendAsk) async throws(Refusal) -> Components.Schemas.DeliveryList {
+        let version = request.version
+        if request.token != nil, request.route == nil {
+            throw Refusal(kind: .invalidRequest, detail: "give route with token: one route's ping goes to the device")
+        }
         let (project, pipeline) = try self.pipeline(request.project)
         var pings: [Ping]
         if let name = request.route {
@@ -72,10 +78,8 @@ struct AdminController: Sendable {
             pings = pipeline.routes.pings(for: version, project: project)
         }
         if let token = request.token {
-            guard request.route != nil else {
-                throw Refusal(kind: .invalidRequest, detail: "give route with token: one route's ping goes to the device")
-            }
-            guard token.utf8.count <= 4096, !token.contains(where: \.isWhitespace) else {
+            // As openapi.yaml says: 1 to 4096 characters, none of them whitespace (ECMAScript's \s, as JSON Schema reads it).
+            guard (1...4096).contains(token.count), !token.unicodeScalars.contains(where: Self.isSchemaWhitespace) else {
                 throw Refusal(kind: .invalidRequest, detail: "token is not a device registration token")
             }
             for index in pings.indices { pings[index].message.target = .token(token) }
@@ -91,7 +95,10 @@ struct AdminController: Sendable {
     func deliveries(_ query: Operations.ListDeliveries.Input.Query) async throws(Refusal) -> Components.Schemas.DeliveryList {
         var version: Int64?
         if let text = query.version {
-            guard let number = Int64(text) else { throw Refusal(kind: .invalidRequest, detail: "version must be a version number") }
+            // As openapi.yaml says: 1 to 18 digits, nothing else.
+            guard (1...18).contains(text.utf8.count), text.utf8.allSatisfy({ (48...57).contains($0) }), let number = Int64(text) else {
+                throw Refusal(kind: .invalidRequest, detail: "version must be a version number (1 to 18 digits)")
+            }
             version = number
         }
         let limit = query.limit ?? 100
@@ -173,12 +180,22 @@ struct AdminController: Sendable {
         return (configuration, compiler, "\(text(system.sysname)) \(text(system.machine))")
     }()
 
+    /// JSON Schema's `\s` (ECMAScript's whitespace and line terminators).
+    static func isSchemaWhitespace(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x09...0x0D, 0x20, 0xA0, 0x1680, 0x2000...0x200A, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000, 0xFEFF: true
+        default: false
+        }
+    }
+
+    /// The project's pipeline; an unknown project is a resource that is not there (404), as an unknown route is.
     private func pipeline(_ requested: String?) throws(Refusal) -> (String, ProjectDirectory.Pipeline) {
         let projects = runtime.configuration.projects
+        if requested?.isEmpty == true { throw Refusal(kind: .invalidRequest, detail: "project must not be empty") }
         let project = requested ?? projects.defaultID
         guard let pipeline = projects[project] else {
             throw Refusal(
-                kind: .unknownProject, detail: "project '\(project)' is not configured; this relay sends for " + projects.ids.map { "'\($0)'" }.joined(separator: ", "))
+                kind: .notFound, detail: "project '\(project)' is not configured; this relay sends for " + projects.ids.map { "'\($0)'" }.joined(separator: ", "))
         }
         return (project, pipeline)
     }
@@ -194,27 +211,5 @@ struct AdminController: Sendable {
 
     private static func noDelivery(_ id: String) -> Refusal {
         Refusal(kind: .notFound, detail: "no ping '\(id)' in the last pings kept (delivery.historySize)")
-    }
-
-    /// A structured CloudEvent, decoded by the same rules as the webhook's.
-    private static func decode(_ event: Components.Schemas.StructuredCloudEvent) throws(Refusal) -> RemoteConfigEvent {
-        do {
-            let body = try JSONEncoder().encode(event)
-            return try EventDecoder.decode(body: body, headers: EventHeaders(contentType: "application/cloudevents+json"))
-        } catch let error as DecodeError {
-            throw Refusal(kind: Refusal.kind(of: error), detail: error.description)
-        } catch {
-            throw Refusal(kind: .invalidRequest, detail: "the event could not be read")
-        }
-    }
-
-    /// The `messages:send` body, as the sender writes it.
-    private static func requestBody(_ message: FCMMessage) throws(Refusal) -> OpenAPIObjectContainer {
-        do {
-            let data = try JSONEncoder().encode(["message": message])
-            return try JSONDecoder().decode(OpenAPIObjectContainer.self, from: data)
-        } catch {
-            throw Refusal(kind: .internalError, detail: "the message could not be encoded")
-        }
     }
 }

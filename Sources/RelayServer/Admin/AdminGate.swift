@@ -27,15 +27,17 @@ struct AdminGate: RouterMiddleware {
         let segments = path.split(separator: "/")
         let isAdmin = segments.first == "admin"
         let onAdminListener = isAdmin || segments == ["metrics"]
+        // Answered here, not thrown: a path this listener does not serve is not there at all (404), whatever the method.
+        let notHere = Problem(.notFound, detail: "\(request.method) \(path) is not served here", requestID: RequestInfo.current?.id ?? "")
         switch listener {
         case .main where onAdminListener, .admin where !onAdminListener:
-            throw HTTPError(.notFound)
+            return notHere.response()
         default:
             break
         }
         guard isAdmin else { return try await next(request, context) }
         let tokens = runtime.configuration.settings.adminTokens
-        guard !tokens.isEmpty else { throw HTTPError(.notFound) }
+        guard !tokens.isEmpty else { return notHere.response() }
         guard let presented = Self.bearer(request.headers[.authorization]), Self.matches(presented, tokens) else {
             let id = RequestInfo.current?.id ?? ""
             RequestInfo.current?.logger.notice("admin request refused: no valid bearer token", metadata: ["path": "\(path)"])

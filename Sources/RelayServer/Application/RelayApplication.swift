@@ -100,6 +100,7 @@ public enum RelayApplication {
         router.add(middleware: RequestLogMiddleware(runtime: runtime, logger: logger))
         router.add(middleware: AdminGate(listener: listener, runtime: runtime))
         ingest.register(on: router)
+        AdminBodyRoutes(admin: api.admin).register(on: router)
         try api.registerHandlers(
             on: router,
             // Compact JSON: pretty-printing (the generator's default) costs CPU on every answer and helps no machine.

@@ -43,18 +43,6 @@ struct RelayAPI: APIProtocol {
         .ok(.init(body: .json(admin.routes())))
     }
 
-    func previewPings(_ input: Operations.PreviewPings.Input) async throws -> Operations.PreviewPings.Output {
-        switch input.body {
-        case .json(let request): .ok(.init(body: .json(try admin.preview(request))))
-        }
-    }
-
-    func sendPings(_ input: Operations.SendPings.Input) async throws -> Operations.SendPings.Output {
-        switch input.body {
-        case .json(let request): .ok(.init(body: .json(try await admin.send(request))))
-        }
-    }
-
     func listDeliveries(_ input: Operations.ListDeliveries.Input) async throws -> Operations.ListDeliveries.Output {
         .ok(.init(body: .json(try await admin.deliveries(input.query))))
     }

@@ -36,7 +36,14 @@ struct RequestLogMiddleware: RouterMiddleware {
         do {
             response = try await RequestInfo.$current.withValue(info) { try await next(request, context) }
         } catch let error as HTTPError where error.status == .notFound {
-            response = Problem(.notFound, detail: "\(request.method) \(request.uri.path) is not served here", requestID: id).response()
+            if let allowed = AllowedMethods.allowed(for: request.uri.path), !allowed.contains(request.method) {
+                // A path that exists, asked with a method it does not take (RFC 9110: 405 with Allow).
+                let names = allowed.map(\.rawValue).joined(separator: ", ")
+                response = Problem(.methodNotAllowed, detail: "\(request.method) is not allowed on \(request.uri.path); use \(names)", requestID: id).response()
+                response.headers[.allow] = names
+            } else {
+                response = Problem(.notFound, detail: "\(request.method) \(request.uri.path) is not served here", requestID: id).response()
+            }
         } catch let error as HTTPError where (400..<500).contains(error.status.code) {
             logger.notice("request refused", metadata: ["status": "\(error.status.code)", "reason": "\(error.body ?? "")"])
             response = Problem(.invalidRequest, detail: "the request could not be read", requestID: id).response()

@@ -46,6 +46,8 @@ struct WebhookIntake: Sendable {
         let configuration = runtime.configuration
         let settings = configuration.settings
         if ingest == .pubSub, configuration.idTokens == nil {
+            // Credentials are checked first, as for every path that needs them: no token is 401 whatever is configured.
+            guard headers[.authorization] != nil else { throw Refusal(kind: .invalidIDToken, detail: OIDCError.missingToken.description) }
             throw Refusal(kind: .notFound, detail: "Pub/Sub push is served only when oidc is configured")
         }
         if runtime.isDraining {
@@ -67,8 +69,8 @@ struct WebhookIntake: Sendable {
             }
         }
         let bytes = try await read(request.body, declared: headers[.contentLength].flatMap(Int.init), limit: settings.maxBodyBytes)
-        if let id = headers[.webhookID], id.utf8.count > EventDecoder.maximumIDBytes {
-            throw Refusal(kind: .malformedEvent, detail: "webhook-id is longer than \(EventDecoder.maximumIDBytes) bytes")
+        if let id = headers[.webhookID], id.unicodeScalars.count > EventDecoder.maximumIDLength {
+            throw Refusal(kind: .malformedEvent, detail: "webhook-id is longer than \(EventDecoder.maximumIDLength) characters")
         }
         let signature = StandardWebhookVerifier.Headers(
             id: headers[.webhookID], timestamp: headers[.webhookTimestamp], signature: headers[.webhookSignature])

@@ -43,15 +43,3 @@ extension Components.Schemas.RouteView {
             webpush: definition.webpush.map { .init(ttlSeconds: $0.ttlSeconds, urgency: $0.urgency) })
     }
 }
-
-extension Components.Schemas.TemplateVersion {
-    /// The version as RelayCore reads it: re-encoded and decoded by the same rules as a webhook body.
-    func decoded() throws(Refusal) -> TemplateVersion {
-        do {
-            let data = try JSONEncoder().encode(self)
-            return try JSONDecoder().decode(TemplateVersion.self, from: data)
-        } catch {
-            throw Refusal(kind: .invalidRequest, detail: "the version has no usable versionNumber (an int64, as a JSON number or decimal string)")
-        }
-    }
-}

@@ -18,6 +18,7 @@ public enum ProblemKind: String, Sendable, CaseIterable {
     case notReady = "not-ready"
     case unauthorized
     case notFound = "not-found"
+    case methodNotAllowed = "method-not-allowed"
     case invalidRequest = "invalid-request"
     case notRetryable = "not-retryable"
     case notDiscardable = "not-discardable"
@@ -30,6 +31,7 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         case .verificationUnavailable, .deliveryInProgress, .notReady: .serviceUnavailable
         case .unauthorized: .unauthorized
         case .notFound: .notFound
+        case .methodNotAllowed: .methodNotAllowed
         case .invalidRequest: .badRequest
         case .notRetryable, .notDiscardable, .eventConflict: .conflict
         case .invalidConfiguration: .unprocessableContent
@@ -59,6 +61,7 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         case .notReady: "The relay is not ready"
         case .unauthorized: "A valid admin bearer token is required"
         case .notFound: "There is nothing here"
+        case .methodNotAllowed: "The path does not take this method"
         case .invalidRequest: "The request does not match the API"
         case .notRetryable: "Only dead or failed pings can be retried"
         case .notDiscardable: "Only the dead ping of an acknowledged event still waiting for FCM can be discarded"
