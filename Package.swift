@@ -1,4 +1,5 @@
 // swift-tools-version:6.2
+import Foundation
 import PackageDescription
 
 /// rc-relay: Firebase Remote Config template updates in, FCM topic pings out.
@@ -8,6 +9,11 @@ import PackageDescription
 /// together; `FCMEmulator` is an independent Google look-alike used by the tests and the development profile.
 /// Our own targets build with warnings as errors (Swift 6 language mode already checks concurrency strictly).
 let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
+
+/// Fuzz builds (`scripts/fuzz`) cannot run build-tool plugins: `--sanitize=fuzzer` links libFuzzer's `main` into the
+/// OpenAPI generator too. They set RC_RELAY_PREGENERATED_OPENAPI and put the sources a normal build generated in
+/// `Sources/RelayServer/Generated`, which RelayServer then compiles instead of running the plugin.
+let pregenerated = ProcessInfo.processInfo.environment["RC_RELAY_PREGENERATED_OPENAPI"] != nil
 
 let package = Package(
     name: "rc-relay",
@@ -75,9 +81,10 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
+            exclude: pregenerated ? ["openapi.yaml", "openapi-generator-config.yaml"] : ["Generated"],
             swiftSettings: strict,
             // Server types and routing are generated from Sources/RelayServer/openapi.yaml (a link to the root's).
-            plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
+            plugins: pregenerated ? [] : [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
         ),
         .target(
             name: "FCMEmulator",

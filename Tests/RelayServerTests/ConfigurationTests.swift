@@ -137,11 +137,20 @@ private func refusal(_ yaml: String, environment: [String: String] = [:]) -> Con
         fcm: {credentialsFile: "\(key)"}
         """)
     #expect(viaSecret?.key == "webhook.secrets[0]")
-    #expect(viaSecret?.problem.contains("larger than 1 MiB") == true)
+    #expect(viaSecret?.problem.contains("cannot be read, or is not a regular file of at most 1 MiB") == true)
     let viaKey = refusal("""
         webhook: {secrets: ["\(secret)"]}
         fcm: {credentialsFile: /dev/zero}
         """)
     #expect(viaKey?.key == "fcm.credentialsFile")
-    #expect(viaKey?.problem.contains("larger than") == true)
+    #expect(viaKey?.problem.contains("not a regular file") == true)
+    // A pipe with no writer would block a plain read forever.
+    let fifo = FileManager.default.temporaryDirectory.appendingPathComponent("rc-relay-fifo-\(UUID().uuidString)").path
+    #expect(mkfifo(fifo, 0o600) == 0)
+    defer { unlink(fifo) }
+    let viaPipe = refusal("""
+        webhook: {secrets: [{file: "\(fifo)"}]}
+        fcm: {credentialsFile: "\(key)"}
+        """)
+    #expect(viaPipe?.key == "webhook.secrets[0]")
 }

@@ -97,7 +97,8 @@ let quietLogger: Logger = {
 func withLiveRelay(
     routes: String? = nil, environment: [String: String] = [:], tokenLifetime: Int = 3599, useKeyFile: Bool = true,
     secondProject: Bool = false, admin: String? = "{tokens: [\"\(LiveRelay.adminToken)\"]}", configFile: Bool = false,
-    extraYAML: (LiveRelay) -> String = { _ in "" }, _ body: (LiveRelay) async throws -> Void
+    extraYAML: (LiveRelay) -> String = { _ in "" }, sleep: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) },
+    _ body: (LiveRelay) async throws -> Void
 ) async throws {
     let state = EmulatorState(tokenLifetime: tokenLifetime)
     let (emulatorPorts, emulatorContinuation) = AsyncStream.makeStream(of: Int.self)
@@ -154,7 +155,7 @@ func withLiveRelay(
         let (adminPorts, adminContinuation) = AsyncStream.makeStream(of: Int.self)
         let relay = try await RelayApplication.build(
             settings: settings, logger: quietLogger, source: configFile ? configPath : "test", reader: reader,
-            onServerRunning: { relayContinuation.yield($0) }, onAdminRunning: { adminContinuation.yield($0) })
+            onServerRunning: { relayContinuation.yield($0) }, onAdminRunning: { adminContinuation.yield($0) }, sleep: sleep)
         let relayGroup = ServiceGroup(services: [relay], gracefulShutdownSignals: [], logger: quietLogger)
         let stopped = Mutex(false)
         group.addTask {
@@ -240,5 +241,33 @@ extension LiveRelay {
     func settledDelivery(version: Int) async throws -> (status: String?, attempts: [[String: Any]], error: [String: Any]?) {
         let record = try await settledDeliveries(version: version).first
         return (record?["status"] as? String, record?["attempts"] as? [[String: Any]] ?? [], record?["error"] as? [String: Any])
+    }
+}
+
+/// A sleep that lasts until the test says so: time on the test's terms, not the wall clock's.
+final class ManualSleep: Sendable {
+    private let state = Mutex<(asked: [Duration], waiting: [CheckedContinuation<Void, Never>], released: Bool)>(([], [], false))
+
+    /// The sleeps asked for so far.
+    var asked: [Duration] { state.withLock { $0.asked } }
+
+    func sleep(_ duration: Duration) async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state in
+                state.asked.append(duration)
+                if !state.released { state.waiting.append(continuation) }
+                return state.released
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    /// Ends every sleep, now and later.
+    func release() {
+        for waiting in state.withLock({ state in
+            state.released = true
+            defer { state.waiting = [] }
+            return state.waiting
+        }) { waiting.resume() }
     }
 }

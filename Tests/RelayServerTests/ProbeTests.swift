@@ -85,10 +85,12 @@ import Testing
     }
 
     @Test func onStopReadinessTurnsFalseAndNewWebhooksAreTurnedAway() async throws {
-        try await withLiveRelay(environment: ["RC_RELAY_SHUTDOWN_DELAY_SECONDS": "3"]) { relay in
+        // The shutdown delay lasts until the test has seen what happens during it.
+        let delay = ManualSleep()
+        try await withLiveRelay(environment: ["RC_RELAY_SHUTDOWN_DELAY_SECONDS": "3", "RC_RELAY_READINESS_CACHE_SECONDS": "0"], sleep: delay.sleep) { relay in
             #expect(try await relay.admin(.GET, "/readyz", token: nil).status == 200)
             await relay.stop()
-            try await Task.sleep(for: .milliseconds(200))
+            try await eventually("the shutdown delay begins") { delay.asked == [.seconds(3)] }
             let ready = try await relay.admin(.GET, "/readyz", token: nil)
             #expect(ready.status == 503)
             let draining = (ready.json["checks"] as? [[String: Any]])?.first { $0["name"] as? String == "draining" }
@@ -99,6 +101,9 @@ import Testing
             #expect(webhook.headers["retry-after"] != nil)
             #expect(await relay.emulator.messages.isEmpty)
             #expect(try await relay.admin(.GET, "/metrics", token: nil).text.contains("rc_relay_ready 0"))
+            #expect(!relay.hasStopped())
+            delay.release()
+            try await eventually("the relay stops once the delay is over") { relay.hasStopped() }
         }
     }
 

@@ -49,7 +49,9 @@ def test_kill_9_during_retries_then_restart_delivers_the_acknowledged_ping(emula
     try:
         messages = wait_for_messages(emulator, 1)
         assert [m["message"]["data"]["CONFIG_VERSION"] for m in messages] == ["77"]
-        time.sleep(0.3)
+        deadline = time.time() + 30
+        while list(spool.glob("*.json")) and time.time() < deadline:
+            time.sleep(0.05)
         assert list(spool.glob("*.json")) == []
         assert "replaying spooled events" in restarted["proc"].output
     finally:

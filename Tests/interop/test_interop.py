@@ -1,4 +1,5 @@
 """rc-relay against the reference libraries: standardwebhooks, the CloudEvents SDK, and google-auth."""
+import base64
 import json
 import os
 import re
@@ -124,6 +125,27 @@ def test_development_profile_prints_a_working_signed_curl(tmp_path):
         admin = re.search(r"(curl -s -H 'Authorization: Bearer \S+' http://\S+/admin/deliveries)", output).group(1)
         listed = json.loads(subprocess.run(["bash", "-c", admin], capture_output=True, text=True, timeout=30).stdout)
         assert [(d["route"], d["versionNumber"], d["status"]) for d in listed["deliveries"]] == [("default", "42", "accepted")]
+    finally:
+        proc.stop()
+
+
+def test_development_profile_uses_secrets_and_tokens_from_the_environment_without_printing_them(tmp_path):
+    """RC_RELAY_WEBHOOK_SECRETS and RC_RELAY_ADMIN_TOKENS are honoured, and the printed snippets read them from there."""
+    secret = "whsec_" + base64.b64encode(os.urandom(32)).decode()
+    token = "own-admin-token-" + os.urandom(12).hex()
+    env = {"RC_RELAY_PORT": "0", "RC_RELAY_WEBHOOK_SECRETS": secret, "RC_RELAY_ADMIN_TOKENS": token}
+    proc = Process([BINARY, "serve"], env=env)
+    try:
+        proc.wait_for(lambda l: "/admin/deliveries" in l)
+        output = proc.output
+        assert secret not in output and token not in output, "a secret from the environment was printed"
+        snippet = output[output.index("SECRET="):output.index("; echo") + len("; echo")]
+        shell_env = {**os.environ, **env}
+        result = subprocess.run(["bash", "-c", snippet], capture_output=True, text=True, timeout=30, env=shell_env)
+        assert json.loads(result.stdout)["status"] == "delivered", result.stdout + result.stderr
+        admin = re.search(r'(curl -s -H "Authorization: Bearer \$\{RC_RELAY_ADMIN_TOKENS%% \*\}" http://\S+/admin/deliveries)', output).group(1)
+        listed = json.loads(subprocess.run(["bash", "-c", admin], capture_output=True, text=True, timeout=30, env=shell_env).stdout)
+        assert [(d["versionNumber"], d["status"]) for d in listed["deliveries"]] == [("42", "accepted")]
     finally:
         proc.stop()
 

@@ -21,7 +21,7 @@ public struct ServiceAccountKey: Sendable, Decodable {
     /// Reads and checks a key file; errors name the missing field, never the key itself.
     public init(contentsOf path: String) throws(CredentialsError) {
         guard let data = BoundedFile.read(path) else {
-            throw .unreadable(path: path, reason: "cannot be read, or is larger than \(BoundedFile.defaultLimit) bytes")
+            throw .unreadable(path: path, reason: "cannot be read, or is not a regular file of at most \(BoundedFile.defaultLimit) bytes")
         }
         try self.init(json: data, path: path)
     }

@@ -24,6 +24,11 @@ public enum DevelopmentProfile {
             let keyFile = directory.appendingPathComponent("emulator-service-account.json")
             try await ServiceAccountFactory.make(project: "demo-project", tokenURI: "\(emulatorURL)/token", state: state)
                 .write(to: keyFile, options: .atomic)
+            // Secrets and admin tokens the user set (RC_RELAY_WEBHOOK_SECRETS, RC_RELAY_ADMIN_TOKENS) are used as set, and
+            // the banner's snippets read them from the environment instead of printing them; otherwise they are made here
+            // and shown once.
+            let ownSecrets = environment["RC_RELAY_WEBHOOK_SECRETS"].map { !$0.split(separator: " ").isEmpty } ?? false
+            let ownTokens = environment["RC_RELAY_ADMIN_TOKENS"].map { !$0.split(separator: " ").isEmpty } ?? false
             let secret = environment["RC_RELAY_DEV_SECRET"] ?? WebhookSecret.generate()
             let adminToken = "dev-" + String(WebhookSecret.generate().dropFirst(6).filter { $0.isLetter || $0.isNumber }.prefix(32))
             let yaml = """
@@ -32,11 +37,11 @@ public enum DevelopmentProfile {
                 admin: {tokens: ["\(adminToken)"]}
                 log: {pings: true}
                 """
-            let settings = try ConfigurationLoader(environment: environment.filter { $0.key != "RC_RELAY_WEBHOOK_SECRETS" })
-                .load(yaml: yaml)
+            let settings = try ConfigurationLoader(environment: environment).load(yaml: yaml)
             let relay = try await RelayApplication.build(settings: settings, logger: logger, onServerRunning: { port in
                 let text = banner(
-                    relayURL: "http://\(settings.host):\(port)", emulatorURL: emulatorURL, secret: secret, adminToken: adminToken)
+                    relayURL: "http://\(settings.host):\(port)", emulatorURL: emulatorURL,
+                    secret: ownSecrets ? nil : secret, adminToken: ownTokens ? nil : adminToken)
                 FileHandle.standardOutput.write(Data((text + "\n").utf8))
             })
             try await relay.runService()
@@ -45,27 +50,31 @@ public enum DevelopmentProfile {
         }
     }
 
-    /// What a newcomer needs: the secret (shown once) and a signed request to paste.
-    static func banner(relayURL: String, emulatorURL: String, secret: String, adminToken: String) -> String {
-        """
+    /// What a newcomer needs: the secret (shown once, when made here) and a signed request to paste. A nil secret or
+    /// token is the user's own, from the environment: the snippets read it from there and it is never printed.
+    static func banner(relayURL: String, emulatorURL: String, secret: String?, adminToken: String?) -> String {
+        let secretLine = secret.map { "Webhook secret (shown once): \($0)" } ?? "Webhook secrets: yours, from RC_RELAY_WEBHOOK_SECRETS (the snippet signs with the first)"
+        let bearer = adminToken.map { "'Authorization: Bearer \($0)'" } ?? #""Authorization: Bearer ${RC_RELAY_ADMIN_TOKENS%% *}""#
+        return """
 
         rc-relay development profile: FCM is an in-process emulator at \(emulatorURL); nothing leaves this machine.
-        Webhook secret (shown once): \(secret)
+        \(secretLine)
 
         Send a signed CloudEvent for version 42 (paste into a shell; needs openssl):
-        \(curlExample(url: relayURL + RelaySettings.webhookPath, secret: secret))
+        \(curlExample(url: relayURL + RelaySettings.webhookPath, secret: secret.map { "'\($0)'" } ?? #""${RC_RELAY_WEBHOOK_SECRETS%% *}""#))
 
         Pings the emulator recorded: curl -s \(emulatorURL)/emulator/messages
-        The admin API (token shown once): curl -s -H 'Authorization: Bearer \(adminToken)' \(relayURL)/admin/deliveries
+        The admin API\(adminToken == nil ? " (your RC_RELAY_ADMIN_TOKENS)" : " (token shown once)"): curl -s -H \(bearer) \(relayURL)/admin/deliveries
         Readiness and metrics:            curl -s \(relayURL)/readyz; curl -s \(relayURL)/metrics
 
         """
     }
 
-    /// A shell snippet that signs at the moment it runs, so it stays valid past the 5-minute tolerance.
+    /// A shell snippet that signs at the moment it runs, so it stays valid past the 5-minute tolerance. `secret` is a
+    /// shell word: a quoted secret, or an expansion that reads one from the environment.
     public static func curlExample(url: String, secret: String) -> String {
         #"""
-        SECRET='\#(secret)'; BODY='{"versionNumber":"42","updateType":"INCREMENTAL_UPDATE","updateOrigin":"CONSOLE"}'; \
+        SECRET=\#(secret); BODY='{"versionNumber":"42","updateType":"INCREMENTAL_UPDATE","updateOrigin":"CONSOLE"}'; \
         ID="msg_$(date +%s%N)"; TS="$(date +%s)"; \
         KEY="$(printf '%s' "${SECRET#whsec_}" | base64 -d | od -An -tx1 | tr -d ' \n')"; \
         SIG="$(printf '%s' "$ID.$TS.$BODY" | openssl dgst -sha256 -mac HMAC -macopt "hexkey:$KEY" -binary | base64)"; \

@@ -15,12 +15,14 @@ public enum RelayApplication {
     public static let version = "0.1.0"
 
     /// Builds the relay. `onServerRunning` receives the bound port (useful with port 0), `onAdminRunning` the admin
-    /// listener's when `admin.port` is set. `reader` reads the configuration file again for reloads.
+    /// listener's when `admin.port` is set. `reader` reads the configuration file again for reloads. `sleep` waits out
+    /// `server.shutdownDelaySeconds` on a stop (tests give their own).
     public static func build(
         settings: RelaySettings, logger: Logger, source: String = "development profile",
         reader: (@Sendable () throws -> RelaySettings)? = nil,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
-        onAdminRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        onAdminRunning: @escaping @Sendable (Int) async -> Void = { _ in },
+        sleep: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) }
     ) async throws -> RelayProcess {
         var client = HTTPClient.Configuration(
             timeout: .init(
@@ -71,7 +73,7 @@ public enum RelayApplication {
                     logger: logger))
         }
         // Stopped first, in reverse: readiness turns false before any listener closes.
-        services += [ReloadOnHangup(reloader: reloader, logger: logger), DrainGate(runtime: runtime, delay: settings.shutdownDelay, logger: logger)]
+        services += [ReloadOnHangup(reloader: reloader, logger: logger), DrainGate(runtime: runtime, delay: settings.shutdownDelay, logger: logger, sleep: sleep)]
         return RelayProcess(services: services, logger: logger, stopWithin: settings.shutdownDelay + settings.drainGrace + RelayProcess.stopMargin)
     }
 

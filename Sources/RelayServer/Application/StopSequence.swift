@@ -9,13 +9,15 @@ struct DrainGate: Service {
     let runtime: RelayRuntime
     let delay: Duration
     let logger: Logger
+    /// Waits out the delay (a test's own clock, in tests).
+    let sleep: @Sendable (Duration) async -> Void
 
     func run() async throws {
         try? await gracefulShutdown()
         runtime.startDraining()
         runtime.metrics.ready.record(0)
         logger.notice("stopping: readiness is now false", metadata: ["listeners_close_in": "\(delay)"])
-        if delay > .zero { try? await Task.sleep(for: delay) }
+        if delay > .zero { await sleep(delay) }
     }
 }
 

@@ -21,7 +21,7 @@ extension ConfigurationLoader {
             throw ConfigurationError(key: "oidc.jwksFile", problem: "both jwksURL and jwksFile are set", fix: "keep one")
         case (nil, let path?):
             guard let json = BoundedFile.text(path) else {
-                throw ConfigurationError(key: "oidc.jwksFile", problem: "\(path) cannot be read or is larger than 1 MiB", fix: "save Google's keys with: curl -o \(path) \(RelaySettings.googleJWKSURL)")
+                throw ConfigurationError(key: "oidc.jwksFile", problem: "\(path) cannot be read, or is not a regular file of at most 1 MiB", fix: "save Google's keys with: curl -o \(path) \(RelaySettings.googleJWKSURL)")
             }
             keys = .json(json)
         case (let url, nil):

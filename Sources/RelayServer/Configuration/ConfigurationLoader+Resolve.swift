@@ -175,7 +175,7 @@ extension ConfigurationLoader {
             text = value
         case .file(let path):
             guard let value = BoundedFile.text(path) else {
-                throw ConfigurationError(key: key, problem: "the file \(path) cannot be read or is larger than 1 MiB", fix: "check the path and that rc-relay's user may read it")
+                throw ConfigurationError(key: key, problem: "the file \(path) cannot be read, or is not a regular file of at most 1 MiB", fix: "check the path and that rc-relay's user may read it")
             }
             text = value.trimmingCharacters(in: .whitespacesAndNewlines)
         }

@@ -106,12 +106,15 @@ final class RecentEvents: Sendable {
     /// How long an acknowledged event whose retries ran out waits before it is tried again.
     let parkedRetryInterval: Duration
     let spool: (any Spool)?
+    /// The wall clock the dedup window is measured on (a test's own, in tests).
+    let now: @Sendable () -> Date
     private let state = Mutex(State())
 
     init(
         window: Duration = .seconds(600), capacity: Int = 10_000, maxInFlight: Int = 10_000,
-        parkedRetryInterval: Duration = .seconds(300), spool: (any Spool)? = nil
+        parkedRetryInterval: Duration = .seconds(300), spool: (any Spool)? = nil, now: @escaping @Sendable () -> Date = { Date() }
     ) {
+        self.now = now
         self.window = Double(window.components.seconds) + Double(window.components.attoseconds) / 1e18
         self.capacity = capacity
         self.maxInFlight = max(1, maxInFlight)
@@ -134,7 +137,7 @@ final class RecentEvents: Sendable {
             case conflict(String)
             case saturated
         }
-        let now = Date()
+        let now = now()
         let fingerprint = record.fingerprint
         let found = state.withLock { state -> Found in
             forgetExpired(&state, now: now)
@@ -269,7 +272,7 @@ final class RecentEvents: Sendable {
             }
             return disk.handOver!
         }
-        let now = Date()
+        let now = now()
         state.withLock { state in
             for key in delivery.record.keys where state.inFlight[key] === delivery { state.inFlight[key] = nil }
             state.inFlightCount -= 1
