@@ -14,6 +14,9 @@ let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
 /// OpenAPI generator too. They set RC_RELAY_PREGENERATED_OPENAPI and put the sources a normal build generated in
 /// `Sources/RelayServer/Generated`, which RelayServer then compiles instead of running the plugin.
 let pregenerated = ProcessInfo.processInfo.environment["RC_RELAY_PREGENERATED_OPENAPI"] != nil
+/// A normal build skips that folder, if a fuzz run left it behind.
+let generatedFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Sources/RelayServer/Generated")
+let leftovers = FileManager.default.fileExists(atPath: generatedFolder.path) ? ["Generated"] : []
 
 let package = Package(
     name: "rc-relay",
@@ -54,6 +57,7 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),
@@ -81,7 +85,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
-            exclude: pregenerated ? ["openapi.yaml", "openapi-generator-config.yaml"] : ["Generated"],
+            exclude: pregenerated ? ["openapi.yaml", "openapi-generator-config.yaml"] : leftovers,
             swiftSettings: strict,
             // Server types and routing are generated from Sources/RelayServer/openapi.yaml (a link to the root's).
             plugins: pregenerated ? [] : [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]

@@ -172,6 +172,17 @@ import Testing
         }
     }
 
+    @Test func adminBodiesAreBoundedLikeWebhooks() async throws {
+        try await withLiveRelay(environment: ["RC_RELAY_MAX_BODY_BYTES": "2048"]) { relay in
+            let large = #"{"version": {"versionNumber": "5", "description": "\#(String(repeating: "x", count: 4096))"}}"#
+            let answer = try await relay.admin(.POST, "/admin/send", json: large)
+            #expect(answer.status == 413)
+            #expect(answer.problemType == "urn:rc-relay:problem:body-too-large")
+            #expect(await relay.emulator.stats.sendRequests == 0)
+            #expect(try await relay.admin(.POST, "/admin/preview", json: large).status == 413)
+        }
+    }
+
     @Test func deliveriesListFilterShowHistoryAndRetryADeadPing() async throws {
         try await withLiveRelay { relay in
             await relay.emulator.inject(.init(status: 503, count: 3))

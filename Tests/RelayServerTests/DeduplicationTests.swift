@@ -1,8 +1,8 @@
+import FCMClient
 import FCMEmulator
 import Foundation
 @testable import RelayServer
 import RelayCore
-import Synchronization
 import Testing
 
 // MARK: Tests
@@ -122,12 +122,12 @@ import Testing
 
 @Test func settledEventsAreForgottenAfterTheWindow() async throws {
     // The window on a clock the test moves: ten minutes pass in no time, and a slow machine changes nothing.
-    let clock = Mutex(Date(timeIntervalSince1970: 1_000_000))
+    let clock = Locked(Date(timeIntervalSince1970: 1_000_000))
     let recent = RecentEvents(window: .seconds(600), now: { clock.withLock { $0 } })
     let record = SpoolRecord(
         keys: ["p/version/40", "p/id/msg_window"], project: "p", eventID: "msg_window", format: "template-version",
         version: try JSONDecoder().decode(TemplateVersion.self, from: Data(#"{"versionNumber":40}"#.utf8)), receivedAt: Date())
-    let sent = Mutex(0)
+    let sent = Locked(0)
     let work: RecentEvents.Work = { _, _ in
         sent.withLock { $0 += 1 }
         return [DeliveryReport(route: "default", status: .accepted, attempts: [])]

@@ -1,8 +1,8 @@
+import FCMClient
 import Foundation
 import NIOCore
 import NIOEmbedded
 @testable import RelayServer
-import Synchronization
 import Testing
 
 /// Every waiter gets the settled value when it settles; a waiter whose bound passes first gets nil, and a later
@@ -64,5 +64,5 @@ private func poll(_ condition: () -> Bool, sourceLocation: SourceLocation = #_so
 }
 
 private final class Answers<T: Sendable>: Sendable {
-    let list = Mutex<[T]>([])
+    let list = Locked<[T]>([])
 }

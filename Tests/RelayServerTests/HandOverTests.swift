@@ -1,7 +1,7 @@
+import FCMClient
 import Foundation
 @testable import RelayServer
 import RelayCore
-import Synchronization
 import Testing
 
 private func record(_ version: Int, routes: [String]? = nil) -> SpoolRecord {
@@ -17,8 +17,8 @@ private func report(_ route: String, _ status: DeliveryReport.Status) -> Deliver
 
 /// A spool in memory that records what it was asked, and can hold a write until told to go on.
 private final class RecordingSpool: Spool, @unchecked Sendable {
-    let files = Mutex<[String: SpoolRecord]>([:])
-    let writes = Mutex(0)
+    let files = Locked<[String: SpoolRecord]>([:])
+    let writes = Locked(0)
     /// While set, `write` blocks until it is signalled; `entered` says a write is waiting.
     let hold: DispatchSemaphore?
     let entered = DispatchSemaphore(value: 0)

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import FCMClient
 import FCMEmulator
 import Foundation
 import Logging
@@ -7,7 +8,6 @@ import NIOHTTP1
 import RelayCore
 import RelayServer
 import ServiceLifecycle
-import Synchronization
 import Testing
 
 /// An emulator and a relay, both real servers on loopback ports, plus a client that signs like a sender.
@@ -157,7 +157,7 @@ func withLiveRelay(
             settings: settings, logger: quietLogger, source: configFile ? configPath : "test", reader: reader,
             onServerRunning: { relayContinuation.yield($0) }, onAdminRunning: { adminContinuation.yield($0) }, sleep: sleep)
         let relayGroup = ServiceGroup(services: [relay], gracefulShutdownSignals: [], logger: quietLogger)
-        let stopped = Mutex(false)
+        let stopped = Locked(false)
         group.addTask {
             defer { stopped.withLock { $0 = true } }
             try await relayGroup.run()
@@ -246,7 +246,7 @@ extension LiveRelay {
 
 /// A sleep that lasts until the test says so: time on the test's terms, not the wall clock's.
 final class ManualSleep: Sendable {
-    private let state = Mutex<(asked: [Duration], waiting: [CheckedContinuation<Void, Never>], released: Bool)>(([], [], false))
+    private let state = Locked<(asked: [Duration], waiting: [CheckedContinuation<Void, Never>], released: Bool)>(([], [], false))
 
     /// The sleeps asked for so far.
     var asked: [Duration] { state.withLock { $0.asked } }

@@ -30,6 +30,8 @@ from conftest import BINARY, ROOT, SECRET, recorded, signed_headers, start_relay
 
 DEPLOY = ROOT / "deploy"
 SPEC = yaml.safe_load((ROOT / "openapi.yaml").read_text())
+# What a stop may take beyond the shutdown delay and the drain (RelayProcess.stopMargin).
+STOP_MARGIN = 3
 
 # Every metric rc-relay exports. It must match the README's metrics table; the alert rules and the dashboard may use
 # these names only (histograms with their _bucket, _sum and _count series).
@@ -604,7 +606,7 @@ def test_systemd_unit_matches_the_service():
     assert service["ExecStart"] == "/usr/local/bin/rc-relay serve --config /etc/rc-relay/rc-relay.yaml"
     # The stop timeout covers the listener delay and the drain.
     delay = config["server"].get("shutdownDelaySeconds", 0)
-    assert seconds(service["TimeoutStopSec"]) > delay + config["delivery"]["drainSeconds"]
+    assert seconds(service["TimeoutStopSec"]) > delay + config["delivery"]["drainSeconds"] + STOP_MARGIN
     # The spool is in the state directory, the only place the service may write.
     assert config["delivery"]["spoolDirectory"].startswith("/var/lib/rc-relay/")
     # Every credential file the configuration reads is one the unit loads.
@@ -673,7 +675,7 @@ def test_kubernetes_manifests_match_the_service():
     assert container["startupProbe"]["httpGet"]["path"] == "/healthz"
     # Stopping: the grace period covers the listener delay and the drain.
     delay = config["server"].get("shutdownDelaySeconds", 0)
-    assert spec["terminationGracePeriodSeconds"] > delay + config["delivery"]["drainSeconds"]
+    assert spec["terminationGracePeriodSeconds"] > delay + config["delivery"]["drainSeconds"] + STOP_MARGIN
     # The configuration is mounted where the container reads it.
     args = container["args"]
     config_path = args[args.index("--config") + 1]
@@ -739,7 +741,7 @@ def test_compose_file_is_valid_and_matches_the_service(tmp_path):
     assert f"/dev/tcp/127.0.0.1/{port}" in relay["healthcheck"]["test"][-1] and "/healthz" in relay["healthcheck"]["test"][-1]
     # The grace period covers the listener delay and the drain.
     delay = config["server"].get("shutdownDelaySeconds", 0)
-    assert seconds(relay["stop_grace_period"]) > delay + config["delivery"]["drainSeconds"]
+    assert seconds(relay["stop_grace_period"]) > delay + config["delivery"]["drainSeconds"] + STOP_MARGIN
     # nginx runs the shipped configuration, changed by sed; each expression still applies, and the result points at
     # the rc-relay service on its configured port, with IPv6 listening removed.
     shipped = (DEPLOY / "nginx" / "rc-relay.conf").read_text()

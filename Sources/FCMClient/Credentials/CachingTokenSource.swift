@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// One way of obtaining a fresh access token (a JWT-bearer grant, the metadata server, …).
 public protocol TokenExchange: Sendable {
@@ -14,7 +13,7 @@ public protocol TokenExchange: Sendable {
 public actor CachingTokenSource: AccessTokenSource {
     let exchange: any TokenExchange
     let refreshMargin: TimeInterval
-    private let cached = Mutex<AccessToken?>(nil)
+    private let cached = Locked<AccessToken?>(nil)
     private var inFlight: Task<AccessToken, any Error>?
     /// Told of every exchange's outcome (true: a token came back), for metrics.
     let onExchange: @Sendable (Bool) -> Void

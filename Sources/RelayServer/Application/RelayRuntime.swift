@@ -2,7 +2,6 @@ import AsyncHTTPClient
 import FCMClient
 import Foundation
 import Logging
-import Synchronization
 
 /// Everything built from the settings that a reload replaces at once: routes, credentials, verifiers, tokens.
 /// Deliveries under way keep the configuration they started with.
@@ -32,14 +31,14 @@ final class RelayRuntime: Sendable {
     let source: String
     /// Reads the file again; nil when there is no file to read.
     let reader: (@Sendable () throws -> RelaySettings)?
-    private let current: Mutex<RelayConfiguration>
-    private let state = Mutex((reloads: 0, draining: false))
+    private let current: Locked<RelayConfiguration>
+    private let state = Locked((reloads: 0, draining: false))
 
     init(
         configuration: RelayConfiguration, parts: RelayParts, recent: RecentEvents, source: String,
         reader: (@Sendable () throws -> RelaySettings)?
     ) {
-        self.current = Mutex(configuration)
+        self.current = Locked(configuration)
         self.parts = parts
         self.recent = recent
         self.source = source

@@ -1,4 +1,4 @@
-import Synchronization
+import FCMClient
 
 /// How one delivery is steered from outside while it runs: told of its first retry (so the waiting sender is answered
 /// at once), paused between attempts, stopped at shutdown, and told which routes an operator discarded.
@@ -11,7 +11,7 @@ final class DeliveryControl: Sendable {
         var discarded: Set<String> = []
         var wakers: [Settlement<Bool>] = []
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Called before each wait to retry, with the wait.
     let onRetry: @Sendable (Duration) -> Void
 

@@ -1,5 +1,5 @@
+import FCMClient
 import Foundation
-import Synchronization
 
 /// The newest template version each route has sent for a received event, so an older ping still waiting to retry can
 /// stand down: pings are idempotent "your config is stale" signals, and the newer one carries the newer version.
@@ -9,7 +9,7 @@ import Synchronization
 /// `lifetime` (the retry deadline): after that no older ping can still be waiting to retry, so it has no purpose left.
 final class LatestVersions: Sendable {
     let lifetime: TimeInterval
-    private let latest = Mutex<[String: (version: Int64, at: Date)]>([:])
+    private let latest = Locked<[String: (version: Int64, at: Date)]>([:])
 
     init(lifetime: Duration = .seconds(900)) {
         self.lifetime = Double(lifetime.components.seconds) + Double(lifetime.components.attoseconds) / 1e18

@@ -1,4 +1,4 @@
-import Synchronization
+import FCMClient
 
 /// At most `limit` FCM requests at once across all pings, so a fan-out to many routes cannot hammer FCM.
 ///
@@ -6,9 +6,9 @@ import Synchronization
 /// when none is free the caller waits in line, and a released slot passes straight to the first in line.
 final class OutboundLimit: Sendable {
     let limit: Int
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
-    private struct State: ~Copyable {
+    private struct State {
         var inUse = 0
         var waiting: [CheckedContinuation<Void, Never>] = []
         var first = 0
@@ -16,7 +16,7 @@ final class OutboundLimit: Sendable {
 
     init(limit: Int) {
         self.limit = max(1, limit)
-        self.state = Mutex(State())
+        self.state = Locked(State())
     }
 
     /// Runs `work` once a slot is free.

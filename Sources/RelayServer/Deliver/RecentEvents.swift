@@ -1,5 +1,5 @@
+import FCMClient
 import Foundation
-import Synchronization
 
 /// The deliveries under way and those settled recently, by their keys (event ids, project and version).
 ///
@@ -54,7 +54,7 @@ final class RecentEvents: Sendable {
         /// The first news for waiting senders: settled, or a retry under way (the outcome is known to be "later").
         let news: Settlement<News>
         let reports = Settlement<[DeliveryReport]>()
-        fileprivate let disk: Mutex<Disk>
+        fileprivate let disk: Locked<Disk>
 
         fileprivate struct Disk {
             /// Its spool file exists: the event was acknowledged, so it must not be lost.
@@ -70,7 +70,7 @@ final class RecentEvents: Sendable {
             self.record = record
             self.news = news
             self.control = DeliveryControl { news.settle(.retrying(after: $0)) }
-            self.disk = Mutex(Disk(onDisk: onDisk))
+            self.disk = Locked(Disk(onDisk: onDisk))
         }
 
         /// Whether the event has a spool file (it was acknowledged).
@@ -108,7 +108,7 @@ final class RecentEvents: Sendable {
     let spool: (any Spool)?
     /// The wall clock the dedup window is measured on (a test's own, in tests).
     let now: @Sendable () -> Date
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(
         window: Duration = .seconds(600), capacity: Int = 10_000, maxInFlight: Int = 10_000,

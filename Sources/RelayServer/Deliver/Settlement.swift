@@ -1,5 +1,5 @@
+import FCMClient
 import NIOCore
-import Synchronization
 
 /// A value that a task settles once, and that any number of callers wait for with a bound while the task runs on.
 ///
@@ -19,7 +19,7 @@ final class Settlement<T: Sendable>: Sendable {
         var nextID = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Settles the value and answers everybody waiting; later calls change nothing.
     func settle(_ value: T) {

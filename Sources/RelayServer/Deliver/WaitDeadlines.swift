@@ -1,6 +1,6 @@
+import FCMClient
 import NIOCore
 import NIOPosix
-import Synchronization
 
 /// The bounds of every ``Settlement`` wait, checked together: while anybody waits, one timer every `tick` ends the
 /// waits whose deadline has passed. A timer per waiter, scheduled and then cancelled on an event loop from another
@@ -21,7 +21,7 @@ final class WaitDeadlines: Sendable {
         var ticking = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let tick: TimeAmount
     private let loop: any EventLoop
 

@@ -1,6 +1,6 @@
+import FCMClient
 import Foundation
 import RelayCore
-import Synchronization
 
 /// The last `capacity` pings with their history, for the admin API: what the relay sent, is sending, and gave up on.
 ///
@@ -48,7 +48,7 @@ final class DeliveryLog: Sendable {
         var head = 0
         var next = 0
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Ids stay unique across restarts: a random prefix per process, then a counter.
     private let prefix = String(UInt32.random(in: 0...UInt32.max), radix: 16)
 

@@ -1,7 +1,6 @@
 import FCMClient
 import Foundation
 import OpenAPIRuntime
-import Synchronization
 
 /// One readiness check's result.
 struct ReadinessCheck: Sendable, Encodable {
@@ -117,7 +116,7 @@ final class CachedResult<Value: Sendable>: Sendable {
         var at: ContinuousClock.Instant?
         var inFlight: Settlement<Value>?
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(lifetime: Duration) { self.lifetime = lifetime }
 

@@ -1,7 +1,7 @@
 import CoreMetrics
+import FCMClient
 import Foundation
 import Prometheus
-import Synchronization
 
 /// The relay's metrics, through swift-metrics into one Prometheus registry per relay (so tests running several relays
 /// in one process each see their own). Label values are bounded: sources and outcomes are fixed sets, routes come
@@ -27,9 +27,9 @@ public final class RelayMetrics: Sendable {
     let undelivered: CoreMetrics.Gauge
     let deliveryLatency: CoreMetrics.Timer
     let fcmLatency: CoreMetrics.Timer
-    private let queued = Mutex(0)
+    private let queued = Locked(0)
     /// Counters by label and label values, made once: making one takes the registry's lock and builds its name.
-    private let counters = Mutex<[String: CoreMetrics.Counter]>([:])
+    private let counters = Locked<[String: CoreMetrics.Counter]>([:])
 
     public init() {
         registry = PrometheusCollectorRegistry()
