@@ -11,12 +11,9 @@ import PackageDescription
 let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
 
 /// Fuzz builds (`scripts/fuzz`) cannot run build-tool plugins: `--sanitize=fuzzer` links libFuzzer's `main` into the
-/// OpenAPI generator too. They set RC_RELAY_PREGENERATED_OPENAPI and put the sources a normal build generated in
-/// `Sources/RelayServer/Generated`, which RelayServer then compiles instead of running the plugin.
+/// OpenAPI generator too. They set RC_RELAY_PREGENERATED_OPENAPI and copy RelayServer's sources, with the sources a
+/// normal build generated, to `.build-fuzz/RelayServer`, which is then compiled as they are; normal builds never see it.
 let pregenerated = ProcessInfo.processInfo.environment["RC_RELAY_PREGENERATED_OPENAPI"] != nil
-/// A normal build skips that folder, if a fuzz run left it behind.
-let generatedFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Sources/RelayServer/Generated")
-let leftovers = FileManager.default.fileExists(atPath: generatedFolder.path) ? ["Generated"] : []
 
 let package = Package(
     name: "rc-relay",
@@ -85,7 +82,8 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
-            exclude: pregenerated ? ["openapi.yaml", "openapi-generator-config.yaml"] : leftovers,
+            path: pregenerated ? ".build-fuzz/RelayServer" : "Sources/RelayServer",
+            exclude: pregenerated ? ["openapi.yaml", "openapi-generator-config.yaml"] : [],
             swiftSettings: strict,
             // Server types and routing are generated from Sources/RelayServer/openapi.yaml (a link to the root's).
             plugins: pregenerated ? [] : [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
