@@ -11,13 +11,12 @@ let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingL
 let package = Package(
     name: "rc-relay-fuzz",
     platforms: [.macOS(.v15)],
-    dependencies: [.package(path: ".."), .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.0")],
+    dependencies: [.package(path: "..")],
     targets: [
         .executableTarget(name: "FuzzEvents", dependencies: [.product(name: "RelayCore", package: root)]),
         .executableTarget(name: "FuzzSignature", dependencies: [.product(name: "RelayCore", package: root)]),
         .executableTarget(name: "FuzzCondition", dependencies: [.product(name: "RelayCore", package: root)]),
-        .executableTarget(
-            name: "FuzzIDToken", dependencies: [.product(name: "RelayServer", package: root), .product(name: "JWTKit", package: "jwt-kit")]),
+        .executableTarget(name: "FuzzIDToken", dependencies: [.product(name: "RelayServer", package: root)]),
         .executableTarget(name: "FuzzConfiguration", dependencies: [.product(name: "RelayServer", package: root)]),
     ]
 )

@@ -108,3 +108,40 @@ private final class RecordingSpool: Spool, @unchecked Sendable {
     hold.signal()
     never.settle(true)
 }
+
+@Test func theInFlightTableIsBounded() async throws {
+    let recent = RecentEvents(maxInFlight: 1)
+    let release = Settlement<Bool>()
+    guard case .pending = await recent.deliver(record(5), wait: .zero, { _, _ in
+        _ = await release.value(within: .seconds(600))
+        return [report("a", .accepted)]
+    }) else { Issue.record("expected the first delivery under way"); return }
+    guard case .saturated = await recent.deliver(record(6), wait: .zero, { _, _ in [report("a", .accepted)] }) else {
+        Issue.record("a second event was taken beyond the bound"); return
+    }
+    // The same event again joins the one under way: a duplicate is not a new entry.
+    guard case .pending = await recent.deliver(record(5), wait: .zero, { _, _ in [] }) else { Issue.record("the duplicate did not join"); return }
+    release.settle(true)
+    try await eventually("the first settles") { recent.inFlight == 0 }
+    guard case .settled = await recent.deliver(record(6), wait: .seconds(600), { _, _ in [report("a", .accepted)] }) else {
+        Issue.record("room was not made once it settled"); return
+    }
+}
+
+@Test func aDeliveryThatSettledBeforeItsAcknowledgementIsAnsweredAsSettledNot202() async throws {
+    let spool = RecordingSpool()
+    let recent = RecentEvents(spool: spool)
+    let gate = Settlement<Bool>()
+    guard case .pending(let delivery, _) = await recent.deliver(record(7), wait: .zero, { _, _ in
+        _ = await gate.value(within: .seconds(600))
+        return [report("a", .accepted)]
+    }) else {
+        Issue.record("expected the answer before the delivery settled"); return
+    }
+    gate.settle(true)
+    _ = await delivery.reports.value(within: .seconds(600))
+    // The 202 would come with nothing on disk: the acknowledgement says what happened instead, and writes nothing.
+    guard case .settled(let reports) = try recent.acknowledge(delivery) else { Issue.record("acknowledged a settled delivery"); return }
+    #expect(reports.map(\.status) == [.accepted])
+    #expect(spool.writes.withLock { $0 } == 0)
+}

@@ -109,3 +109,18 @@ func refusesAndSendsNothing(_ refusal: RefusalCase) async throws {
         #expect(withToken.status == 404)
     }
 }
+
+@Test func idsLongerThan256CharactersAreA400AndSendNothing() async throws {
+    try await withLiveRelay { relay in
+        let long = String(repeating: "i", count: 257)
+        let viaWebhookID = try await relay.post(#"{"versionNumber":"5"}"#, id: long)
+        #expect(viaWebhookID.status == 400)
+        #expect(viaWebhookID.problemType == "urn:rc-relay:problem:malformed-event")
+        let viaCEID = try await relay.post(#"{"versionNumber":"5"}"#, headers: binaryHeaders(id: long))
+        #expect(viaCEID.status == 400)
+        #expect((viaCEID.json["detail"] as? String)?.contains("256") == true)
+        let atTheLimit = try await relay.post(#"{"versionNumber":"5"}"#, headers: binaryHeaders(id: String(repeating: "i", count: 256)))
+        #expect(atTheLimit.status == 200)
+        #expect(await relay.emulator.messages.count == 1)
+    }
+}

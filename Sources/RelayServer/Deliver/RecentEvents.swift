@@ -127,8 +127,8 @@ final class RecentEvents: Sendable {
     /// Events whose delivery is under way.
     var inFlight: Int { state.withLock { $0.inFlightCount } }
 
-    /// Starts the delivery (or joins the one under way) and waits up to `wait` for its first news. `onDisk`: the record
-    /// comes from the spool, so it is acknowledged already.
+    /// Starts the delivery (or joins the one under way) and waits up to `wait` for its first news (a joiner: for its
+    /// outcome). `onDisk`: the record comes from the spool, so it is acknowledged already.
     func deliver(_ record: SpoolRecord, wait: Duration, onDisk: Bool = false, _ work: @escaping Work) async -> Outcome {
         enum Found {
             case done([DeliveryReport])
@@ -167,8 +167,14 @@ final class RecentEvents: Sendable {
             // Unstructured on purpose: the delivery outlives the request that started it; `drain` hands it over on stop.
             Task.detached { await self.run(delivery, work) }
         }
+        // The first sender is answered at the first news (a retry under way means "later"); a sender's retry that
+        // joins waits for the outcome itself, which may be moments away, within the same bound.
+        if duplicate {
+            guard let reports = await delivery.reports.value(within: wait) else { return .pending(delivery, retryAfter: nil) }
+            return .settled(reports, duplicate: true)
+        }
         switch await delivery.news.value(within: wait) {
-        case .settled(let reports)?: return .settled(reports, duplicate: duplicate)
+        case .settled(let reports)?: return .settled(reports, duplicate: false)
         case .retrying(let after)?: return .pending(delivery, retryAfter: after)
         case .handedOver?, nil: return .pending(delivery, retryAfter: nil)
         }
