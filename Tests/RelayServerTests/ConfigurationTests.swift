@@ -154,3 +154,13 @@ private func refusal(_ yaml: String, environment: [String: String] = [:]) -> Con
         """)
     #expect(viaPipe?.key == "webhook.secrets[0]")
 }
+
+@Test func anEmptyKeyIsNamedInTheError() async throws {
+    // Found by FuzzConfiguration: the error named no key at all ("configuration error at ''").
+    let key = try await keyFile()
+    let empty = refusal(base(key) + "\n\"\": 1\n")
+    #expect(empty?.key == "(an empty key)")
+    let nested = refusal(base(key) + "\nserver: {\"\": 1}\n")
+    #expect(nested?.key == "server.(an empty key)")
+    #expect(nested?.problem.contains("not a known setting") == true)
+}

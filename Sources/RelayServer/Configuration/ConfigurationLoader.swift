@@ -93,11 +93,13 @@ public struct ConfigurationLoader: Sendable {
         guard let mapping = node.mapping, let known = ConfigurationFile.knownKeys[schemaPath] else { return }
         for (keyNode, value) in mapping {
             let key = keyNode.string ?? ""
-            let path = keyPath.isEmpty ? key : "\(keyPath).\(key)"
+            // An empty key (`"": 1`, `? : 1`) must still be named: found by FuzzConfiguration.
+            let shown = key.isEmpty ? "(an empty key)" : String(key.prefix(100))
+            let path = keyPath.isEmpty ? shown : "\(keyPath).\(shown)"
             guard known.contains(key) else {
                 let suggestion = known.first { $0.lowercased() == key.lowercased() }
                 throw ConfigurationError(
-                    key: path, problem: "'\(key)' is not a known setting",
+                    key: path, problem: "'\(shown)' is not a known setting",
                     fix: suggestion.map { "did you mean '\($0)'?" } ?? "use one of " + known.sorted().joined(separator: ", "))
             }
             try checkKeys(value, schemaPath: schemaPath.isEmpty ? key : "\(schemaPath).\(key)", keyPath: path)
