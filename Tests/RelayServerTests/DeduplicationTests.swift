@@ -161,8 +161,10 @@ import Testing
     #expect(!latest.isSuperseded(project: "p", route: "other", version: 9, now: start))
     // Past the deadline no older ping can still be waiting: the record has no purpose and is gone.
     #expect(!latest.isSuperseded(project: "p", route: "r", version: 9, now: start.addingTimeInterval(61)))
-    latest.record(project: "p", route: "s", version: 1, now: start.addingTimeInterval(61))
-    #expect(latest.count == 1)
+    // An expired record no longer holds the route: an older version is recorded over it.
+    latest.record(project: "p", route: "r", version: 5, now: start.addingTimeInterval(61))
+    #expect(latest.isSuperseded(project: "p", route: "r", version: 4, now: start.addingTimeInterval(62)))
+    #expect(!latest.isSuperseded(project: "p", route: "r", version: 5, now: start.addingTimeInterval(62)))
 }
 
 @Test func aReplayedSignedRequestWithUnsignedHeadersChangedSendsNothing() async throws {

@@ -19,9 +19,8 @@ final class LatestVersions: Sendable {
     func record(project: String, route: String, version: Int64, now: Date = Date()) {
         let key = "\(project)/\(route)"
         latest.withLock { latest in
-            // Expired entries go on the way: keys are routes, so the table is as small as the configuration.
-            latest = latest.filter { now.timeIntervalSince($0.value.at) < lifetime }
-            if let known = latest[key], known.version > version { return }
+            // Keys are routes, so the table is as small as the configuration; an expired entry is simply replaced.
+            if let known = latest[key], now.timeIntervalSince(known.at) < lifetime, known.version > version { return }
             latest[key] = (version, now)
         }
     }
@@ -34,7 +33,4 @@ final class LatestVersions: Sendable {
             return known.version > version
         }
     }
-
-    /// How many routes have a record (for tests and the admin view).
-    var count: Int { latest.withLock { $0.count } }
 }
