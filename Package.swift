@@ -5,8 +5,11 @@ import PackageDescription
 /// rc-relay: Firebase Remote Config template updates in, FCM topic pings out.
 ///
 /// The targets follow the path of one webhook: `RelayCore` verifies, decodes and routes (pure Swift, no HTTP);
-/// `FCMClient` gets access tokens and calls `messages:send`; `RelayServer` receives webhooks and wires it all
-/// together; `FCMEmulator` is an independent Google look-alike used by the tests and the development profile.
+/// `DeliveryEngine` deduplicates, sends, retries, spools and keeps the delivery history (no HTTP server, no
+/// configuration); `FCMClient` gets access tokens and calls `messages:send`; `RelayServer` receives webhooks, reads
+/// the configuration and wires it all together; `FCMEmulator` is an independent Google look-alike that only the
+/// executable (its development profile and `rc-relay emulator`) and the tests link.
+/// `Tests/interop/test_architecture.py` holds the graph to this.
 /// Our own targets build with warnings as errors (Swift 6 language mode already checks concurrency strictly).
 let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
 
@@ -59,11 +62,25 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            name: "DeliveryEngine",
+            dependencies: [
+                "RelayCore",
+                "FCMClient",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
             name: "RelayServer",
             dependencies: [
                 "RelayCore",
                 "FCMClient",
-                "FCMEmulator",
+                "DeliveryEngine",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
@@ -102,8 +119,12 @@ let package = Package(
             name: "rc-relay",
             dependencies: [
                 "RelayServer",
+                "RelayCore",
                 "FCMEmulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),
@@ -113,14 +134,22 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
-            name: "FCMClientTests",
-            dependencies: ["FCMClient"],
+            name: "DeliveryEngineTests",
+            dependencies: [
+                "DeliveryEngine",
+                "RelayCore",
+                "FCMClient",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "RelayServerTests",
             dependencies: [
                 "RelayServer",
+                "DeliveryEngine",
                 "FCMEmulator",
                 "FCMClient",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -255,7 +255,7 @@ def main():
             cpu_before, emulator_before = process.cpu_seconds(), emulator.cpu_seconds()
             result = wrk(script, target, connections, args.duration, threads=threads)
             cpu = process.cpu_seconds() - cpu_before
-            # The FCM side's CPU per message in the same run: the ratio to the ceiling depends on it (see the README).
+            # The FCM side's CPU per message in the same run: the ratio to the ceiling depends on it (see docs/performance.md).
             result["emulator_cpu_ms"] = (emulator.cpu_seconds() - emulator_before) / max(result["ok"], 1) * 1000
             time.sleep(0.5)
             sent = accepted(emulator_url) - accepted_before

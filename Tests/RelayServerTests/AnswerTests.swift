@@ -1,3 +1,4 @@
+@testable import DeliveryEngine
 import Foundation
 import Testing
 

@@ -120,26 +120,6 @@ import Testing
     }
 }
 
-@Test func settledEventsAreForgottenAfterTheWindow() async throws {
-    // The window on a clock the test moves: ten minutes pass in no time, and a slow machine changes nothing.
-    let clock = Locked(Date(timeIntervalSince1970: 1_000_000))
-    let recent = RecentEvents(window: .seconds(600), now: { clock.withLock { $0 } })
-    let record = SpoolRecord(
-        keys: ["p/version/40", "p/id/msg_window"], project: "p", eventID: "msg_window", format: "template-version",
-        version: try JSONDecoder().decode(TemplateVersion.self, from: Data(#"{"versionNumber":40}"#.utf8)), receivedAt: Date())
-    let sent = Locked(0)
-    let work: RecentEvents.Work = { _, _ in
-        sent.withLock { $0 += 1 }
-        return [DeliveryReport(route: "default", status: .accepted, attempts: [])]
-    }
-    guard case .settled(_, false) = await recent.deliver(record, wait: .seconds(600), work) else { Issue.record("first: not settled"); return }
-    clock.withLock { $0 += 599 }
-    guard case .settled(_, true) = await recent.deliver(record, wait: .seconds(600), work) else { Issue.record("within: not a duplicate"); return }
-    clock.withLock { $0 += 2 }
-    guard case .settled(_, false) = await recent.deliver(record, wait: .seconds(600), work) else { Issue.record("after: still a duplicate"); return }
-    #expect(sent.withLock { $0 } == 2)
-}
-
 @Test func onlyTheNewestEventsAreRememberedBeyondTheCapacity() async throws {
     try await withLiveRelay(environment: ["RC_RELAY_DELIVERY_DEDUP_MAX_EVENTS": "2"]) { relay in
         // Counted in events, as documented, whatever number of keys (id, version, webhook-id) each is known by.
@@ -150,21 +130,6 @@ import Testing
         #expect(oldest.json["duplicate"] as? Bool == false)
         #expect(await relay.emulator.messages.count == 4)
     }
-}
-
-@Test func aNewerVersionSupersedesOnlyWithinTheRetryDeadline() {
-    let latest = LatestVersions(lifetime: .seconds(60))
-    let start = Date(timeIntervalSince1970: 1_000_000)
-    latest.record(project: "p", route: "r", version: 10, now: start)
-    #expect(latest.isSuperseded(project: "p", route: "r", version: 9, now: start.addingTimeInterval(59)))
-    #expect(!latest.isSuperseded(project: "p", route: "r", version: 10, now: start))
-    #expect(!latest.isSuperseded(project: "p", route: "other", version: 9, now: start))
-    // Past the deadline no older ping can still be waiting: the record has no purpose and is gone.
-    #expect(!latest.isSuperseded(project: "p", route: "r", version: 9, now: start.addingTimeInterval(61)))
-    // An expired record no longer holds the route: an older version is recorded over it.
-    latest.record(project: "p", route: "r", version: 5, now: start.addingTimeInterval(61))
-    #expect(latest.isSuperseded(project: "p", route: "r", version: 4, now: start.addingTimeInterval(62)))
-    #expect(!latest.isSuperseded(project: "p", route: "r", version: 5, now: start.addingTimeInterval(62)))
 }
 
 @Test func aReplayedSignedRequestWithUnsignedHeadersChangedSendsNothing() async throws {

@@ -35,32 +35,56 @@ private func text(_ path: String) throws -> String {
     }
 }
 
-@Test func readmeDocumentsEverySettingVariablePlaceholderAndProblem() throws {
-    let readme = try text("README.md")
+@Test func docsDocumentEverySettingVariablePlaceholderAndProblem() throws {
+    let configuration = try text("docs/configuration.md")
+    let webhook = try text("docs/webhook.md")
     for override in EnvironmentOverrides.all {
-        #expect(readme.contains("| `\(override.key)` | `\(override.variable)` |"), "\(override.variable)")
+        #expect(configuration.contains("| `\(override.key)` | `\(override.variable)` |"), "\(override.variable)")
     }
     for (section, keys) in ConfigurationFile.knownKeys where !section.isEmpty && !section.hasPrefix("routes") && !section.contains("[]") {
-        for key in keys { #expect(readme.contains("`\(section).\(key)`"), "\(section).\(key)") }
+        for key in keys { #expect(configuration.contains("`\(section).\(key)`"), "\(section).\(key)") }
     }
     for (section, keys) in ConfigurationFile.knownKeys where section.hasPrefix("routes[]") {
         let prefix = section == "routes[]" ? "" : String(section.dropFirst("routes[].".count)) + "."
         // A key that is itself a section (android, when, …) is documented through its own keys.
         for key in keys where ConfigurationFile.knownKeys["routes[].\(key)"] == nil || section != "routes[]" {
-            #expect(readme.contains("| `\(prefix)\(key)` |"), "route key \(prefix)\(key)")
+            #expect(configuration.contains("| `\(prefix)\(key)` |"), "route key \(prefix)\(key)")
         }
     }
     for key in ConfigurationFile.knownKeys["projects[]"] ?? [] {
-        #expect(readme.contains("| `projects[].\(key)` |"), "projects[].\(key)")
+        #expect(configuration.contains("| `projects[].\(key)` |"), "projects[].\(key)")
     }
     for field in DataTemplate.Field.allCases {
         // The placeholder's own row names its budget, as its last cell.
-        let row = readme.split(separator: "\n").first { $0.hasPrefix("| `{{\(field.rawValue)}}` |") }
+        let row = configuration.split(separator: "\n").first { $0.hasPrefix("| `{{\(field.rawValue)}}` |") }
         #expect(row != nil, "{{\(field.rawValue)}}")
         #expect(row?.hasSuffix("| \(field.budget) |") == true || row?.hasSuffix("| \(field.budget) bytes |") == true, "budget of \(field.rawValue)")
     }
     for kind in ProblemKind.allCases {
-        #expect(readme.contains("| \(kind.status.code) | `\(kind.uri)` |"), "\(kind.uri)")
+        #expect(webhook.contains("| \(kind.status.code) | `\(kind.uri)` |"), "\(kind.uri)")
+    }
+}
+
+@Test func readmeIsShortAndEveryRelativeLinkPointsToAFile() throws {
+    let readme = try text("README.md")
+    #expect(readme.components(separatedBy: "\n").count < 300, "README.md has 300 lines or more")
+    let pages = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("docs").path)
+        .filter { $0.hasSuffix(".md") }.sorted()
+    #expect(!pages.isEmpty)
+    for page in pages {
+        #expect(readme.contains("](docs/\(page))"), "README.md links docs/\(page)")
+    }
+    for document in ["README.md"] + pages.map({ "docs/\($0)" }) {
+        let folder = root.appendingPathComponent(document).deletingLastPathComponent()
+        // Every `](target)`: a target with a scheme or only an anchor is not a file of the repository.
+        for piece in try text(document).components(separatedBy: "](").dropFirst() {
+            guard let end = piece.firstIndex(of: ")") else { continue }
+            let target = String(piece[..<end])
+            if target.contains("://") || target.hasPrefix("mailto:") || target.hasPrefix("#") { continue }
+            let path = String(target.prefix(while: { $0 != "#" }))
+            let file = folder.appendingPathComponent(path).standardizedFileURL.path
+            #expect(FileManager.default.fileExists(atPath: file), "\(document) links \(target), which does not exist")
+        }
     }
 }
 

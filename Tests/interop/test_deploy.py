@@ -621,7 +621,7 @@ def test_systemd_unit_matches_the_service():
     assert f"server {config['server']['host']}:{config['server']['port']};" in nginx
     env_file = (DEPLOY / "systemd" / "rc-relay.env").read_text()
     for name in re.findall(r"^#?\s*(RC_RELAY_\w+)=", env_file, re.M):
-        assert name in (ROOT / "README.md").read_text(), f"{name} in rc-relay.env is not a documented variable"
+        assert name in (ROOT / "docs" / "configuration.md").read_text(), f"{name} in rc-relay.env is not a documented variable"
 
 
 def k8s_documents():
@@ -827,7 +827,7 @@ def test_prometheus_rules_use_exported_metrics_only():
 def test_the_readme_lists_exactly_the_shipped_alerts():
     rules = yaml.safe_load((DEPLOY / "prometheus" / "alerts.yaml").read_text())
     shipped = [r["alert"] for group in rules["groups"] for r in group["rules"]]
-    listed = re.findall(r"^\| `(RcRelay\w+)` \|", (ROOT / "README.md").read_text(), re.M)
+    listed = re.findall(r"^\| `(RcRelay\w+)` \|", (ROOT / "docs" / "operations.md").read_text(), re.M)
     assert listed == shipped
 
 

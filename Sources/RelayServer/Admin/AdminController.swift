@@ -1,3 +1,4 @@
+import DeliveryEngine
 import Foundation
 import Logging
 import OpenAPIRuntime
@@ -5,24 +6,26 @@ import RelayCore
 
 /// The admin API's operations (the gate in front of it checks the bearer token).
 struct AdminController: Sendable {
-    let runtime: RelayRuntime
+    let configuration: ConfigurationStore
+    let engine: DeliveryEngine
     let reloader: Reloader
 
     private var logger: Logger { RequestInfo.current?.logger ?? Logger(label: "rc-relay") }
 
     func info() -> Components.Schemas.Info {
-        let configuration = runtime.configuration
+        let store = configuration
+        let configuration = store.current
         return .init(
             name: "rc-relay", version: RelayApplication.version,
             build: .init(configuration: Self.build.configuration, compiler: Self.build.compiler, platform: Self.build.platform),
-            startedAt: runtime.startedAt,
-            uptimeSeconds: Int(Date().timeIntervalSince(runtime.startedAt)),
-            configuration: .init(source: runtime.source, loadedAt: configuration.loadedAt, reloads: runtime.reloads),
+            startedAt: store.startedAt,
+            uptimeSeconds: Int(Date().timeIntervalSince(store.startedAt)),
+            configuration: .init(source: store.source, loadedAt: configuration.loadedAt, reloads: store.reloads),
             projects: configuration.projects.ids, checks: [])
     }
 
     func routes() -> Components.Schemas.EffectiveRoutes {
-        let configuration = runtime.configuration
+        let configuration = configuration.current
         let settings = configuration.settings
         let projects = configuration.projects.ids.compactMap { id -> Components.Schemas.EffectiveRoutes.ProjectsPayloadPayload? in
             guard let pipeline = configuration.projects[id] else { return nil }
@@ -55,7 +58,7 @@ struct AdminController: Sendable {
             throw Refusal(kind: .invalidRequest, detail: "give either version (a template version) or event (a structured CloudEvent)")
         }
         let (project, pipeline) = try self.pipeline(ask.project ?? ask.event?.project)
-        let baseURL = runtime.configuration.settings.fcmBaseURL
+        let baseURL = configuration.current.settings.fcmBaseURL
         let requests = pipeline.routes.pings(for: version, project: project).map { ping in
             Preview.Request(route: ping.route, url: "\(baseURL)/v1/projects/\(project)/messages:send", body: ["message": ping.message])
         }
@@ -88,7 +91,7 @@ struct AdminController: Sendable {
             "admin send", metadata: ["project": "\(project)", "version": "\(version.versionNumber)", "routes": "\(pings.map(\.route).joined(separator: ","))",
                                      "to_device": "\(request.token != nil)", "validate_only": "\(request.validateOnly ?? false)"])
         let batch = DeliveryBatch(version: version, origin: .send, receivedAt: Date(), validateOnly: request.validateOnly ?? false)
-        let reports = await pipeline.dispatcher.deliver(pings, batch: batch, logger: logger)
+        let reports = await engine.send(pings, batch: batch, plan: pipeline.send, logger: logger)
         return .init(deliveries: reports.map { Self.record($0, project: project, batch: batch, toDevice: request.token != nil) })
     }
 
@@ -103,17 +106,17 @@ struct AdminController: Sendable {
         }
         let limit = query.limit ?? 100
         guard (1...1000).contains(limit) else { throw Refusal(kind: .invalidRequest, detail: "limit must be 1 to 1000") }
-        let filter = DeliveryLog.Filter(status: query.status?.rawValue, route: query.route, project: query.project, version: version, limit: limit)
-        return .init(deliveries: runtime.log.list(filter).map(Components.Schemas.DeliveryRecord.init))
+        let filter = DeliveryHistory.Filter(status: query.status?.rawValue, route: query.route, project: query.project, version: version, limit: limit)
+        return .init(deliveries: engine.history.list(filter).map(Components.Schemas.DeliveryRecord.init))
     }
 
     func delivery(_ id: String) async throws(Refusal) -> Components.Schemas.DeliveryRecord {
-        guard let entry = runtime.log.entry(id) else { throw Self.noDelivery(id) }
+        guard let entry = engine.history.entry(id) else { throw Self.noDelivery(id) }
         return .init(entry)
     }
 
     func retry(_ id: String) async throws(Refusal) -> Components.Schemas.DeliveryRecord {
-        guard let entry = runtime.log.entry(id) else { throw Self.noDelivery(id) }
+        guard let entry = engine.history.entry(id) else { throw Self.noDelivery(id) }
         guard let status = entry.report?.status, status == .dead || status == .failed else {
             throw Refusal(kind: .notRetryable, detail: "ping \(id) is \(entry.report?.status.rawValue ?? "pending"); only dead or failed pings are retried")
         }
@@ -128,15 +131,15 @@ struct AdminController: Sendable {
         let ping = Ping(route: route.name, project: project, message: route.message(for: entry.version, project: project))
         let batch = DeliveryBatch(
             version: entry.version, eventID: entry.eventID, origin: .retry, receivedAt: Date(), retryOf: id, validateOnly: entry.validateOnly)
-        let reports = await pipeline.dispatcher.deliver([ping], batch: batch, logger: logger)
+        let reports = await engine.send([ping], batch: batch, plan: pipeline.send, logger: logger)
         return Self.record(reports[0], project: project, batch: batch, toDevice: false)
     }
 
     /// Gives up on a dead ping of an acknowledged event that waits for FCM: it is not tried again.
     func discard(_ id: String) throws(Refusal) -> Components.Schemas.DeliveryRecord {
-        guard let entry = runtime.log.entry(id) else { throw Self.noDelivery(id) }
+        guard let entry = engine.history.entry(id) else { throw Self.noDelivery(id) }
         let key = "\(entry.project)/version/\(entry.version.versionNumber)"
-        guard entry.report?.status == .dead, !entry.validateOnly, runtime.recent.discard(key: key, route: entry.route) else {
+        guard entry.report?.status == .dead, !entry.validateOnly, engine.discard(key: key, route: entry.route) else {
             throw Refusal(
                 kind: .notDiscardable,
                 detail: "ping \(id) is \(entry.report?.status.rawValue ?? "pending"), and only the dead ping of a spooled event that waits for FCM can be discarded")
@@ -190,7 +193,7 @@ struct AdminController: Sendable {
 
     /// The project's pipeline; an unknown project is a resource that is not there (404), as an unknown route is.
     private func pipeline(_ requested: String?) throws(Refusal) -> (String, ProjectDirectory.Pipeline) {
-        let projects = runtime.configuration.projects
+        let projects = configuration.current.projects
         if requested?.isEmpty == true { throw Refusal(kind: .invalidRequest, detail: "project must not be empty") }
         let project = requested ?? projects.defaultID
         guard let pipeline = projects[project] else {
@@ -203,7 +206,7 @@ struct AdminController: Sendable {
     /// The answer's record, from the outcome itself (the log may already have let it go on a busy relay).
     private static func record(_ report: DeliveryReport, project: String, batch: DeliveryBatch, toDevice: Bool) -> Components.Schemas.DeliveryRecord {
         .init(
-            DeliveryLog.Entry(
+            DeliveryHistory.Entry(
                 id: report.id ?? "", project: project, route: report.route, version: batch.version, eventID: batch.eventID,
                 origin: batch.origin, retryOf: batch.retryOf, toDevice: toDevice, validateOnly: batch.validateOnly || report.status == .validated,
                 receivedAt: batch.receivedAt, settledAt: Date(), report: report))

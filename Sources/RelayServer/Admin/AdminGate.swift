@@ -19,7 +19,7 @@ struct AdminGate: RouterMiddleware {
     }
 
     let listener: Listener
-    let runtime: RelayRuntime
+    let configuration: ConfigurationStore
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let path = request.uri.path
@@ -36,7 +36,7 @@ struct AdminGate: RouterMiddleware {
             break
         }
         guard isAdmin else { return try await next(request, context) }
-        let tokens = runtime.configuration.settings.adminTokens
+        let tokens = configuration.current.settings.adminTokens
         guard !tokens.isEmpty else { return notHere.response() }
         guard let presented = Self.bearer(request.headers[.authorization]), Self.matches(presented, tokens) else {
             let id = RequestInfo.current?.id ?? ""
@@ -46,7 +46,7 @@ struct AdminGate: RouterMiddleware {
             return response
         }
         // Admin bodies are bounded as webhooks are: on Content-Length, then while reading.
-        let limit = runtime.configuration.settings.maxBodyBytes
+        let limit = configuration.current.settings.maxBodyBytes
         let tooLarge = Problem(.bodyTooLarge, detail: "the body is larger than \(limit) bytes", requestID: RequestInfo.current?.id ?? "")
         if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit { return tooLarge.response() }
         var request = request

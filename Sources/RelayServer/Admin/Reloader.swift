@@ -1,3 +1,4 @@
+import DeliveryEngine
 import Foundation
 import Logging
 
@@ -9,14 +10,19 @@ struct Reloader: Sendable {
         var restartRequired: [String]
     }
 
-    let runtime: RelayRuntime
-    let logger: Logger
+    let configuration: ConfigurationStore
+    /// Reads the file again; nil when there is no file to read (the development profile).
+    let reader: (@Sendable () throws -> RelaySettings)?
+    /// Builds a configuration from settings (credentials, token caches, verifiers), as the start did.
+    let rebuild: @Sendable (RelaySettings) async throws -> RelayConfiguration
     /// One reload at a time (SIGHUP and the admin API may ask together), so the file read last is the one in force.
     private let oneAtATime = OutboundLimit(limit: 1)
 
-    init(runtime: RelayRuntime, logger: Logger) {
-        self.runtime = runtime
-        self.logger = logger
+    init(
+        configuration: ConfigurationStore, reader: (@Sendable () throws -> RelaySettings)?,
+        rebuild: @escaping @Sendable (RelaySettings) async throws -> RelayConfiguration
+    ) {
+        (self.configuration, self.reader, self.rebuild) = (configuration, reader, rebuild)
     }
 
     func reload() async -> Result<Reloaded, ConfigurationError> {
@@ -24,22 +30,22 @@ struct Reloader: Sendable {
     }
 
     private func reloadNow() async -> Result<Reloaded, ConfigurationError> {
-        guard let reader = runtime.reader else {
+        guard let reader else {
             return .failure(ConfigurationError(key: "--config", problem: "the development profile has no file to read", fix: "start rc-relay with --config FILE"))
         }
         let settings: RelaySettings
-        let configuration: RelayConfiguration
+        let built: RelayConfiguration
         do {
             settings = try reader()
-            configuration = try await RelayApplication.makeConfiguration(settings, runtime: runtime.parts, logger: logger)
+            built = try await rebuild(settings)
         } catch let error as ConfigurationError {
             return .failure(error)
         } catch {
             return .failure(ConfigurationError(key: "--config", problem: "\(error)", fix: "check the file with rc-relay check-config"))
         }
-        let old = runtime.configuration.settings  // read inside the one-at-a-time section
-        runtime.replace(with: configuration)
-        return .success(Reloaded(loadedAt: configuration.loadedAt, restartRequired: Self.restartRequired(old, settings)))
+        let old = configuration.current.settings  // read inside the one-at-a-time section
+        configuration.replace(with: built)
+        return .success(Reloaded(loadedAt: built.loadedAt, restartRequired: Self.restartRequired(old, settings)))
     }
 
     /// The changed settings that only a restart applies.

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import DeliveryEngine
 import FCMClient
 import Foundation
 import Hummingbird
@@ -16,14 +17,65 @@ public enum RelayApplication {
 
     /// Builds the relay. `onServerRunning` receives the bound port (useful with port 0), `onAdminRunning` the admin
     /// listener's when `admin.port` is set. `reader` reads the configuration file again for reloads. `sleep` waits out
-    /// `server.shutdownDelaySeconds` on a stop (tests give their own).
+    /// `server.shutdownDelaySeconds` on a stop, and `clock` is the delivery engine's time (tests give their own).
     public static func build(
         settings: RelaySettings, logger: Logger, source: String = "development profile",
         reader: (@Sendable () throws -> RelaySettings)? = nil,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
         onAdminRunning: @escaping @Sendable (Int) async -> Void = { _ in },
-        sleep: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) }
+        sleep: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) },
+        clock: any DeliveryClock = SystemDeliveryClock()
     ) async throws -> RelayProcess {
+        let httpClient = makeHTTPClient(settings)
+        let metrics = RelayMetrics()
+        let rebuild: @Sendable (RelaySettings) async throws -> RelayConfiguration = { settings in
+            try await makeConfiguration(settings, httpClient: httpClient, metrics: metrics, logger: logger)
+        }
+        let store: ConfigurationStore
+        let engine: DeliveryEngine
+        do {
+            store = ConfigurationStore(try await rebuild(settings), source: source)
+            engine = DeliveryEngine(
+                settings: engineSettings(settings), spool: try makeSpool(settings.spoolDirectory), metrics: metrics.factory, clock: clock,
+                logger: logger, replan: { store.plan(for: $0) })
+        } catch {
+            try? await httpClient.shutdown()
+            throw error
+        }
+        let drain = DrainState()
+        let reloader = Reloader(configuration: store, reader: reader, rebuild: rebuild)
+        let api = RelayAPI(
+            probes: Probes(configuration: store, drain: drain, engine: engine, metrics: metrics, cacheFor: settings.readinessCache),
+            admin: AdminController(configuration: store, engine: engine, reloader: reloader))
+        let ingest = IngestRoutes(
+            intake: WebhookIntake(configuration: store, drain: drain, metrics: metrics),
+            controller: WebhookController(configuration: store, engine: engine, metrics: metrics))
+        let server = httpServer(settings)
+        let main = Application(
+            router: try makeRouter(api, ingest: ingest, configuration: store, listener: settings.adminPort == nil ? .only : .main, logger: logger),
+            server: server,
+            configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "rc-relay"),
+            // Shut down in reverse: the engine drains while the HTTP client is still up.
+            services: [HTTPClientService(client: httpClient), engine],
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? settings.port) },
+            logger: logger)
+        var services: [any Service] = [main]
+        if let adminPort = settings.adminPort {
+            services.append(
+                Application(
+                    router: try makeRouter(api, ingest: ingest, configuration: store, listener: .admin, logger: logger),
+                    server: server,
+                    configuration: .init(address: .hostname(settings.adminHost, port: adminPort), serverName: "rc-relay-admin"),
+                    onServerRunning: { channel in await onAdminRunning(channel.localAddress?.port ?? adminPort) },
+                    logger: logger))
+        }
+        // Stopped first, in reverse: readiness turns false before any listener closes.
+        services += [ReloadOnHangup(reloader: reloader, logger: logger), DrainGate(drain: drain, metrics: metrics, delay: settings.shutdownDelay, logger: logger, sleep: sleep)]
+        return RelayProcess(services: services, logger: logger, stopWithin: settings.shutdownDelay + settings.drainGrace + RelayProcess.stopMargin)
+    }
+
+    /// The one outbound HTTP client: FCM, OAuth, the metadata server, JWKS.
+    static func makeHTTPClient(_ settings: RelaySettings) -> HTTPClient {
         var client = HTTPClient.Configuration(
             timeout: .init(
                 connect: .seconds(min(5, settings.fcmTimeout.components.seconds)),
@@ -34,47 +86,21 @@ public enum RelayApplication {
         // No tracer: by default the client opens a span per request on the global (no-op) tracer, which measured
         // 2 % of the relay's CPU per webhook and records nothing.
         client.tracing.tracer = nil
-        let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: client)
-        let parts = RelayParts(
-            httpClient: httpClient, limit: OutboundLimit(limit: settings.outboundConcurrency), latest: LatestVersions(lifetime: settings.retryPolicy.deadline),
-            log: DeliveryLog(capacity: settings.historySize), metrics: RelayMetrics())
-        let runtime: RelayRuntime
-        do {
-            let configuration = try await makeConfiguration(settings, runtime: parts, logger: logger)
-            let recent = RecentEvents(
-                window: settings.dedupWindow, capacity: settings.dedupMaxEvents, maxInFlight: settings.maxQueuedPings,
-                parkedRetryInterval: settings.retryPolicy.maximumDelay, spool: try makeSpool(settings.spoolDirectory))
-            runtime = RelayRuntime(configuration: configuration, parts: parts, recent: recent, source: source, reader: reader)
-        } catch {
-            try? await httpClient.shutdown()
-            throw error
-        }
-        let deliveries = DeliveryService(runtime: runtime)
-        let reloader = Reloader(runtime: runtime, logger: logger)
-        let api = RelayAPI(probes: Probes(runtime: runtime, cacheFor: settings.readinessCache), admin: AdminController(runtime: runtime, reloader: reloader))
-        let ingest = IngestRoutes(intake: WebhookIntake(runtime: runtime), controller: WebhookController(runtime: runtime, deliveries: deliveries))
-        let server = httpServer(settings)
-        let main = Application(
-            router: try makeRouter(api, ingest: ingest, runtime: runtime, listener: settings.adminPort == nil ? .only : .main, logger: logger),
-            server: server,
-            configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "rc-relay"),
-            // Shut down in reverse: deliveries drain while the HTTP client is still up.
-            services: [HTTPClientService(client: httpClient), DeliveryLifecycle(service: deliveries, grace: settings.drainGrace, logger: logger)],
-            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? settings.port) },
-            logger: logger)
-        var services: [any Service] = [main]
-        if let adminPort = settings.adminPort {
-            services.append(
-                Application(
-                    router: try makeRouter(api, ingest: ingest, runtime: runtime, listener: .admin, logger: logger),
-                    server: server,
-                    configuration: .init(address: .hostname(settings.adminHost, port: adminPort), serverName: "rc-relay-admin"),
-                    onServerRunning: { channel in await onAdminRunning(channel.localAddress?.port ?? adminPort) },
-                    logger: logger))
-        }
-        // Stopped first, in reverse: readiness turns false before any listener closes.
-        services += [ReloadOnHangup(reloader: reloader, logger: logger), DrainGate(runtime: runtime, delay: settings.shutdownDelay, logger: logger, sleep: sleep)]
-        return RelayProcess(services: services, logger: logger, stopWithin: settings.shutdownDelay + settings.drainGrace + RelayProcess.stopMargin)
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: client)
+    }
+
+    /// The engine's bounds, from the settings bound at start.
+    static func engineSettings(_ settings: RelaySettings) -> EngineSettings {
+        var engine = EngineSettings()
+        engine.dedupWindow = settings.dedupWindow
+        engine.dedupCapacity = settings.dedupMaxEvents
+        engine.maxInFlight = settings.maxQueuedPings
+        engine.outboundConcurrency = settings.outboundConcurrency
+        engine.historySize = settings.historySize
+        engine.parkedRetryInterval = settings.retryPolicy.maximumDelay
+        engine.supersedeWindow = settings.retryPolicy.deadline
+        engine.drainGrace = settings.drainGrace
+        return engine
     }
 
     /// HTTP/1.1 with the idle and request-read timeouts: no client holds a connection, its buffers or a stop.
@@ -87,20 +113,20 @@ public enum RelayApplication {
     }
 
     /// What a reload rebuilds: each project's pipeline and the ID-token verifier.
-    static func makeConfiguration(_ settings: RelaySettings, runtime parts: RelayParts, logger: Logger) async throws -> RelayConfiguration {
+    static func makeConfiguration(_ settings: RelaySettings, httpClient: HTTPClient, metrics: RelayMetrics, logger: Logger) async throws -> RelayConfiguration {
         RelayConfiguration(
-            settings: settings, projects: try await makeProjects(settings, parts: parts, logger: logger),
-            idTokens: try await makeIDTokenVerifier(settings.oidc, httpClient: parts.httpClient), loadedAt: Date())
+            settings: settings, projects: try await makeProjects(settings, httpClient: httpClient, metrics: metrics, logger: logger),
+            idTokens: try await makeIDTokenVerifier(settings.oidc, httpClient: httpClient), loadedAt: Date())
     }
 
     /// One listener's routes, behind the request log and the admin gate: the ingest routes, and the rest generated
     /// from `openapi.yaml`.
     static func makeRouter(
-        _ api: RelayAPI, ingest: IngestRoutes, runtime: RelayRuntime, listener: AdminGate.Listener, logger: Logger
+        _ api: RelayAPI, ingest: IngestRoutes, configuration: ConfigurationStore, listener: AdminGate.Listener, logger: Logger
     ) throws -> Router<RelayRequestContext> {
         let router = Router(context: RelayRequestContext.self)
-        router.add(middleware: RequestLogMiddleware(runtime: runtime, logger: logger))
-        router.add(middleware: AdminGate(listener: listener, runtime: runtime))
+        router.add(middleware: RequestLogMiddleware(configuration: configuration, logger: logger))
+        router.add(middleware: AdminGate(listener: listener, configuration: configuration))
         ingest.register(on: router)
         AdminBodyRoutes(admin: api.admin).register(on: router)
         try api.registerHandlers(
@@ -120,14 +146,13 @@ public enum RelayApplication {
         }
     }
 
-    /// Each project's routes and dispatcher; projects with the same credentials share one token cache.
-    static func makeProjects(_ settings: RelaySettings, parts: RelayParts, logger: Logger) async throws -> ProjectDirectory {
+    /// Each project's routes and sender; projects with the same credentials share one token cache.
+    static func makeProjects(_ settings: RelaySettings, httpClient: HTTPClient, metrics: RelayMetrics, logger: Logger) async throws -> ProjectDirectory {
         var sources: [String: CachingTokenSource] = [:]
-        let httpClient = parts.httpClient
         var pipelines: [(String, ProjectDirectory.Pipeline)] = []
         for project in settings.projects {
             let (identity, source, metadata) = try await tokenSource(
-                project.credentials, cached: sources, httpClient: httpClient, settings: settings, metrics: parts.metrics, logger: logger)
+                project.credentials, cached: sources, httpClient: httpClient, settings: settings, metrics: metrics, logger: logger)
             sources[identity] = source
             let id: String
             if let known = project.id {
@@ -145,15 +170,13 @@ public enum RelayApplication {
                 }
             }
             let sender = FCMSender(httpClient: httpClient, baseURL: settings.fcmBaseURL, tokenSource: source, timeout: settings.fcmTimeout)
-            let dispatcher = Dispatcher(
-                sender: sender, validateOnly: settings.validateOnly, logPings: settings.logPings, policy: settings.retryPolicy,
-                limit: parts.limit, latest: parts.latest, log: parts.log, metrics: parts.metrics)
+            let send = SendPlan(sender: sender, policy: settings.retryPolicy, validateOnly: settings.validateOnly, logPings: settings.logPings)
             let credentials: (String, String) =
                 switch project.credentials {
                 case .keyFile(let path, _): ("keyFile", path)
                 case .metadataServer(let baseURL): ("metadataServer", baseURL)
                 }
-            pipelines.append((id, .init(routes: project.routes, dispatcher: dispatcher, tokenSource: source, credentials: credentials)))
+            pipelines.append((id, .init(routes: project.routes, send: send, tokenSource: source, credentials: credentials)))
         }
         return ProjectDirectory(pipelines)
     }

@@ -6,7 +6,8 @@ import UnixSignals
 /// The first to hear a stop signal: readiness turns false and new webhooks get 503 at once; after
 /// `server.shutdownDelaySeconds` (time for a load balancer to notice) the listeners close and deliveries drain.
 struct DrainGate: Service {
-    let runtime: RelayRuntime
+    let drain: DrainState
+    let metrics: RelayMetrics
     let delay: Duration
     let logger: Logger
     /// Waits out the delay (a test's own clock, in tests).
@@ -14,8 +15,8 @@ struct DrainGate: Service {
 
     func run() async throws {
         try? await gracefulShutdown()
-        runtime.startDraining()
-        runtime.metrics.ready.record(0)
+        drain.start()
+        metrics.ready.record(0)
         logger.notice("stopping: readiness is now false", metadata: ["listeners_close_in": "\(delay)"])
         if delay > .zero { await sleep(delay) }
     }

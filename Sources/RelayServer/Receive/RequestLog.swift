@@ -19,14 +19,14 @@ struct RequestInfo: Sendable {
 /// Errors that escape the routes (an unknown path, say) become problem+json here.
 struct RequestLogMiddleware: RouterMiddleware {
     typealias Context = RelayRequestContext
-    let runtime: RelayRuntime
+    let configuration: ConfigurationStore
     let logger: Logger
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let started = ContinuousClock.now
         let id = request.headers[.requestID].flatMap(Self.acceptable) ?? Self.makeID()
         let peer = context.remoteAddress?.ipAddress
-        let trusted = runtime.configuration.settings.trustedProxies
+        let trusted = configuration.current.settings.trustedProxies
         let client = trusted.client(peer: peer, forwardedFor: request.headers[values: .xForwardedFor])
         var logger = logger
         logger[metadataKey: "request_id"] = "\(id)"

@@ -1,3 +1,4 @@
+import DeliveryEngine
 import Foundation
 import Logging
 import RelayCore
@@ -5,8 +6,9 @@ import RelayCore
 /// Route → deliver → answer, for an event ``WebhookIntake`` verified and decoded. Failures are thrown as
 /// ``Refusal``s; the answer is 200 (settled), 202 (spooled, still delivering) or a problem.
 struct WebhookController: Sendable {
-    let runtime: RelayRuntime
-    let deliveries: DeliveryService
+    let configuration: ConfigurationStore
+    let engine: DeliveryEngine
+    let metrics: RelayMetrics
 
     /// The answer's JSON body (``IngestAnswer``): `200` when settled, `202` when spooled and still delivering.
     enum Answer {
@@ -20,16 +22,17 @@ struct WebhookController: Sendable {
         do {
             return try await relay(event, webhookID: verified.webhookID, requestID: requestID, logger: verified.logger)
         } catch {
-            runtime.metrics.webhook(source: source, outcome: error.kind.rawValue)
+            metrics.webhook(source: source, outcome: error.kind.rawValue)
             throw error
         }
     }
 
     private func relay(_ event: RemoteConfigEvent, webhookID: String?, requestID: String, logger: Logger) async throws(Refusal) -> Answer {
         var logger = logger
-        let projects = runtime.configuration.projects
+        let configuration = configuration.current
+        let projects = configuration.projects
         let project = event.project ?? projects.defaultID
-        guard projects[project] != nil else {
+        guard let pipeline = projects[project] else {
             logger.notice("webhook refused: unknown project", metadata: ["project": "\(project)"])
             throw Refusal(
                 kind: .unknownProject,
@@ -52,7 +55,8 @@ struct WebhookController: Sendable {
             id: eventID, format: event.format.rawValue, project: project, versionNumber: event.version.versionNumber,
             updateType: event.version.updateType)
         let source = event.format.rawValue
-        switch await deliveries.deliver(record, logger: logger) {
+        let plan = pipeline.plan(for: record.version, project: project)
+        switch await engine.deliver(record, plan: plan, wait: configuration.settings.answerWithin, logger: logger) {
         case .settled(let reports, let duplicate):
             return try settled(reports, duplicate: duplicate, source: source, requestID: requestID, summary: summary, logger: logger)
         case .conflict(let key):
@@ -63,18 +67,21 @@ struct WebhookController: Sendable {
         case .saturated:
             logger.warning("webhook refused: too many deliveries under way")
             throw Refusal(kind: .notReady, detail: "too many deliveries are under way; retry shortly", retryAfter: 5)
+        case .stopping:
+            logger.warning("webhook refused: the relay is stopping")
+            throw Refusal(kind: .notReady, detail: "the relay is stopping; retry shortly", retryAfter: 5)
         case .pending(let delivery, let retryAfter):
-            let seconds = retryAfter.map { Int(($0 / .seconds(1)).rounded(.up)) } ?? Int(runtime.configuration.settings.answerWithin.components.seconds)
+            let seconds = retryAfter.map { Int(($0 / .seconds(1)).rounded(.up)) } ?? Int(configuration.settings.answerWithin.components.seconds)
             let inProgress = Refusal(
                 kind: .deliveryInProgress, detail: "the pings are still being delivered; retry to join the delivery under way",
                 retryAfter: min(max(1, seconds), 3600))
-            guard deliveries.recent.spool != nil else {
+            guard engine.hasSpool else {
                 logger.info("delivery continues; the sender is asked to retry and join it", metadata: ["status": "503"])
                 throw inProgress
             }
             let acknowledgement: RecentEvents.Acknowledgement
             do {
-                acknowledgement = try deliveries.recent.acknowledge(delivery)
+                acknowledgement = try engine.acknowledge(delivery)
             } catch {
                 logger.error("the event could not be spooled", metadata: ["error": "\(error)"])
                 throw inProgress
@@ -84,7 +91,7 @@ struct WebhookController: Sendable {
                 return try settled(reports, duplicate: false, source: source, requestID: requestID, summary: summary, logger: logger)
             case .spooled:
                 logger.info("delivery continues in the background; the event is spooled")
-                runtime.metrics.webhook(source: source, outcome: "in-progress")
+                metrics.webhook(source: source, outcome: "in-progress")
                 return .inProgress(IngestAnswer.inProgress(requestID: requestID, event: summary))
             }
         }
@@ -103,7 +110,7 @@ struct WebhookController: Sendable {
                 deliveries: reports)
         }
         let failed = reports.contains { $0.status == .failed }
-        runtime.metrics.webhook(source: source, outcome: duplicate ? "duplicate" : failed ? "failed" : "delivered")
+        metrics.webhook(source: source, outcome: duplicate ? "duplicate" : failed ? "failed" : "delivered")
         return .delivered(IngestAnswer.delivered(failed: failed, requestID: requestID, duplicate: duplicate, event: summary, reports: reports))
     }
 }

@@ -23,7 +23,9 @@ struct WebhookIntake: Sendable {
         case pubSub
     }
 
-    let runtime: RelayRuntime
+    let configuration: ConfigurationStore
+    let drain: DrainState
+    let metrics: RelayMetrics
 
     /// The verified, decoded event, or the refusal to answer with (counted and logged here).
     func verify(_ request: Request, ingest: Ingest, logger: Logger) async throws(Refusal) -> VerifiedEvent {
@@ -31,7 +33,7 @@ struct WebhookIntake: Sendable {
         do throws(Refusal) {
             return try await accept(request, ingest: ingest, logger: &logger)
         } catch {
-            runtime.metrics.webhook(source: ingest == .pubSub ? "pubsub" : "unknown", outcome: error.kind.rawValue)
+            metrics.webhook(source: ingest == .pubSub ? "pubsub" : "unknown", outcome: error.kind.rawValue)
             if error.kind == .notFound {
                 logger.notice("Pub/Sub push refused: oidc is not configured, so the endpoint does not exist")
             } else {
@@ -43,14 +45,14 @@ struct WebhookIntake: Sendable {
 
     private func accept(_ request: Request, ingest: Ingest, logger: inout Logger) async throws(Refusal) -> VerifiedEvent {
         let headers = request.headers
-        let configuration = runtime.configuration
+        let configuration = configuration.current
         let settings = configuration.settings
         if ingest == .pubSub, configuration.idTokens == nil {
             // Credentials are checked first, as for every path that needs them: no token is 401 whatever is configured.
             guard headers[.authorization] != nil else { throw Refusal(kind: .invalidIDToken, detail: OIDCError.missingToken.description) }
             throw Refusal(kind: .notFound, detail: "Pub/Sub push is served only when oidc is configured")
         }
-        if runtime.isDraining {
+        if drain.isDraining {
             throw Refusal(kind: .notReady, detail: "rc-relay is stopping; retry, and another instance (or this one after its restart) will take it", retryAfter: 5)
         }
         let idTokens = ingest == .pubSub || settings.webhookAuth.needsOIDC ? configuration.idTokens : nil

@@ -1,3 +1,4 @@
+import DeliveryEngine
 import Foundation
 import RelayCore
 
@@ -15,7 +16,7 @@ extension Components.Schemas.DeliveryError {
 }
 
 extension Components.Schemas.DeliveryRecord {
-    init(_ entry: DeliveryLog.Entry) {
+    init(_ entry: DeliveryHistory.Entry) {
         let report = entry.report
         self.init(
             id: entry.id, project: entry.project, route: entry.route, versionNumber: String(entry.version.versionNumber),

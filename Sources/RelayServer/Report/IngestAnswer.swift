@@ -1,3 +1,4 @@
+import DeliveryEngine
 import RelayCore
 
 /// The webhook's `200` (`Delivered`) and `202` (`InProgress`) bodies, as `openapi.yaml` documents them, written by

@@ -1,3 +1,4 @@
+import DeliveryEngine
 import FCMClient
 import Foundation
 import OpenAPIRuntime
@@ -16,13 +17,16 @@ struct ReadinessCheck: Sendable, Encodable {
 /// requests), and the unauthenticated answer names no project and carries no upstream error text. The admin API's
 /// `GET /admin/info` and the log have the details.
 struct Probes: Sendable {
-    let runtime: RelayRuntime
+    let configuration: ConfigurationStore
+    let drain: DrainState
+    let engine: DeliveryEngine
+    let metrics: RelayMetrics
     /// How long the token check may take before it counts as failed (a probe must answer quickly).
     var tokenCheckTimeout: Duration = .seconds(3)
     let tokenChecks: CachedResult<[ReadinessCheck]>
 
-    init(runtime: RelayRuntime, cacheFor lifetime: Duration) {
-        self.runtime = runtime
+    init(configuration: ConfigurationStore, drain: DrainState, engine: DeliveryEngine, metrics: RelayMetrics, cacheFor lifetime: Duration) {
+        (self.configuration, self.drain, self.engine, self.metrics) = (configuration, drain, engine, metrics)
         self.tokenChecks = CachedResult(lifetime: lifetime)
     }
 
@@ -30,28 +34,27 @@ struct Probes: Sendable {
     /// cached one counts), not draining, queue not saturated, acknowledged events not yet accepted by FCM.
     /// The configuration check is informational: a refused reload keeps the running configuration, which stays good.
     func readiness() async -> [ReadinessCheck] {
-        let configuration = runtime.configuration
+        let configuration = configuration.current
         var checks = [
             ReadinessCheck(
                 name: "configuration", ok: true,
                 detail: "loaded \(configuration.loadedAt.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))")
         ]
         checks += await tokenChecks.value { await self.tokens(configuration) }
-        let draining = runtime.isDraining
+        let draining = drain.isDraining
         checks.append(.init(name: "draining", ok: !draining, detail: draining ? "draining after a stop signal" : "serving"))
-        let depth = runtime.metrics.queueDepth
+        let depth = engine.queueDepth
         let limit = configuration.settings.maxQueuedPings
         checks.append(.init(name: "queue", ok: depth < limit, detail: "\(depth) of \(limit) pings queued"))
         // Informational, as configuration is: FCM's outage is not this replica's, and the events are safe on disk.
-        let parked = runtime.recent.parked
-        runtime.metrics.undelivered.record(parked)
+        let parked = engine.parked
         checks.append(
             .init(
                 name: "undelivered", ok: true,
                 detail: parked == 0
                     ? "no acknowledged event waits for FCM"
-                    : "\(parked) acknowledged event(s) wait for FCM, spooled and tried again every \(runtime.recent.parkedRetryInterval)"))
-        runtime.metrics.ready.record(checks.allSatisfy(\.ok) ? 1 : 0)
+                    : "\(parked) acknowledged event(s) wait for FCM, spooled and tried again every \(engine.settings.parkedRetryInterval)"))
+        metrics.ready.record(checks.allSatisfy(\.ok) ? 1 : 0)
         return checks
     }
 
@@ -93,7 +96,7 @@ struct Probes: Sendable {
                 check.settle(.failure(error))
             }
         }
-        switch await check.value(within: tokenCheckTimeout) {
+        switch await check.value(within: tokenCheckTimeout, on: SystemDeliveryClock()) {
         case .success(let cached)?: return .init(name: name, ok: true, detail: cached ? "cached" : "obtained")
         case .failure(let error)?: return .init(name: name, ok: false, detail: "no access token: \(error)")
         case nil: return .init(name: name, ok: false, detail: "no access token within \(tokenCheckTimeout)")
@@ -104,7 +107,7 @@ struct Probes: Sendable {
     /// runs, probed by an orchestrator or not.
     func metrics() async -> HTTPBody {
         _ = await readiness()
-        return HTTPBody(runtime.metrics.exposition())
+        return HTTPBody(metrics.exposition())
     }
 }
 
@@ -140,7 +143,7 @@ final class CachedResult<Value: Sendable>: Sendable {
             return value
         case .join(let settlement):
             // The computation is bounded by its own timeout; this bound only keeps a waiter from hanging forever.
-            if let value = await settlement.value(within: .seconds(60)) { return value }
+            if let value = await settlement.value(within: .seconds(60), on: SystemDeliveryClock()) { return value }
             return await compute()
         case .compute(let settlement):
             let value = await compute()

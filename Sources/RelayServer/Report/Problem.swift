@@ -1,3 +1,4 @@
+import DeliveryEngine
 import Foundation
 import Hummingbird
 

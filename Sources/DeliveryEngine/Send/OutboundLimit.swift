@@ -4,7 +4,7 @@ import FCMClient
 ///
 /// A counting semaphore: a free slot is taken without suspending (the common case costs one lock, not an actor hop);
 /// when none is free the caller waits in line, and a released slot passes straight to the first in line.
-final class OutboundLimit: Sendable {
+package final class OutboundLimit: Sendable {
     let limit: Int
     private let state: Locked<State>
 
@@ -14,13 +14,13 @@ final class OutboundLimit: Sendable {
         var first = 0
     }
 
-    init(limit: Int) {
+    package init(limit: Int) {
         self.limit = max(1, limit)
         self.state = Locked(State())
     }
 
     /// Runs `work` once a slot is free.
-    func run<T: Sendable>(_ work: @Sendable () async -> T) async -> T {
+    package func run<T: Sendable>(_ work: @Sendable () async -> T) async -> T {
         await acquire()
         defer { release() }
         return await work()

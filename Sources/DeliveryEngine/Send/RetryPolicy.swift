@@ -1,3 +1,4 @@
+import FCMClient
 import Foundation
 
 /// FCM's retry rules: what to do after a failed send, and how long to wait first.

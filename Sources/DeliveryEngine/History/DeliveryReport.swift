@@ -45,19 +45,19 @@ public struct DeliveryReport: Sendable, Encodable, Equatable {
     }
 
     /// Settled without anything left to do: accepted, validated, or replaced by a newer version's ping.
-    var succeeded: Bool { status == .accepted || status == .validated || status == .superseded }
+    package var succeeded: Bool { status == .accepted || status == .validated || status == .superseded }
 
     /// Not delivered, and worth delivering later: retries ran out, or the relay stopped first.
-    var unfinished: Bool { status == .dead || status == .interrupted }
+    package var unfinished: Bool { status == .dead || status == .interrupted }
 
-    static func detail(_ failure: FCMError) -> ErrorDetail {
+    package static func detail(_ failure: FCMError) -> ErrorDetail {
         if case .rejected(let response) = failure {
             return .init(httpStatus: response.httpStatus, errorCode: response.errorCode ?? response.status, message: failure.description)
         }
         return .init(httpStatus: nil, errorCode: nil, message: failure.description)
     }
 
-    static func attempt(_ failure: FCMError?, at: Date) -> Attempt {
+    package static func attempt(_ failure: FCMError?, at: Date) -> Attempt {
         guard let failure else { return Attempt(at: at, httpStatus: 200, errorCode: nil) }
         let detail = detail(failure)
         return Attempt(at: at, httpStatus: detail.httpStatus, errorCode: detail.errorCode)

@@ -2,21 +2,27 @@ import FCMClient
 import Foundation
 import NIOCore
 import NIOEmbedded
-@testable import RelayServer
+@testable import DeliveryEngine
 import Testing
 
 /// Every waiter gets the settled value when it settles; a waiter whose bound passes first gets nil, and a later
-/// settle is harmless. No clock decides the outcome: a settle that left its waiters to their bound would have them
-/// answer nil, and one that answered no one fails at the poll's limit instead of hanging the run.
+/// settle is harmless. The bounds are on a clock the test moves: a settle that left its waiters to their bound would
+/// have them answer nil, and one that answered no one fails at the poll's limit instead of hanging the run.
 @Test func settlementAnswersEveryWaiterOrTheirTimeout() async throws {
+    let clock = ManualDeliveryClock()
     let settlement = Settlement<Int>()
-    #expect(await settlement.value(within: .zero) == nil)
-    #expect(await settlement.value(within: .milliseconds(20)) == nil)
+    #expect(await settlement.value(within: .zero, on: clock) == nil)
+    async let early = settlement.value(within: .milliseconds(20), on: clock)
+    try await poll { clock.pending == 1 }
+    clock.advance(by: .milliseconds(19))
+    #expect(settlement.waiting == 1, "not before its bound")
+    clock.advance(by: .milliseconds(1))
+    #expect(await early == nil)
     #expect(settlement.waiting == 0, "a waiter whose bound passed is forgotten")
     let answers = Answers<Int?>()
     for _ in 0..<2 {
         Task {
-            let answer = await settlement.value(within: .seconds(120))
+            let answer = await settlement.value(within: .seconds(120), on: clock)
             answers.list.withLock { $0.append(answer) }
         }
     }
@@ -26,7 +32,8 @@ import Testing
     try await poll { answers.list.withLock { $0.count } == 2 }
     #expect(answers.list.withLock { $0 } == [7, 7])
     #expect(settlement.waiting == 0)
-    #expect(await settlement.value(within: .zero) == 7)
+    #expect(clock.pending == 0, "a settled waiter's bound is cancelled")
+    #expect(await settlement.value(within: .zero, on: clock) == 7)
 }
 
 /// The shared deadline sweep ends each wait once, at the first tick after its deadline; a cancelled wait never ends;

@@ -14,9 +14,9 @@ import Foundation
 /// State behind a lock, not an actor: every webhook looks up, starts and finishes a delivery here, and the actor hops
 /// (contended under load) cost more than the dictionary work they guarded. Nothing awaits and no file is touched while
 /// holding it: each delivery's spool file is written and removed under that delivery's own lock.
-final class RecentEvents: Sendable {
+package final class RecentEvents: Sendable {
     /// What a caller learns within its wait.
-    enum Outcome: Sendable {
+    package enum Outcome: Sendable {
         case settled([DeliveryReport], duplicate: Bool)
         /// Not settled within the wait, or a ping waits to retry (`retryAfter`): answered 202 once spooled, else 503.
         case pending(EventDelivery, retryAfter: Duration?)
@@ -24,10 +24,12 @@ final class RecentEvents: Sendable {
         case conflict(key: String)
         /// `maxInFlight` deliveries are under way already.
         case saturated
+        /// The engine is stopping: it starts nothing new.
+        case stopping
     }
 
     /// What spooling a pending delivery for its 202 came to.
-    enum Acknowledgement: Sendable {
+    package enum Acknowledgement: Sendable {
         case spooled
         /// It settled first: answer with the outcome instead.
         case settled([DeliveryReport])
@@ -41,15 +43,15 @@ final class RecentEvents: Sendable {
     }
 
     /// How a delivery ended at shutdown.
-    enum HandOver: Sendable {
+    package enum HandOver: Sendable {
         case settled
         case spooled(SpoolRecord)
         case lost(SpoolRecord)
     }
 
     /// One event's delivery under way.
-    final class EventDelivery: Sendable {
-        let record: SpoolRecord
+    package final class EventDelivery: Sendable {
+        package let record: SpoolRecord
         let control: DeliveryControl
         /// The first news for waiting senders: settled, or a retry under way (the outcome is known to be "later").
         let news: Settlement<News>
@@ -65,11 +67,11 @@ final class RecentEvents: Sendable {
             var parked = false
         }
 
-        fileprivate init(record: SpoolRecord, onDisk: Bool) {
+        fileprivate init(record: SpoolRecord, onDisk: Bool, clock: any DeliveryClock) {
             let news = Settlement<News>()
             self.record = record
             self.news = news
-            self.control = DeliveryControl { news.settle(.retrying(after: $0)) }
+            self.control = DeliveryControl(clock: clock) { news.settle(.retrying(after: $0)) }
             self.disk = Locked(Disk(onDisk: onDisk))
         }
 
@@ -106,15 +108,22 @@ final class RecentEvents: Sendable {
     /// How long an acknowledged event whose retries ran out waits before it is tried again.
     let parkedRetryInterval: Duration
     let spool: (any Spool)?
-    /// The wall clock the dedup window is measured on (a test's own, in tests).
-    let now: @Sendable () -> Date
+    /// What the dedup window, the waits and the drain are measured on (a test's own, in tests).
+    let clock: any DeliveryClock
+    /// Where deliveries run.
+    let tasks: DeliveryTasks
+    /// Told the number of parked events whenever it changes (under the lock, so a gauge never keeps an older value).
+    let parkedChanged: @Sendable (Int) -> Void
     private let state = Locked(State())
 
     init(
         window: Duration = .seconds(600), capacity: Int = 10_000, maxInFlight: Int = 10_000,
-        parkedRetryInterval: Duration = .seconds(300), spool: (any Spool)? = nil, now: @escaping @Sendable () -> Date = { Date() }
+        parkedRetryInterval: Duration = .seconds(300), spool: (any Spool)? = nil, clock: any DeliveryClock, tasks: DeliveryTasks,
+        parkedChanged: @escaping @Sendable (Int) -> Void = { _ in }
     ) {
-        self.now = now
+        self.parkedChanged = parkedChanged
+        self.clock = clock
+        self.tasks = tasks
         self.window = Double(window.components.seconds) + Double(window.components.attoseconds) / 1e18
         self.capacity = capacity
         self.maxInFlight = max(1, maxInFlight)
@@ -137,7 +146,7 @@ final class RecentEvents: Sendable {
             case conflict(String)
             case saturated
         }
-        let now = now()
+        let now = clock.now()
         let fingerprint = record.fingerprint
         let found = state.withLock { state -> Found in
             forgetExpired(&state, now: now)
@@ -150,7 +159,7 @@ final class RecentEvents: Sendable {
                 return running.record.fingerprint == fingerprint ? .running(running) : .conflict(key)
             }
             guard state.inFlightCount < maxInFlight else { return .saturated }
-            let delivery = EventDelivery(record: record, onDisk: onDisk)
+            let delivery = EventDelivery(record: record, onDisk: onDisk, clock: clock)
             for key in record.keys { state.inFlight[key] = delivery }
             state.inFlightCount += 1
             return .started(delivery)
@@ -164,16 +173,19 @@ final class RecentEvents: Sendable {
         case .running(let running): (delivery, duplicate) = (running, true)
         case .started(let started):
             (delivery, duplicate) = (started, false)
-            // Unstructured on purpose: the delivery outlives the request that started it; `drain` hands it over on stop.
-            Task.detached { await self.run(delivery, work) }
+            // It outlives the request that started it: it runs in the engine's task group, and `drain` hands it over.
+            guard tasks.add({ await self.run(started, work) }) else {
+                forget(started)
+                return .stopping
+            }
         }
         // The first sender is answered at the first news (a retry under way means "later"); a sender's retry that
         // joins waits for the outcome itself, which may be moments away, within the same bound.
         if duplicate {
-            guard let reports = await delivery.reports.value(within: wait) else { return .pending(delivery, retryAfter: nil) }
+            guard let reports = await delivery.reports.value(within: wait, on: clock) else { return .pending(delivery, retryAfter: nil) }
             return .settled(reports, duplicate: true)
         }
-        switch await delivery.news.value(within: wait) {
+        switch await delivery.news.value(within: wait, on: clock) {
         case .settled(let reports)?: return .settled(reports, duplicate: false)
         case .retrying(let after)?: return .pending(delivery, retryAfter: after)
         case .handedOver?, nil: return .pending(delivery, retryAfter: nil)
@@ -209,14 +221,14 @@ final class RecentEvents: Sendable {
             for delivery in state.inFlight.values { unique[ObjectIdentifier(delivery)] = delivery }
             return Array(unique.values)
         }
-        let deadline = ContinuousClock.now + grace
+        let deadline = clock.instant() + grace
         for delivery in running where !delivery.isParked {
-            _ = await delivery.reports.value(within: deadline - .now)
+            _ = await delivery.reports.value(within: deadline - clock.instant(), on: clock)
         }
         for delivery in running { delivery.control.stop() }
         var ended: [HandOver] = []
         for delivery in running {
-            _ = await delivery.reports.value(within: limit)
+            _ = await delivery.reports.value(within: limit, on: clock)
             ended.append(delivery.disk.withLock { $0.handOver } ?? .lost(delivery.record))
         }
         return ended
@@ -241,7 +253,10 @@ final class RecentEvents: Sendable {
             if !parked {
                 parked = true
                 delivery.disk.withLock { $0.parked = true }
-                state.withLock { $0.parked += 1 }
+                state.withLock { state in
+                    state.parked += 1
+                    parkedChanged(state.parked)
+                }
             }
             delivery.news.settle(.retrying(after: parkedRetryInterval))
             _ = await control.pause(for: parkedRetryInterval)
@@ -251,6 +266,14 @@ final class RecentEvents: Sendable {
         }
         let reports = routes.compactMap { latest[$0] }
         finish(delivery, reports, wasParked: parked)
+    }
+
+    /// A delivery that never ran (the engine was stopping): its keys are free again.
+    private func forget(_ delivery: EventDelivery) {
+        state.withLock { state in
+            for key in delivery.record.keys where state.inFlight[key] === delivery { state.inFlight[key] = nil }
+            state.inFlightCount -= 1
+        }
     }
 
     private func finish(_ delivery: EventDelivery, _ reports: [DeliveryReport], wasParked: Bool) {
@@ -278,11 +301,14 @@ final class RecentEvents: Sendable {
             }
             return disk.handOver!
         }
-        let now = now()
+        let now = clock.now()
         state.withLock { state in
             for key in delivery.record.keys where state.inFlight[key] === delivery { state.inFlight[key] = nil }
             state.inFlightCount -= 1
-            if wasParked { state.parked -= 1 }
+            if wasParked {
+                state.parked -= 1
+                parkedChanged(state.parked)
+            }
             // Dead or interrupted deliveries are not remembered, so the sender's retry (or the next start) delivers.
             if due.isEmpty { remember(delivery.record, reports, at: now, in: &state) }
         }

@@ -2,28 +2,35 @@ import Foundation
 import RelayCore
 
 /// An event acknowledged before its pings settled, as kept on disk until they do.
-struct SpoolRecord: Codable, Sendable, Equatable {
+package struct SpoolRecord: Codable, Sendable, Equatable {
     /// The event's identities: its project and version first (the file's name), then its ids.
-    var keys: [String]
-    var project: String
-    var eventID: String?
-    var format: String
-    var version: TemplateVersion
-    var receivedAt: Date
+    package var keys: [String]
+    package var project: String
+    package var eventID: String?
+    package var format: String
+    package var version: TemplateVersion
+    package var receivedAt: Date
     /// The routes still to deliver; nil: every route the configuration has for the event.
-    var routes: [String]? = nil
+    package var routes: [String]? = nil
+
+    package init(
+        keys: [String], project: String, eventID: String?, format: String, version: TemplateVersion, receivedAt: Date, routes: [String]? = nil
+    ) {
+        (self.keys, self.project, self.eventID, self.format, self.version, self.receivedAt, self.routes) =
+            (keys, project, eventID, format, version, receivedAt, routes)
+    }
 
     /// The file name: stable for the event, safe on any file system.
-    var fileName: String {
+    package var fileName: String {
         let name = (keys.first ?? project).unicodeScalars.map { CharacterSet.alphanumerics.contains($0) ? String($0) : "_" }.joined()
         return String(name.prefix(180)) + ".json"
     }
 
     /// What the event is, whatever way it came in: a second event that claims one of its ids must be this.
-    var fingerprint: String { "\(project)/\(version.versionNumber)" }
+    package var fingerprint: String { "\(project)/\(version.versionNumber)" }
 
     /// Why a decoded record cannot be delivered, if it cannot.
-    var defect: String? {
+    package var defect: String? {
         if keys.isEmpty { return "it has no keys" }
         if keys.contains(where: \.isEmpty) { return "it has an empty key" }
         if project.isEmpty { return "it names no project" }
@@ -33,17 +40,17 @@ struct SpoolRecord: Codable, Sendable, Equatable {
 }
 
 /// What a spool found on start.
-struct SpoolRecovery: Sendable {
+package struct SpoolRecovery: Sendable {
     /// The events to deliver.
-    var records: [SpoolRecord] = []
+    package var records: [SpoolRecord] = []
     /// Files that could not be read as an event, moved aside with the reason.
-    var quarantined: [(file: String, reason: String)] = []
+    package var quarantined: [(file: String, reason: String)] = []
     /// Temporary files of writes a crash interrupted, removed.
-    var temporaryFilesRemoved = 0
+    package var temporaryFilesRemoved = 0
 }
 
 /// Where acknowledged events wait until delivered, so a crash or restart loses none.
-protocol Spool: Sendable {
+package protocol Spool: Sendable {
     /// Writes the record durably (fsynced) before the sender is told 202.
     func write(_ record: SpoolRecord) throws
     func remove(_ record: SpoolRecord)
@@ -53,19 +60,19 @@ protocol Spool: Sendable {
 
 /// A directory of JSON files, one per event; each is written to a temporary name, fsynced, then renamed. Files that
 /// are not an event (corrupt, empty, partial, written by something else) go to `quarantine/` beside them.
-struct FileSpool: Spool {
-    let directory: URL
+package struct FileSpool: Spool {
+    package let directory: URL
     /// The largest file read as an event: a record is a few hundred bytes.
-    static let maximumFileBytes = 1 << 20
+    package static let maximumFileBytes = 1 << 20
 
-    init(directory: String) throws {
+    package init(directory: String) throws {
         self.directory = URL(fileURLWithPath: directory, isDirectory: true)
         try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
     }
 
-    var quarantine: URL { directory.appendingPathComponent("quarantine", isDirectory: true) }
+    package var quarantine: URL { directory.appendingPathComponent("quarantine", isDirectory: true) }
 
-    func write(_ record: SpoolRecord) throws {
+    package func write(_ record: SpoolRecord) throws {
         let data = try JSONEncoder().encode(record)
         let final = directory.appendingPathComponent(record.fileName)
         let temporary = directory.appendingPathComponent(".\(record.fileName).\(UUID().uuidString)")
@@ -81,11 +88,11 @@ struct FileSpool: Spool {
         syncDirectory()
     }
 
-    func remove(_ record: SpoolRecord) {
+    package func remove(_ record: SpoolRecord) {
         unlink(directory.appendingPathComponent(record.fileName).path)
     }
 
-    func recover() -> SpoolRecovery {
+    package func recover() -> SpoolRecovery {
         var recovery = SpoolRecovery()
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).sorted()
         for name in names where name != "quarantine" {
@@ -140,10 +147,10 @@ struct FileSpool: Spool {
     }
 }
 
-enum SpoolError: Error, CustomStringConvertible {
+package enum SpoolError: Error, CustomStringConvertible {
     case cannotWrite(String)
     case unreadable(String)
-    var description: String {
+    package var description: String {
         switch self {
         case .cannotWrite(let path): "the spool file \(path) could not be written and synced"
         case .unreadable(let reason): reason

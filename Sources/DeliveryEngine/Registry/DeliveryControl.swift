@@ -14,8 +14,13 @@ final class DeliveryControl: Sendable {
     private let state = Locked(State())
     /// Called before each wait to retry, with the wait.
     let onRetry: @Sendable (Duration) -> Void
+    /// What pauses are measured on.
+    let clock: any DeliveryClock
 
-    init(onRetry: @escaping @Sendable (Duration) -> Void = { _ in }) { self.onRetry = onRetry }
+    init(clock: any DeliveryClock, onRetry: @escaping @Sendable (Duration) -> Void = { _ in }) {
+        self.clock = clock
+        self.onRetry = onRetry
+    }
 
     /// No attempt starts after this.
     var isStopped: Bool { state.withLock { $0.stopped } }
@@ -29,7 +34,7 @@ final class DeliveryControl: Sendable {
             return state.stopped
         }
         if stopped { return true }
-        let woken = await waker.value(within: duration) != nil
+        let woken = await waker.value(within: duration, on: clock) != nil
         state.withLock { $0.wakers.removeAll { $0 === waker } }
         return woken
     }

@@ -9,38 +9,52 @@ import RelayCore
 ///
 /// State behind a lock, not an actor: every ping starts and settles an entry, and two actor hops per ping measured
 /// more than the few dictionary operations they guard.
-final class DeliveryLog: Sendable {
+package final class DeliveryHistory: Sendable {
     /// What started a ping.
-    enum Origin: String, Sendable {
+    package enum Origin: String, Sendable {
         case webhook, spool, send, retry
     }
 
-    struct Entry: Sendable {
-        var id: String
-        var project: String
-        var route: String
-        var version: TemplateVersion
-        var eventID: String?
-        var origin: Origin
-        var retryOf: String?
-        var toDevice: Bool
-        var validateOnly: Bool
-        var receivedAt: Date
-        var settledAt: Date?
+    package struct Entry: Sendable {
+        package var id: String
+        package var project: String
+        package var route: String
+        package var version: TemplateVersion
+        package var eventID: String?
+        package var origin: Origin
+        package var retryOf: String?
+        package var toDevice: Bool
+        package var validateOnly: Bool
+        package var receivedAt: Date
+        package var settledAt: Date?
         /// Nil while pending.
-        var report: DeliveryReport?
+        package var report: DeliveryReport?
+
+        package init(
+            id: String, project: String, route: String, version: TemplateVersion, eventID: String?, origin: Origin, retryOf: String?,
+            toDevice: Bool, validateOnly: Bool, receivedAt: Date, settledAt: Date?, report: DeliveryReport?
+        ) {
+            (self.id, self.project, self.route, self.version, self.eventID, self.origin) = (id, project, route, version, eventID, origin)
+            (self.retryOf, self.toDevice, self.validateOnly, self.receivedAt, self.settledAt, self.report) =
+                (retryOf, toDevice, validateOnly, receivedAt, settledAt, report)
+        }
     }
 
     /// What a list asks for; nil fields match everything.
-    struct Filter: Sendable {
-        var status: String?
-        var route: String?
-        var project: String?
-        var version: Int64?
-        var limit = 100
+    package struct Filter: Sendable {
+        package var status: String?
+        package var route: String?
+        package var project: String?
+        package var version: Int64?
+        package var limit = 100
+
+        package init(status: String? = nil, route: String? = nil, project: String? = nil, version: Int64? = nil, limit: Int = 100) {
+            (self.status, self.route, self.project, self.version, self.limit) = (status, route, project, version, limit)
+        }
     }
 
-    let capacity: Int
+    package let capacity: Int
+    let clock: any DeliveryClock
     private struct State {
         var entries: [String: Entry] = [:]
         /// Ids oldest first from `head` on; the evicted prefix is dropped in one go once it is as long as the capacity.
@@ -52,7 +66,10 @@ final class DeliveryLog: Sendable {
     /// Ids stay unique across restarts: a random prefix per process, then a counter.
     private let prefix = String(UInt32.random(in: 0...UInt32.max), radix: 16)
 
-    init(capacity: Int = 1000) { self.capacity = max(1, capacity) }
+    package init(capacity: Int = 1000, clock: any DeliveryClock = SystemDeliveryClock()) {
+        self.capacity = max(1, capacity)
+        self.clock = clock
+    }
 
     func start(_ ping: Ping, batch: DeliveryBatch, validateOnly: Bool) -> String {
         var toDevice = false
@@ -63,7 +80,7 @@ final class DeliveryLog: Sendable {
             state.entries[id] = Entry(
                 id: id, project: ping.project, route: ping.route, version: batch.version, eventID: batch.eventID,
                 origin: batch.origin, retryOf: batch.retryOf, toDevice: toDevice, validateOnly: validateOnly,
-                receivedAt: batch.receivedAt)
+                receivedAt: batch.receivedAt, settledAt: nil, report: nil)
             state.order.append(id)
             if state.order.count - state.head > capacity {
                 state.entries[state.order[state.head]] = nil
@@ -78,17 +95,17 @@ final class DeliveryLog: Sendable {
     }
 
     func settle(_ id: String, _ report: DeliveryReport) {
-        let now = Date()
+        let now = clock.now()
         state.withLock { state in
             state.entries[id]?.report = report
             state.entries[id]?.settledAt = now
         }
     }
 
-    func entry(_ id: String) -> Entry? { state.withLock { $0.entries[id] } }
+    package func entry(_ id: String) -> Entry? { state.withLock { $0.entries[id] } }
 
     /// Newest first.
-    func list(_ filter: Filter) -> [Entry] {
+    package func list(_ filter: Filter) -> [Entry] {
         state.withLock { state in
             var found: [Entry] = []
             for id in state.order[state.head...].reversed() {
@@ -106,12 +123,20 @@ final class DeliveryLog: Sendable {
 }
 
 /// What the pings of one delivery share: the version they carry, why they are sent, and when the event came in.
-struct DeliveryBatch: Sendable {
-    var version: TemplateVersion
-    var eventID: String?
-    var origin: DeliveryLog.Origin
-    var receivedAt: Date
-    var retryOf: String? = nil
+package struct DeliveryBatch: Sendable {
+    package var version: TemplateVersion
+    package var eventID: String?
+    package var origin: DeliveryHistory.Origin
+    package var receivedAt: Date
+    package var retryOf: String?
     /// Asks FCM to check without delivering, whatever `fcm.validateOnly` says (the admin API's dry run).
-    var validateOnly = false
+    package var validateOnly: Bool
+
+    package init(
+        version: TemplateVersion, eventID: String? = nil, origin: DeliveryHistory.Origin, receivedAt: Date, retryOf: String? = nil,
+        validateOnly: Bool = false
+    ) {
+        (self.version, self.eventID, self.origin, self.receivedAt, self.retryOf, self.validateOnly) =
+            (version, eventID, origin, receivedAt, retryOf, validateOnly)
+    }
 }

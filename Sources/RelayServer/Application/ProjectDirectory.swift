@@ -1,15 +1,22 @@
+import DeliveryEngine
 import FCMClient
 import RelayCore
 
-/// The projects this relay serves, by id: each with its routes and the dispatcher that sends with its credentials.
+/// The projects this relay serves, by id: each with its routes and how its pings are sent.
 struct ProjectDirectory: Sendable {
     struct Pipeline: Sendable {
         var routes: RouteTable
-        var dispatcher: Dispatcher
+        /// The sender with the project's credentials, and the retry rules.
+        var send: SendPlan
         /// The project's access tokens (readiness asks it).
         var tokenSource: CachingTokenSource
         /// Where its credentials come from, for the admin API: `keyFile` or `metadataServer`, and the path or URL.
         var credentials: (kind: String, source: String)
+
+        /// What delivering `version` means for this project: a ping per matching route.
+        func plan(for version: TemplateVersion, project: String) -> DeliveryPlan {
+            DeliveryPlan(pings: routes.pings(for: version, project: project), send: send)
+        }
     }
 
     /// Events that name no project (bare versions, `projects/_`) go to the first project configured.

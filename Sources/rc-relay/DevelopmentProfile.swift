@@ -2,12 +2,13 @@ import FCMEmulator
 import Foundation
 import Logging
 import RelayCore
+import RelayServer
 import ServiceLifecycle
 
 /// `rc-relay serve` with no configuration: an in-process FCM emulator, a generated secret, pings shown in the log.
-public enum DevelopmentProfile {
+enum DevelopmentProfile {
     /// Runs the emulator and the relay on 127.0.0.1 until SIGINT or SIGTERM.
-    public static func run(environment: [String: String], logger: Logger) async throws {
+    static func run(environment: [String: String], logger: Logger) async throws {
         let state = EmulatorState()
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let emulator = FCMEmulatorServer.buildApplication(
@@ -72,7 +73,7 @@ public enum DevelopmentProfile {
 
     /// A shell snippet that signs at the moment it runs, so it stays valid past the 5-minute tolerance. `secret` is a
     /// shell word: a quoted secret, or an expansion that reads one from the environment.
-    public static func curlExample(url: String, secret: String) -> String {
+    static func curlExample(url: String, secret: String) -> String {
         #"""
         SECRET=\#(secret); BODY='{"versionNumber":"42","updateType":"INCREMENTAL_UPDATE","updateOrigin":"CONSOLE"}'; \
         ID="msg_$(date +%s%N)"; TS="$(date +%s)"; \

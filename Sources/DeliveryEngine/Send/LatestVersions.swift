@@ -16,7 +16,7 @@ final class LatestVersions: Sendable {
     }
 
     /// Records that `version` is being sent on the route (the newest seen is kept).
-    func record(project: String, route: String, version: Int64, now: Date = Date()) {
+    func record(project: String, route: String, version: Int64, now: Date) {
         let key = "\(project)/\(route)"
         latest.withLock { latest in
             // Keys are routes, so the table is as small as the configuration; an expired entry is simply replaced.
@@ -26,7 +26,7 @@ final class LatestVersions: Sendable {
     }
 
     /// Whether a newer version than `version` has been sent on the route within the lifetime.
-    func isSuperseded(project: String, route: String, version: Int64, now: Date = Date()) -> Bool {
+    func isSuperseded(project: String, route: String, version: Int64, now: Date) -> Bool {
         let key = "\(project)/\(route)"
         return latest.withLock { latest in
             guard let known = latest[key], now.timeIntervalSince(known.at) < lifetime else { return false }

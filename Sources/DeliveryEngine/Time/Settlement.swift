@@ -1,16 +1,17 @@
 import FCMClient
-import NIOCore
 
 /// A value that a task settles once, and that any number of callers wait for with a bound while the task runs on.
 ///
-/// A waiter costs one continuation and an entry in ``WaitDeadlines``, not a task or a timer of its own: a webhook
+/// A waiter costs one continuation and a callback on the ``DeliveryClock`` (an entry in ``WaitDeadlines`` on the real
+/// one), not a task or a timer of its own: a webhook
 /// that waits for its delivery is the hot path. (A task group would not do either: it waits for all its children, and
 /// awaiting another task's value cannot be cancelled.)
-final class Settlement<T: Sendable>: Sendable {
+package final class Settlement<T: Sendable>: Sendable {
     private struct Waiter {
         let continuation: CheckedContinuation<T?, Never>
-        /// Its entry in ``WaitDeadlines``, once added.
-        var deadline: Int?
+        /// Its callback on the clock, once scheduled.
+        var deadline: DeliveryTimer?
+        let clock: any DeliveryClock
     }
 
     private struct State {
@@ -22,7 +23,9 @@ final class Settlement<T: Sendable>: Sendable {
     private let state = Locked(State())
 
     /// Settles the value and answers everybody waiting; later calls change nothing.
-    func settle(_ value: T) {
+    package init() {}
+
+    package func settle(_ value: T) {
         let waiters = state.withLock { state -> [Waiter] in
             guard state.value == nil else { return [] }
             state.value = value
@@ -30,41 +33,38 @@ final class Settlement<T: Sendable>: Sendable {
             return Array(state.waiters.values)
         }
         for waiter in waiters {
-            if let deadline = waiter.deadline { WaitDeadlines.shared.cancel(deadline) }
+            if let deadline = waiter.deadline { waiter.clock.cancel(deadline) }
             waiter.continuation.resume(returning: value)
         }
     }
 
-    /// The value if it is settled within `wait`, else nil.
-    func value(within wait: Duration) async -> T? {
+    /// The value if it is settled within `wait` on `clock`, else nil.
+    package func value(within wait: Duration, on clock: any DeliveryClock) async -> T? {
         if let value = state.withLock({ $0.value }) { return value }
         guard wait > .zero else { return nil }
         return await withCheckedContinuation { continuation in
             let id: Int? = state.withLock { state in
                 guard state.value == nil else { return nil }
                 defer { state.nextID += 1 }
-                state.waiters[state.nextID] = Waiter(continuation: continuation)
+                state.waiters[state.nextID] = Waiter(continuation: continuation, clock: clock)
                 return state.nextID
             }
             guard let id else {
                 continuation.resume(returning: state.withLock { $0.value })
                 return
             }
-            let (seconds, attoseconds) = wait.components
-            let deadline = WaitDeadlines.shared.add(
-                .now() + .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-            ) { self.expire(id) }
+            let deadline = clock.schedule(after: wait) { self.expire(id) }
             let waiting = state.withLock { state in
                 guard state.waiters[id] != nil else { return false }
                 state.waiters[id]?.deadline = deadline
                 return true
             }
-            if !waiting { WaitDeadlines.shared.cancel(deadline) }
+            if !waiting { clock.cancel(deadline) }
         }
     }
 
     /// How many callers are waiting now.
-    var waiting: Int { state.withLock { $0.waiters.count } }
+    package var waiting: Int { state.withLock { $0.waiters.count } }
 
     private func expire(_ id: Int) {
         state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(returning: nil)

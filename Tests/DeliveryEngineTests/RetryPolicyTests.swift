@@ -1,3 +1,4 @@
+import DeliveryEngine
 import FCMClient
 import Foundation
 import Testing

@@ -1,0 +1,137 @@
+import CoreMetrics
+import FCMClient
+import Foundation
+import Logging
+import RelayCore
+import ServiceLifecycle
+
+/// Deduplication, the in-flight registry, fan-out, FCM's retry rules, the outbound limit, superseding, the spool and
+/// the delivery history: everything between "this event is verified and routed" and "FCM accepted each ping".
+///
+/// Its inputs are values (an event as a ``SpoolRecord``, a ``DeliveryPlan``), its outputs are values (outcomes and
+/// ``DeliveryReport``s); it knows no HTTP server and no configuration file. Deliveries run in a task group owned by
+/// ``run()``: on start it replays the spool, and on a graceful stop it gives deliveries under way
+/// ``EngineSettings/drainGrace`` to settle, hands the rest over to the spool, and returns once nothing runs.
+package final class DeliveryEngine: Service {
+    package let history: DeliveryHistory
+    package let settings: EngineSettings
+    let recent: RecentEvents
+    let limit: OutboundLimit
+    let latest: LatestVersions
+    let metrics: DeliveryMetrics
+    let clock: any DeliveryClock
+    let logger: Logger
+    /// The plan for a spooled event under the configuration in force (nil: its project is no longer configured).
+    let replan: @Sendable (SpoolRecord) -> DeliveryPlan?
+    private let tasks = DeliveryTasks()
+
+    package init(
+        settings: EngineSettings, spool: (any Spool)?, metrics factory: any MetricsFactory, clock: any DeliveryClock = SystemDeliveryClock(),
+        logger: Logger, replan: @escaping @Sendable (SpoolRecord) -> DeliveryPlan?
+    ) {
+        let metrics = DeliveryMetrics(factory: factory)
+        self.settings = settings
+        self.metrics = metrics
+        self.clock = clock
+        self.logger = logger
+        self.replan = replan
+        history = DeliveryHistory(capacity: settings.historySize, clock: clock)
+        limit = OutboundLimit(limit: settings.outboundConcurrency)
+        latest = LatestVersions(lifetime: settings.supersedeWindow)
+        recent = RecentEvents(
+            window: settings.dedupWindow, capacity: settings.dedupCapacity, maxInFlight: settings.maxInFlight,
+            parkedRetryInterval: settings.parkedRetryInterval, spool: spool, clock: clock, tasks: tasks,
+            parkedChanged: { metrics.undelivered.record($0) })
+    }
+
+    /// Acknowledged events whose pings FCM has not accepted yet, waiting to be tried again.
+    package var parked: Int { recent.parked }
+    /// Pings waiting for or in a `messages:send`.
+    package var queueDepth: Int { metrics.queueDepth }
+    /// Whether acknowledged events can be kept on disk (a pending delivery can be answered 202).
+    package var hasSpool: Bool { recent.spool != nil }
+
+    /// Starts the event's delivery (or joins the one under way) and waits up to `wait` for its first news.
+    /// `onDisk`: the record comes from the spool, so it is acknowledged already.
+    package func deliver(
+        _ record: SpoolRecord, plan: DeliveryPlan, origin: DeliveryHistory.Origin = .webhook, wait: Duration, onDisk: Bool = false,
+        logger: Logger
+    ) async -> RecentEvents.Outcome {
+        let dispatcher = dispatcher(plan.send)
+        let batch = DeliveryBatch(version: record.version, eventID: record.eventID, origin: origin, receivedAt: record.receivedAt)
+        return await recent.deliver(record, wait: wait, onDisk: onDisk) { routes, control in
+            // A spooled or parked event sends only the routes still due.
+            let due = routes.map { routes in plan.pings.filter { routes.contains($0.route) } } ?? plan.pings
+            return await dispatcher.deliver(due, batch: batch, control: control, logger: logger)
+        }
+    }
+
+    /// Writes a pending delivery to the spool before the sender is told 202; if it settled first, says so instead.
+    package func acknowledge(_ delivery: RecentEvents.EventDelivery) throws -> RecentEvents.Acknowledgement {
+        try recent.acknowledge(delivery)
+    }
+
+    /// Gives up on the route's ping of the acknowledged event waiting under `key`; false when no such event waits.
+    package func discard(key: String, route: String) -> Bool { recent.discard(key: key, route: route) }
+
+    /// Sends pings outside any event (the admin API's send and retry): no deduplication, no spool; the caller waits.
+    package func send(_ pings: [Ping], batch: DeliveryBatch, plan: SendPlan, logger: Logger) async -> [DeliveryReport] {
+        await dispatcher(plan).deliver(pings, batch: batch, control: DeliveryControl(clock: clock), logger: logger)
+    }
+
+    /// Replays the spool, runs deliveries until a stop, then drains and hands over.
+    package func run() async throws {
+        async let running: Void = tasks.run()
+        await replaySpool()
+        let graceful = (try? await gracefulShutdown()) != nil
+        handOver(await recent.drain(within: graceful ? settings.drainGrace : .zero))
+        tasks.close()
+        await running
+    }
+
+    private func dispatcher(_ plan: SendPlan) -> Dispatcher {
+        Dispatcher(plan: plan, limit: limit, latest: latest, history: history, metrics: metrics, clock: clock)
+    }
+
+    /// Starts the delivery of every event left on disk (files that are not an event are moved aside, never trapped on).
+    private func replaySpool() async {
+        guard let spool = recent.spool else { return }
+        let recovery = spool.recover()
+        for (file, reason) in recovery.quarantined {
+            logger.error("spool file moved to quarantine/: it is not an event", metadata: ["file": "\(file)", "reason": "\(reason)"])
+            metrics.spoolQuarantined.increment()
+        }
+        if recovery.temporaryFilesRemoved > 0 {
+            logger.notice("removed unfinished spool writes left by a crash", metadata: ["count": "\(recovery.temporaryFilesRemoved)"])
+        }
+        if !recovery.records.isEmpty { logger.notice("replaying spooled events", metadata: ["count": "\(recovery.records.count)"]) }
+        for record in recovery.records {
+            var logger = logger
+            logger[metadataKey: "event_id"] = "\(record.eventID ?? "-")"
+            logger[metadataKey: "project"] = "\(record.project)"
+            logger[metadataKey: "version"] = "\(record.version.versionNumber)"
+            guard let plan = replan(record) else {
+                logger.error("spooled event kept on disk: its project is no longer configured")
+                continue
+            }
+            _ = await deliver(record, plan: plan, origin: .spool, wait: .zero, onDisk: true, logger: logger)  // starts it; no wait
+        }
+    }
+
+    private func handOver(_ ended: [RecentEvents.HandOver]) {
+        for ended in ended {
+            switch ended {
+            case .settled:
+                continue
+            case .spooled(let record):
+                logger.notice("delivery unfinished at shutdown: spooled for the next start", metadata: Self.metadata(record))
+            case .lost(let record):
+                logger.error("delivery unfinished at shutdown and not spooled: lost unless the sender retries", metadata: Self.metadata(record))
+            }
+        }
+    }
+
+    private static func metadata(_ record: SpoolRecord) -> Logger.Metadata {
+        ["event_id": "\(record.eventID ?? "-")", "version": "\(record.version.versionNumber)", "routes": "\(record.routes?.joined(separator: ",") ?? "all")"]
+    }
+}

@@ -1,0 +1,82 @@
+import CoreMetrics
+import FCMClient
+
+/// The engine's metrics, made through the swift-metrics factory it is given (the relay's Prometheus registry; a test's
+/// own). Label values are bounded: routes come from the configuration, outcomes are a fixed set, and FCM error codes
+/// outside FCM's documented set are counted as `other`.
+final class DeliveryMetrics: Sendable {
+    /// FCM's documented error codes; anything else is `other`.
+    static let fcmErrorCodes: Set<String> = [
+        "UNSPECIFIED_ERROR", "INVALID_ARGUMENT", "UNREGISTERED", "SENDER_ID_MISMATCH", "QUOTA_EXCEEDED", "UNAVAILABLE",
+        "INTERNAL", "THIRD_PARTY_AUTH_ERROR", "PERMISSION_DENIED", "NOT_FOUND", "UNAUTHENTICATED", "RESOURCE_EXHAUSTED",
+    ]
+
+    let factory: any MetricsFactory
+    let pingsQueued: Gauge
+    let attempts: Counter
+    let retries: Counter
+    let deadPings: Counter
+    /// Spool files moved aside on start because they were not an event.
+    let spoolQuarantined: Counter
+    /// Acknowledged events whose pings FCM has not accepted yet (spooled, tried again).
+    let undelivered: Gauge
+    let deliveryLatency: Timer
+    let fcmLatency: Timer
+    private let queued = Locked(0)
+    private let counter: LabelledCounters
+
+    init(factory: any MetricsFactory) {
+        self.factory = factory
+        counter = LabelledCounters(factory: factory)
+        pingsQueued = Gauge(label: "rc_relay_queue_depth", factory: factory)
+        attempts = Counter(label: "rc_relay_fcm_attempts_total", factory: factory)
+        retries = Counter(label: "rc_relay_fcm_retries_total", factory: factory)
+        deadPings = Counter(label: "rc_relay_dead_pings_total", factory: factory)
+        spoolQuarantined = Counter(label: "rc_relay_spool_quarantined_total", factory: factory)
+        undelivered = Gauge(label: "rc_relay_undelivered_events", factory: factory)
+        deliveryLatency = Timer(label: "rc_relay_delivery_latency_seconds", factory: factory)
+        fcmLatency = Timer(label: "rc_relay_fcm_request_duration_seconds", factory: factory)
+        pingsQueued.record(0)
+        undelivered.record(0)
+    }
+
+    /// A settled ping. `outcome`: delivered, validated, failed, dead, superseded, interrupted.
+    func ping(route: String, outcome: String) {
+        counter("rc_relay_pings_total", [("route", route), ("outcome", outcome)]).increment()
+    }
+
+    /// One `messages:send` answer: its HTTP status (`none` when FCM was not reached) and FCM error code.
+    func fcmResponse(status: Int?, errorCode: String?) {
+        let code = errorCode.map { Self.fcmErrorCodes.contains($0) ? $0 : "other" } ?? ""
+        counter("rc_relay_fcm_responses_total", [("status", status.map(String.init) ?? "none"), ("error_code", code)]).increment()
+    }
+
+    /// Pings waiting for or in a `messages:send`.
+    func queueChanged(by delta: Int) {
+        queued.withLock { value in
+            value += delta
+            pingsQueued.record(value)  // inside the lock, so the gauge never keeps an older value
+        }
+    }
+
+    var queueDepth: Int { queued.withLock { $0 } }
+}
+
+/// Counters by label and label values, made once: making one takes the registry's lock and builds its name.
+package final class LabelledCounters: Sendable {
+    let factory: any MetricsFactory
+    private let cache = Locked<[String: Counter]>([:])
+
+    package init(factory: any MetricsFactory) { self.factory = factory }
+
+    package func callAsFunction(_ label: String, _ dimensions: [(String, String)]) -> Counter {
+        var key = label
+        for (name, value) in dimensions { key += "\u{1}\(name)=\(value)" }
+        return cache.withLock { cache in
+            if let counter = cache[key] { return counter }
+            let counter = Counter(label: label, dimensions: dimensions, factory: factory)
+            cache[key] = counter
+            return counter
+        }
+    }
+}

@@ -1,0 +1,50 @@
+import DeliveryEngine
+import FCMClient
+import Foundation
+
+/// Everything built from the settings that a reload replaces at once: routes, credentials, verifiers, tokens.
+/// Deliveries under way keep the configuration they started with.
+struct RelayConfiguration: Sendable {
+    let settings: RelaySettings
+    let projects: ProjectDirectory
+    let idTokens: IDTokenVerifier?
+    let loadedAt: Date
+}
+
+/// The configuration in force, swapped whole on reload, with where it came from. What the parts that read the
+/// configuration are given (intake, admin, probes, middlewares), instead of the whole relay.
+final class ConfigurationStore: Sendable {
+    /// The configuration file, or `development profile`.
+    let source: String
+    let startedAt = Date()
+    private let state: Locked<(current: RelayConfiguration, reloads: Int)>
+
+    init(_ configuration: RelayConfiguration, source: String) {
+        self.state = Locked((configuration, 0))
+        self.source = source
+    }
+
+    var current: RelayConfiguration { state.withLock { $0.current } }
+    var reloads: Int { state.withLock { $0.reloads } }
+
+    func replace(with configuration: RelayConfiguration) {
+        state.withLock { state in
+            state.current = configuration
+            state.reloads += 1
+        }
+    }
+
+    /// The plan for a spooled event under the configuration in force; nil when its project is no longer configured.
+    func plan(for record: SpoolRecord) -> DeliveryPlan? {
+        current.projects[record.project]?.plan(for: record.version, project: record.project)
+    }
+}
+
+/// Whether a stop has begun: readiness turns false and new webhooks are refused.
+final class DrainState: Sendable {
+    private let draining = Locked(false)
+
+    var isDraining: Bool { draining.withLock { $0 } }
+
+    func start() { draining.withLock { $0 = true } }
+}

@@ -1,0 +1,167 @@
+@testable import DeliveryEngine
+import FCMClient
+import Foundation
+import Logging
+import RelayCore
+import ServiceLifecycle
+import Testing
+
+private let logger: Logger = {
+    var logger = Logger(label: "engine-test")
+    logger.logLevel = .critical
+    return logger
+}()
+
+private func ping(_ route: String) -> Ping {
+    let route = try! Route(RouteDefinition(name: route, topic: "t-\(route)"), index: 0)
+    return Ping(route: route.name, project: "p", message: route.message(for: record(1).version, project: "p"))
+}
+
+private func plan(_ sender: ScriptedSender, routes: [String] = ["a"], policy: RetryPolicy = RetryPolicy()) -> DeliveryPlan {
+    DeliveryPlan(pings: routes.map { ping($0) }, send: SendPlan(sender: sender, policy: policy))
+}
+
+/// An engine on a manual clock, running as a service for the duration of `body`, then stopped gracefully.
+private func withEngine(
+    spool: (any Spool)? = nil, settings: EngineSettings = EngineSettings(), clock: ManualDeliveryClock,
+    replan: @escaping @Sendable (SpoolRecord) -> DeliveryPlan? = { _ in nil }, _ body: (DeliveryEngine, ServiceGroup) async throws -> Void
+) async throws {
+    let engine = DeliveryEngine(settings: settings, spool: spool, metrics: noMetrics, clock: clock, logger: logger, replan: replan)
+    let group = ServiceGroup(services: [engine], gracefulShutdownSignals: [], logger: logger)
+    try await withThrowingTaskGroup(of: Void.self) { tasks in
+        tasks.addTask { try await group.run() }
+        try await body(engine, group)
+        await group.triggerGracefulShutdown()
+        try await tasks.waitForAll()
+    }
+}
+
+// MARK: Tests
+
+@Test func settledEventsAreForgottenAfterTheWindow() async throws {
+    // The window on a clock the test moves: ten minutes pass in no time, and a slow machine changes nothing.
+    let clock = ManualDeliveryClock()
+    try await withRecentEvents(window: .seconds(600), clock: clock) { recent in
+    let record = SpoolRecord(
+        keys: ["p/version/40", "p/id/msg_window"], project: "p", eventID: "msg_window", format: "template-version",
+        version: try JSONDecoder().decode(TemplateVersion.self, from: Data(#"{"versionNumber":40}"#.utf8)), receivedAt: Date())
+    let sent = Locked(0)
+    let work: RecentEvents.Work = { _, _ in
+        sent.withLock { $0 += 1 }
+        return [DeliveryReport(route: "default", status: .accepted, attempts: [])]
+    }
+    guard case .settled(_, false) = await recent.deliver(record, wait: .seconds(600), work) else { Issue.record("first: not settled"); return }
+    clock.advance(by: .seconds(599))
+    guard case .settled(_, true) = await recent.deliver(record, wait: .seconds(600), work) else { Issue.record("within: not a duplicate"); return }
+    clock.advance(by: .seconds(2))
+    guard case .settled(_, false) = await recent.deliver(record, wait: .seconds(600), work) else { Issue.record("after: still a duplicate"); return }
+    #expect(sent.withLock { $0 } == 2)
+    }
+}
+
+@Test func aNewerVersionSupersedesOnlyWithinTheRetryDeadline() {
+    let latest = LatestVersions(lifetime: .seconds(60))
+    let start = Date(timeIntervalSince1970: 1_000_000)
+    latest.record(project: "p", route: "r", version: 10, now: start)
+    #expect(latest.isSuperseded(project: "p", route: "r", version: 9, now: start.addingTimeInterval(59)))
+    #expect(!latest.isSuperseded(project: "p", route: "r", version: 10, now: start))
+    #expect(!latest.isSuperseded(project: "p", route: "other", version: 9, now: start))
+    // Past the deadline no older ping can still be waiting: the record has no purpose and is gone.
+    #expect(!latest.isSuperseded(project: "p", route: "r", version: 9, now: start.addingTimeInterval(61)))
+    // An expired record no longer holds the route: an older version is recorded over it.
+    latest.record(project: "p", route: "r", version: 5, now: start.addingTimeInterval(61))
+    #expect(latest.isSuperseded(project: "p", route: "r", version: 4, now: start.addingTimeInterval(62)))
+    #expect(!latest.isSuperseded(project: "p", route: "r", version: 5, now: start.addingTimeInterval(62)))
+}
+
+/// FCM's retry rules on the test's clock: a Retry-After of 30 s is waited out exactly, not undercut, and each attempt
+/// is recorded at the clock's time. No test waits 60 s for this.
+@Test func retriesWaitOutFCMsRetryAfterOnTheEnginesClock() async throws {
+    let clock = ManualDeliveryClock()
+    let sender = ScriptedSender([ScriptedSender.unavailable(retryAfter: "30"), ScriptedSender.unavailable(retryAfter: "30")])
+    try await withEngine(clock: clock) { engine, _ in
+        guard case .pending(let delivery, let retryAfter) = await engine.deliver(record(1), plan: plan(sender), wait: .seconds(5), logger: logger)
+        else { Issue.record("the first failure should answer 'later'"); return }
+        #expect(retryAfter == .seconds(30), "the sender is told FCM's own Retry-After")
+        for attempt in 2...3 {
+            try await eventually("attempt \(attempt - 1) waits to retry") { clock.pendingDelays.contains { $0 >= .seconds(30) } }
+            let waits = clock.pendingDelays
+            #expect(waits.allSatisfy { $0 >= .seconds(30) }, "Retry-After is never undercut: \(waits)")
+            clock.advance(by: waits.max()!)
+            try await eventually("attempt \(attempt) is made") { sender.sent.count == attempt }
+        }
+        let reports = try #require(await delivery.reports.value(within: .seconds(60), on: SystemDeliveryClock()))
+        #expect(reports.map(\.status) == [.accepted])
+        let times = reports[0].attempts.map(\.at)
+        #expect(times.count == 3)
+        #expect(times[1].timeIntervalSince(times[0]) >= 30 && times[2].timeIntervalSince(times[1]) >= 30)
+        #expect(engine.history.list(.init()).first?.report?.status == .accepted)
+    }
+}
+
+/// An acknowledged event whose retries ran out is parked, not lost: it waits `parkedRetryInterval` on the clock and
+/// is tried again, and its spool file goes only once FCM accepts.
+@Test func aParkedEventIsTriedAgainAfterTheIntervalAndLeavesTheSpoolWhenAccepted() async throws {
+    let clock = ManualDeliveryClock()
+    let spool = RecordingSpool()
+    let sender = ScriptedSender([ScriptedSender.unavailable()])
+    var settings = EngineSettings()
+    settings.parkedRetryInterval = .seconds(300)
+    try await withEngine(spool: spool, settings: settings, clock: clock) { engine, _ in
+        let event = record(2)
+        try spool.write(event)
+        guard case .pending(let delivery, _) = await engine.deliver(
+            event, plan: plan(sender, policy: RetryPolicy(maximumAttempts: 1)), wait: .seconds(5), onDisk: true, logger: logger)
+        else { Issue.record("a dead ping of an acknowledged event should leave it pending"); return }
+        try await eventually("the event is parked") { engine.parked == 1 && clock.pendingDelays == [.seconds(300)] }
+        #expect(spool.files.withLock { $0.count } == 1, "still on disk while FCM has not accepted it")
+        clock.advance(by: .seconds(299))
+        #expect(sender.sent.count == 1, "not tried again before the interval")
+        clock.advance(by: .seconds(1))
+        let reports = try #require(await delivery.reports.value(within: .seconds(60), on: SystemDeliveryClock()))
+        #expect(reports.map(\.status) == [.accepted])
+        #expect(sender.sent.count == 2)
+        #expect(engine.parked == 0)
+        #expect(spool.files.withLock { $0.isEmpty })
+    }
+}
+
+/// A stop drains: deliveries under way get `drainGrace` (on the clock) to settle, the rest is stopped and written to
+/// the spool with only the routes still due, and only then does the engine's service return.
+@Test func aStopGivesTheGraceThenSpoolsWhatIsStillDueThenEnds() async throws {
+    let clock = ManualDeliveryClock()
+    let spool = RecordingSpool()
+    let sender = ScriptedSender([nil, ScriptedSender.unavailable(retryAfter: "600")])  // route a accepted, b waits
+    var settings = EngineSettings()
+    settings.drainGrace = .seconds(10)
+    let engine = DeliveryEngine(settings: settings, spool: spool, metrics: noMetrics, clock: clock, logger: logger, replan: { _ in nil })
+    let group = ServiceGroup(services: [engine], gracefulShutdownSignals: [], logger: logger)
+    async let running: Void = group.run()
+    guard case .pending(let delivery, _) = await engine.deliver(record(3), plan: plan(sender, routes: ["a", "b"]), wait: .seconds(5), logger: logger)
+    else { Issue.record("expected route b to wait to retry"); return }
+    guard case .spooled = try engine.acknowledge(delivery) else { Issue.record("expected it spooled for its 202"); return }
+    try await eventually("route b waits to retry") { clock.pendingDelays.contains(.seconds(600)) }
+    await group.triggerGracefulShutdown()
+    try await eventually("the drain gives the grace") { clock.pendingDelays.contains(.seconds(10)) }
+    #expect(spool.files.withLock { $0.values.first?.routes } == nil, "nothing handed over during the grace")
+    clock.advance(by: .seconds(10))
+    try await running
+    #expect(spool.files.withLock { Array($0.values) }.map(\.routes) == [["b"]])
+    #expect(sender.sent.count == 2, "no attempt after the stop")
+    guard case .stopping = await engine.deliver(record(4), plan: plan(sender), wait: .zero, logger: logger) else {
+        Issue.record("a stopped engine must start nothing"); return
+    }
+}
+
+/// On start the engine replays the spool under the configuration in force, sending only the routes still due.
+@Test func theSpoolIsReplayedOnStartWithOnlyTheRoutesStillDue() async throws {
+    let clock = ManualDeliveryClock()
+    let spool = RecordingSpool(files: [record(5, routes: ["b"])])
+    let sender = ScriptedSender()
+    try await withEngine(spool: spool, clock: clock, replan: { _ in plan(sender, routes: ["a", "b"]) }) { engine, _ in
+        try await eventually("the spooled event is delivered and its file removed") { spool.files.withLock { $0.isEmpty } }
+        #expect(sender.sent.count == 1)
+        #expect(sender.sent.first?.contains("t-b") == true)
+        #expect(engine.history.list(.init()).map(\.origin) == [.spool])
+    }
+}

@@ -1,0 +1,97 @@
+import CoreMetrics
+@testable import DeliveryEngine
+import FCMClient
+import Foundation
+import NIOCore
+import RelayCore
+import Testing
+
+/// An event of project `p` for `version`, known by its version alone unless `keys` says otherwise.
+func record(_ version: Int, keys: [String]? = nil, routes: [String]? = nil) -> SpoolRecord {
+    SpoolRecord(
+        keys: keys ?? ["p/version/\(version)"], project: "p", eventID: nil, format: "template-version",
+        version: try! JSONDecoder().decode(TemplateVersion.self, from: Data(#"{"versionNumber":"\#(version)"}"#.utf8)),
+        receivedAt: Date(timeIntervalSince1970: 1_800_000_000), routes: routes)
+}
+
+func report(_ route: String, _ status: DeliveryReport.Status) -> DeliveryReport {
+    DeliveryReport(route: route, status: status, attempts: [])
+}
+
+/// A registry whose deliveries run in a task group for the duration of `body`, on `clock`.
+func withRecentEvents(
+    window: Duration = .seconds(600), maxInFlight: Int = 10_000, spool: (any Spool)? = nil, clock: any DeliveryClock = ManualDeliveryClock(),
+    _ body: (RecentEvents) async throws -> Void
+) async throws {
+    let tasks = DeliveryTasks()
+    let recent = RecentEvents(window: window, maxInFlight: maxInFlight, spool: spool, clock: clock, tasks: tasks)
+    async let running: Void = tasks.run()
+    defer { tasks.close() }
+    try await body(recent)
+    tasks.close()
+    await running
+}
+
+/// Waits for `condition`, checking it as things happen. `limit` bounds a broken engine, not a timing expectation.
+func eventually(
+    _ what: String, within limit: Duration = .seconds(60), sourceLocation: SourceLocation = #_sourceLocation, _ condition: () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + limit
+    while ContinuousClock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+    Issue.record("never happened: \(what)", sourceLocation: sourceLocation)
+    throw CancellationError()
+}
+
+/// FCM as the test scripts it: each send takes the next scripted answer (an error, or nil for accepted); once the
+/// script runs out every send is accepted. Records what was sent.
+final class ScriptedSender: MessageSender {
+    private let state: Locked<(script: [FCMError?], sent: [String])>
+
+    init(_ script: [FCMError?] = []) { state = Locked((script, [])) }
+
+    var sent: [String] { state.withLock { $0.sent } }
+
+    func send(project: String, message: ByteBuffer, validateOnly: Bool) async throws(FCMError) -> String {
+        let failure = state.withLock { state -> FCMError? in
+            state.sent.append(String(buffer: message))
+            return state.script.isEmpty ? nil : state.script.removeFirst()
+        }
+        if let failure { throw failure }
+        return "projects/\(project)/messages/\(sent.count)"
+    }
+
+    static func unavailable(retryAfter: String? = nil) -> FCMError {
+        .rejected(FCMErrorResponse(httpStatus: 503, status: "UNAVAILABLE", errorCode: "UNAVAILABLE", message: nil, retryAfter: retryAfter))
+    }
+}
+
+/// A spool in memory that records what it was asked, and can hold a write until told to go on.
+final class RecordingSpool: Spool, @unchecked Sendable {
+    let files = Locked<[String: SpoolRecord]>([:])
+    let writes = Locked(0)
+    /// While set, `write` blocks until it is signalled; `entered` says a write is waiting.
+    let hold: DispatchSemaphore?
+    let entered = DispatchSemaphore(value: 0)
+
+    init(hold: DispatchSemaphore? = nil, files: [SpoolRecord] = []) {
+        self.hold = hold
+        for record in files { self.files.withLock { $0[record.fileName] = record } }
+    }
+
+    func write(_ record: SpoolRecord) throws {
+        if let hold {
+            entered.signal()
+            hold.wait()
+        }
+        writes.withLock { $0 += 1 }
+        files.withLock { $0[record.fileName] = record }
+    }
+    func remove(_ record: SpoolRecord) { files.withLock { $0[record.fileName] = nil } }
+    func recover() -> SpoolRecovery { SpoolRecovery(records: Array(files.withLock { $0.values })) }
+}
+
+/// Metrics that go nowhere: the engine's tests read its state, not a registry.
+let noMetrics: any MetricsFactory = NOOPMetricsHandler.instance
