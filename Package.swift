@@ -149,6 +149,7 @@ let package = Package(
             name: "RelayServerTests",
             dependencies: [
                 "RelayServer",
+                "RelayCore",
                 "DeliveryEngine",
                 "FCMEmulator",
                 "FCMClient",

@@ -33,7 +33,7 @@ SPEC = yaml.safe_load((ROOT / "openapi.yaml").read_text())
 # What a stop may take beyond the shutdown delay and the drain (RelayProcess.stopMargin).
 STOP_MARGIN = 3
 
-# Every metric rc-relay exports. It must match the README's metrics table; the alert rules and the dashboard may use
+# Every metric rc-relay exports. It must match the metrics table in docs/operations.md; the alert rules and the dashboard may use
 # these names only (histograms with their _bucket, _sum and _count series).
 METRICS = [
     "rc_relay_webhooks_received_total",

@@ -252,7 +252,7 @@ public struct RelayProcess: Service {
         configuration.maximumGracefulShutdownDuration = stopWithin
         let group = ServiceGroup(configuration: configuration)
         // Tasks run on Swift's global executor: an event-loop task executor preference measured 17 % fewer webhooks/s
-        // (README, Performance).
+        // (docs/performance.md).
         try await group.run()
     }
 

@@ -129,7 +129,7 @@ public struct ConfigurationLoader: Sendable {
             let key = [path(context), codingKey.stringValue].filter { !$0.isEmpty }.joined(separator: ".")
             return ConfigurationError(key: key, problem: "it is required", fix: "add \(codingKey.stringValue)")
         @unknown default:
-            return ConfigurationError(key: "(file)", problem: "it cannot be read", fix: "check it against the README")
+            return ConfigurationError(key: "(file)", problem: "it cannot be read", fix: "check it against docs/configuration.md")
         }
     }
 

@@ -1,4 +1,4 @@
-/// Environment variables that override the file, one per setting. The README's table is checked against this list.
+/// Environment variables that override the file, one per setting. The table in docs/configuration.md is checked against this list.
 public enum EnvironmentOverrides {
     /// An environment variable and the configuration key it sets.
     public struct Override: Sendable {

@@ -12,7 +12,7 @@ import RelayCore
 /// One JSON object per line: `ts`, `level`, `msg`, `logger`, then the metadata as fields in key order.
 ///
 /// Written by hand rather than through `JSONSerialization` and a date formatter: every webhook logs a few lines, and
-/// those two were a measurable share of its CPU (see the README's performance section).
+/// those two were a measurable share of its CPU (see docs/performance.md).
 public struct JSONLogHandler: LogHandler {
     public var logLevel: Logger.Level
     public var metadata: Logger.Metadata = [:]

@@ -1,0 +1,82 @@
+"""The package graph keeps its shape: the stages of a webhook stay apart, and only the executable links the emulator.
+
+Read from the manifest (`swift package dump-package`) and from every `import` in the sources, so a dependency that
+comes back either way fails here.
+"""
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+HTTP = {"Hummingbird", "HummingbirdCore", "AsyncHTTPClient", "NIOHTTP1", "NIOHTTPTypes", "HTTPTypes",
+        "OpenAPIRuntime", "OpenAPIHummingbird"}
+SERVER = {"Hummingbird", "HummingbirdCore", "NIOHTTP1", "NIOHTTPTypes", "OpenAPIRuntime", "OpenAPIHummingbird"}
+CONFIGURATION = {"Yams", "Configuration", "RelayServer"}
+RELAY = {"RelayCore", "FCMClient", "DeliveryEngine", "RelayServer"}
+
+
+@pytest.fixture(scope="module")
+def targets():
+    dump = json.loads(subprocess.run(["swift", "package", "dump-package"], cwd=ROOT, check=True, capture_output=True,
+                                     text=True).stdout)
+    graph = {}
+    for target in dump["targets"]:
+        names = set()
+        for dependency in target["dependencies"]:
+            kind, value = next(iter(dependency.items()))
+            names.add(value[0])
+        graph[target["name"]] = {"type": target["type"], "dependencies": names, "imports": imports(target)}
+    return graph
+
+
+def imports(target):
+    folder = "Tests" if target["type"] == "test" else "Sources"
+    path = ROOT / (target.get("path") or f"{folder}/{target['name']}")
+    found = set()
+    for source in path.rglob("*.swift"):
+        found |= set(re.findall(r"^(?:@testable |@_exported |package |public |internal )*import\s+(?:\w+\s+)?(\w+)",
+                                source.read_text(), re.M))
+    return found
+
+
+def uses(target, modules):
+    return (target["dependencies"] | target["imports"]) & modules
+
+
+def test_the_core_imports_no_http(targets):
+    assert uses(targets["RelayCore"], HTTP | {"NIOCore", "NIOPosix"} | RELAY) == set()
+
+
+def test_the_fcm_client_knows_no_webhooks_or_routes(targets):
+    assert uses(targets["FCMClient"], {"RelayCore", "DeliveryEngine", "RelayServer", "Hummingbird", "FCMEmulator"}) == set()
+
+
+def test_the_delivery_engine_imports_no_http_server_and_no_configuration(targets):
+    engine = targets["DeliveryEngine"]
+    assert uses(engine, SERVER | CONFIGURATION | {"FCMEmulator"}) == set()
+    assert "RelayCore" in engine["dependencies"] and "FCMClient" in engine["dependencies"]
+
+
+def test_the_emulator_imports_no_relay_code(targets):
+    assert uses(targets["FCMEmulator"], RELAY) == set()
+
+
+def test_only_the_executable_and_tests_link_the_emulator(targets):
+    linking = {name for name, target in targets.items() if "FCMEmulator" in target["dependencies"] | target["imports"]}
+    assert {name for name in linking if targets[name]["type"] != "test"} == {"rc-relay"}
+
+
+def test_nothing_imports_the_executable(targets):
+    assert [name for name, target in targets.items() if uses(target, {"rc-relay", "rc_relay"})] == []
+
+
+def test_every_import_is_a_declared_dependency_of_our_own_targets(targets):
+    # A module imported but not declared builds only by accident of build order; the graph above would not see it.
+    ours = set(targets)
+    for name, target in targets.items():
+        undeclared = (target["imports"] & ours) - target["dependencies"] - {name}
+        assert undeclared == set(), f"{name} imports {undeclared} without declaring it"
