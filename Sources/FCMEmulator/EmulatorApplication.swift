@@ -1,7 +1,7 @@
 import Foundation
 import Hummingbird
-import NIOCore
 import Logging
+import NIOCore
 
 /// The emulator as a Hummingbird application: Google's two endpoints plus `/emulator/…` controls for tests.
 public enum FCMEmulatorServer {
@@ -39,7 +39,8 @@ public enum FCMEmulatorServer {
         }
         router.get("/computeMetadata/v1/project/project-id") { request, _ in
             guard request.headers[.init("Metadata-Flavor")!] == "Google" else { return missingFlavor }
-            return Response(status: .ok, headers: [.contentType: "application/text"], body: .init(byteBuffer: ByteBuffer(string: state.metadataProject)))
+            return Response(
+                status: .ok, headers: [.contentType: "application/text"], body: .init(byteBuffer: ByteBuffer(string: state.metadataProject)))
         }
     }
 

@@ -19,14 +19,17 @@ enum GoogleErrors {
 
     static let unauthenticated = fcm(
         401, status: "UNAUTHENTICATED",
-        message: "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.",
+        message:
+            "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.",
         errorCode: nil)
 
     static func oauth(_ error: String, _ description: String, status: HTTPResponse.Status = .badRequest) -> Response {
         json(["error": error, "error_description": description], status: status)
     }
 
-    static func json(_ object: Any, status: HTTPResponse.Status = .ok, headers: HTTPFields = [.contentType: "application/json; charset=UTF-8"]) -> Response {
+    static func json(_ object: Any, status: HTTPResponse.Status = .ok, headers: HTTPFields = [.contentType: "application/json; charset=UTF-8"])
+        -> Response
+    {
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }

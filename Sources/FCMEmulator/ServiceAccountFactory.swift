@@ -1,6 +1,6 @@
+import CryptoExtras
 import Foundation
 import JWTKit
-import CryptoExtras
 
 /// Makes service-account key files the emulator trusts, shaped like the ones the Firebase console downloads.
 public enum ServiceAccountFactory {

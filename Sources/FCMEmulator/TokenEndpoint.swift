@@ -60,14 +60,27 @@ struct TokenEndpoint {
         let now = Int(Date().timeIntervalSince1970)
         guard claims.iss == account.email else { return .failure(Refusal(reason: "Invalid JWT: iss is not the key's client_email.")) }
         // Google accepts its canonical endpoint as audience too; google-auth always uses it.
-        guard claims.aud == account.tokenURI || claims.aud == "https://oauth2.googleapis.com/token" else { return .failure(Refusal(reason: "Invalid JWT: aud must be \(account.tokenURI).")) }
+        guard claims.aud == account.tokenURI || claims.aud == "https://oauth2.googleapis.com/token" else {
+            return .failure(Refusal(reason: "Invalid JWT: aud must be \(account.tokenURI)."))
+        }
         guard let iat = claims.iat, let exp = claims.exp else { return .failure(Refusal(reason: "Invalid JWT: iat and exp are required.")) }
         guard iat <= now + 60 else { return .failure(Refusal(reason: "Invalid JWT: iat is in the future.")) }
-        guard exp > now else { return .failure(Refusal(reason: "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values.")) }
-        guard exp - iat <= 3600 else { return .failure(Refusal(reason: "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values.")) }
+        guard exp > now else {
+            return .failure(
+                Refusal(
+                    reason:
+                        "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values."))
+        }
+        guard exp - iat <= 3600 else {
+            return .failure(
+                Refusal(
+                    reason:
+                        "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values."))
+        }
         let scopes = (claims.scope ?? "").split(separator: " ")
-        guard scopes.contains("https://www.googleapis.com/auth/firebase.messaging")
-            || scopes.contains("https://www.googleapis.com/auth/cloud-platform")
+        guard
+            scopes.contains("https://www.googleapis.com/auth/firebase.messaging")
+                || scopes.contains("https://www.googleapis.com/auth/cloud-platform")
         else { return .failure(Refusal(reason: "Invalid OAuth scope or ID token audience provided.")) }
         return .success(account.project)
     }

@@ -39,12 +39,14 @@ enum DevelopmentProfile {
                 log: {pings: true}
                 """
             let settings = try ConfigurationLoader(environment: environment).load(yaml: yaml)
-            let relay = try await RelayApplication.build(settings: settings, logger: logger, onServerRunning: { port in
-                let text = banner(
-                    relayURL: "http://\(settings.host):\(port)", emulatorURL: emulatorURL,
-                    secret: ownSecrets ? nil : secret, adminToken: ownTokens ? nil : adminToken)
-                FileHandle.standardOutput.write(Data((text + "\n").utf8))
-            })
+            let relay = try await RelayApplication.build(
+                settings: settings, logger: logger,
+                onServerRunning: { port in
+                    let text = banner(
+                        relayURL: "http://\(settings.host):\(port)", emulatorURL: emulatorURL,
+                        secret: ownSecrets ? nil : secret, adminToken: ownTokens ? nil : adminToken)
+                    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+                })
             try await relay.runService()
             await emulatorGroup.triggerGracefulShutdown()
             try await group.waitForAll()
@@ -54,21 +56,23 @@ enum DevelopmentProfile {
     /// What a newcomer needs: the secret (shown once, when made here) and a signed request to paste. A nil secret or
     /// token is the user's own, from the environment: the snippets read it from there and it is never printed.
     static func banner(relayURL: String, emulatorURL: String, secret: String?, adminToken: String?) -> String {
-        let secretLine = secret.map { "Webhook secret (shown once): \($0)" } ?? "Webhook secrets: yours, from RC_RELAY_WEBHOOK_SECRETS (the snippet signs with the first)"
+        let secretLine =
+            secret.map { "Webhook secret (shown once): \($0)" }
+            ?? "Webhook secrets: yours, from RC_RELAY_WEBHOOK_SECRETS (the snippet signs with the first)"
         let bearer = adminToken.map { "'Authorization: Bearer \($0)'" } ?? #""Authorization: Bearer ${RC_RELAY_ADMIN_TOKENS%% *}""#
         return """
 
-        rc-relay development profile: FCM is an in-process emulator at \(emulatorURL); nothing leaves this machine.
-        \(secretLine)
+            rc-relay development profile: FCM is an in-process emulator at \(emulatorURL); nothing leaves this machine.
+            \(secretLine)
 
-        Send a signed CloudEvent for version 42 (paste into a shell; needs openssl):
-        \(curlExample(url: relayURL + RelaySettings.webhookPath, secret: secret.map { "'\($0)'" } ?? #""${RC_RELAY_WEBHOOK_SECRETS%% *}""#))
+            Send a signed CloudEvent for version 42 (paste into a shell; needs openssl):
+            \(curlExample(url: relayURL + RelaySettings.webhookPath, secret: secret.map { "'\($0)'" } ?? #""${RC_RELAY_WEBHOOK_SECRETS%% *}""#))
 
-        Pings the emulator recorded: curl -s \(emulatorURL)/emulator/messages
-        The admin API\(adminToken == nil ? " (your RC_RELAY_ADMIN_TOKENS)" : " (token shown once)"): curl -s -H \(bearer) \(relayURL)/admin/deliveries
-        Readiness and metrics:            curl -s \(relayURL)/readyz; curl -s \(relayURL)/metrics
+            Pings the emulator recorded: curl -s \(emulatorURL)/emulator/messages
+            The admin API\(adminToken == nil ? " (your RC_RELAY_ADMIN_TOKENS)" : " (token shown once)"): curl -s -H \(bearer) \(relayURL)/admin/deliveries
+            Readiness and metrics:            curl -s \(relayURL)/readyz; curl -s \(relayURL)/metrics
 
-        """
+            """
     }
 
     /// A shell snippet that signs at the moment it runs, so it stays valid past the 5-minute tolerance. `secret` is a

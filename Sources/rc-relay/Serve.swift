@@ -55,7 +55,9 @@ struct CheckConfig: AsyncParsableCommand {
             let settings = try ConfigurationLoader().load(path: path)
             for project in settings.projects {
                 let routes = project.routes.routes.map(\.name).joined(separator: ", ")
-                print("\(path): OK — project \(project.id ?? "(from the metadata server at start)"): \(project.routes.routes.count) route(s): \(routes)")
+                print(
+                    "\(path): OK — project \(project.id ?? "(from the metadata server at start)"): \(project.routes.routes.count) route(s): \(routes)"
+                )
             }
         } catch {
             FileHandle.standardError.write(Data("Error: \(error)\n".utf8))

@@ -1,10 +1,11 @@
-@testable import DeliveryEngine
 import FCMClient
 import Foundation
 import Logging
 import RelayCore
 import ServiceLifecycle
 import Testing
+
+@testable import DeliveryEngine
 
 private let logger: Logger = {
     var logger = Logger(label: "engine-test")
@@ -42,20 +43,29 @@ private func withEngine(
     // The window on a clock the test moves: ten minutes pass in no time, and a slow machine changes nothing.
     let clock = ManualDeliveryClock()
     try await withRecentEvents(window: .seconds(600), clock: clock) { recent in
-    let record = SpoolRecord(
-        keys: ["p/version/40", "p/id/msg_window"], project: "p", eventID: "msg_window", format: "template-version",
-        version: try JSONDecoder().decode(TemplateVersion.self, from: Data(#"{"versionNumber":40}"#.utf8)), receivedAt: Date())
-    let sent = Locked(0)
-    let work: RecentEvents.Work = { _, _ in
-        sent.withLock { $0 += 1 }
-        return [DeliveryReport(route: "default", status: .accepted, attempts: [])]
-    }
-    guard case .settled(_, false) = await recent.deliver(record, wait: .seconds(600), work) else { Issue.record("first: not settled"); return }
-    clock.advance(by: .seconds(599))
-    guard case .settled(_, true) = await recent.deliver(record, wait: .seconds(600), work) else { Issue.record("within: not a duplicate"); return }
-    clock.advance(by: .seconds(2))
-    guard case .settled(_, false) = await recent.deliver(record, wait: .seconds(600), work) else { Issue.record("after: still a duplicate"); return }
-    #expect(sent.withLock { $0 } == 2)
+        let record = SpoolRecord(
+            keys: ["p/version/40", "p/id/msg_window"], project: "p", eventID: "msg_window", format: "template-version",
+            version: try JSONDecoder().decode(TemplateVersion.self, from: Data(#"{"versionNumber":40}"#.utf8)), receivedAt: Date())
+        let sent = Locked(0)
+        let work: RecentEvents.Work = { _, _ in
+            sent.withLock { $0 += 1 }
+            return [DeliveryReport(route: "default", status: .accepted, attempts: [])]
+        }
+        guard case .settled(_, false) = await recent.deliver(record, wait: .seconds(600), work) else {
+            Issue.record("first: not settled")
+            return
+        }
+        clock.advance(by: .seconds(599))
+        guard case .settled(_, true) = await recent.deliver(record, wait: .seconds(600), work) else {
+            Issue.record("within: not a duplicate")
+            return
+        }
+        clock.advance(by: .seconds(2))
+        guard case .settled(_, false) = await recent.deliver(record, wait: .seconds(600), work) else {
+            Issue.record("after: still a duplicate")
+            return
+        }
+        #expect(sent.withLock { $0 } == 2)
     }
 }
 
@@ -81,7 +91,10 @@ private func withEngine(
     let sender = ScriptedSender([ScriptedSender.unavailable(retryAfter: "30"), ScriptedSender.unavailable(retryAfter: "30")])
     try await withEngine(clock: clock) { engine, _ in
         guard case .pending(let delivery, let retryAfter) = await engine.deliver(record(1), plan: plan(sender), wait: .seconds(5), logger: logger)
-        else { Issue.record("the first failure should answer 'later'"); return }
+        else {
+            Issue.record("the first failure should answer 'later'")
+            return
+        }
         #expect(retryAfter == .seconds(30), "the sender is told FCM's own Retry-After")
         for attempt in 2...3 {
             try await eventually("attempt \(attempt - 1) waits to retry") { clock.pendingDelays.contains { $0 >= .seconds(30) } }
@@ -110,9 +123,13 @@ private func withEngine(
     try await withEngine(spool: spool, settings: settings, clock: clock) { engine, _ in
         let event = record(2)
         try spool.write(event)
-        guard case .pending(let delivery, _) = await engine.deliver(
-            event, plan: plan(sender, policy: RetryPolicy(maximumAttempts: 1)), wait: .seconds(5), onDisk: true, logger: logger)
-        else { Issue.record("a dead ping of an acknowledged event should leave it pending"); return }
+        guard
+            case .pending(let delivery, _) = await engine.deliver(
+                event, plan: plan(sender, policy: RetryPolicy(maximumAttempts: 1)), wait: .seconds(5), onDisk: true, logger: logger)
+        else {
+            Issue.record("a dead ping of an acknowledged event should leave it pending")
+            return
+        }
         try await eventually("the event is parked") { engine.parked == 1 && clock.pendingDelays == [.seconds(300)] }
         #expect(spool.files.withLock { $0.count } == 1, "still on disk while FCM has not accepted it")
         clock.advance(by: .seconds(299))
@@ -138,8 +155,14 @@ private func withEngine(
     let group = ServiceGroup(services: [engine], gracefulShutdownSignals: [], logger: logger)
     async let running: Void = group.run()
     guard case .pending(let delivery, _) = await engine.deliver(record(3), plan: plan(sender, routes: ["a", "b"]), wait: .seconds(5), logger: logger)
-    else { Issue.record("expected route b to wait to retry"); return }
-    guard case .spooled = try engine.acknowledge(delivery) else { Issue.record("expected it spooled for its 202"); return }
+    else {
+        Issue.record("expected route b to wait to retry")
+        return
+    }
+    guard case .spooled = try engine.acknowledge(delivery) else {
+        Issue.record("expected it spooled for its 202")
+        return
+    }
     try await eventually("route b waits to retry") { clock.pendingDelays.contains(.seconds(600)) }
     await group.triggerGracefulShutdown()
     try await eventually("the drain gives the grace") { clock.pendingDelays.contains(.seconds(10)) }
@@ -149,7 +172,8 @@ private func withEngine(
     #expect(spool.files.withLock { Array($0.values) }.map(\.routes) == [["b"]])
     #expect(sender.sent.count == 2, "no attempt after the stop")
     guard case .stopping = await engine.deliver(record(4), plan: plan(sender), wait: .zero, logger: logger) else {
-        Issue.record("a stopped engine must start nothing"); return
+        Issue.record("a stopped engine must start nothing")
+        return
     }
 }
 

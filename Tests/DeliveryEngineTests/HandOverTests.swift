@@ -1,8 +1,9 @@
 import FCMClient
 import Foundation
-@testable import DeliveryEngine
 import RelayCore
 import Testing
+
+@testable import DeliveryEngine
 
 // MARK: Tests
 
@@ -17,7 +18,10 @@ import Testing
             _ = await attemptMayEnd.value(within: .seconds(600), on: SystemDeliveryClock())
             return [report("a", .accepted), report("b", control.isStopped ? .interrupted : .dead)]
         }
-        guard case .pending = outcome else { Issue.record("expected the delivery to be under way"); return }
+        guard case .pending = outcome else {
+            Issue.record("expected the delivery to be under way")
+            return
+        }
         _ = await attemptUnderWay.value(within: .seconds(600), on: SystemDeliveryClock())
         async let ended = recent.drain(within: .zero)
         // The drain has stopped the delivery but must not write while its attempt may still succeed (or fail).
@@ -25,7 +29,10 @@ import Testing
         #expect(spool.files.withLock { $0.isEmpty })
         attemptMayEnd.settle(true)
         let handOvers = await ended
-        guard case .spooled(let written)? = handOvers.first else { Issue.record("expected a spooled hand-over, got \(handOvers)"); return }
+        guard case .spooled(let written)? = handOvers.first else {
+            Issue.record("expected a spooled hand-over, got \(handOvers)")
+            return
+        }
         #expect(written.routes == ["b"])
         #expect(spool.files.withLock { Array($0.values) } == [written])
         #expect(recent.inFlight == 0)
@@ -41,13 +48,22 @@ import Testing
             _ = await mayEnd.value(within: .seconds(600), on: SystemDeliveryClock())
             return [report("a", .accepted)]
         }
-        guard case .pending(let delivery, _) = outcome else { Issue.record("expected the delivery to be under way"); return }
-        guard case .spooled = try recent.acknowledge(delivery) else { Issue.record("expected it spooled"); return }
+        guard case .pending(let delivery, _) = outcome else {
+            Issue.record("expected the delivery to be under way")
+            return
+        }
+        guard case .spooled = try recent.acknowledge(delivery) else {
+            Issue.record("expected it spooled")
+            return
+        }
         #expect(spool.files.withLock { $0.count } == 1)
         async let ended = recent.drain(within: .zero)
         try await eventually("the drain stops the delivery") { delivery.control.isStopped }
         mayEnd.settle(true)
-        guard case .settled? = await ended.first else { Issue.record("expected the delivery to settle"); return }
+        guard case .settled? = await ended.first else {
+            Issue.record("expected the delivery to settle")
+            return
+        }
         // Delivered: the file goes, so the next start does not send it again.
         #expect(spool.files.withLock { $0.isEmpty })
     }
@@ -62,7 +78,10 @@ import Testing
             _ = await never.value(within: .seconds(600), on: SystemDeliveryClock())
             return [report("a", .accepted)]
         }
-        guard case .pending(let delivery, _) = slow else { Issue.record("expected the delivery to be under way"); return }
+        guard case .pending(let delivery, _) = slow else {
+            Issue.record("expected the delivery to be under way")
+            return
+        }
         // The 202's write blocks on a slow disk, on a thread of its own.
         let writer = Thread { _ = try? recent.acknowledge(delivery) }
         writer.start()
@@ -82,19 +101,31 @@ import Testing
 @Test func theInFlightTableIsBounded() async throws {
     try await withRecentEvents(maxInFlight: 1) { recent in
         let release = Settlement<Bool>()
-        guard case .pending = await recent.deliver(record(5), wait: .zero, { _, _ in
-            _ = await release.value(within: .seconds(600), on: SystemDeliveryClock())
-            return [report("a", .accepted)]
-        }) else { Issue.record("expected the first delivery under way"); return }
+        guard
+            case .pending = await recent.deliver(
+                record(5), wait: .zero,
+                { _, _ in
+                    _ = await release.value(within: .seconds(600), on: SystemDeliveryClock())
+                    return [report("a", .accepted)]
+                })
+        else {
+            Issue.record("expected the first delivery under way")
+            return
+        }
         guard case .saturated = await recent.deliver(record(6), wait: .zero, { _, _ in [report("a", .accepted)] }) else {
-            Issue.record("a second event was taken beyond the bound"); return
+            Issue.record("a second event was taken beyond the bound")
+            return
         }
         // The same event again joins the one under way: a duplicate is not a new entry.
-        guard case .pending = await recent.deliver(record(5), wait: .zero, { _, _ in [] }) else { Issue.record("the duplicate did not join"); return }
+        guard case .pending = await recent.deliver(record(5), wait: .zero, { _, _ in [] }) else {
+            Issue.record("the duplicate did not join")
+            return
+        }
         release.settle(true)
         try await eventually("the first settles") { recent.inFlight == 0 }
         guard case .settled = await recent.deliver(record(6), wait: .seconds(600), { _, _ in [report("a", .accepted)] }) else {
-            Issue.record("room was not made once it settled"); return
+            Issue.record("room was not made once it settled")
+            return
         }
     }
 }
@@ -103,16 +134,24 @@ import Testing
     let spool = RecordingSpool()
     try await withRecentEvents(spool: spool) { recent in
         let gate = Settlement<Bool>()
-        guard case .pending(let delivery, _) = await recent.deliver(record(7), wait: .zero, { _, _ in
-            _ = await gate.value(within: .seconds(600), on: SystemDeliveryClock())
-            return [report("a", .accepted)]
-        }) else {
-            Issue.record("expected the answer before the delivery settled"); return
+        guard
+            case .pending(let delivery, _) = await recent.deliver(
+                record(7), wait: .zero,
+                { _, _ in
+                    _ = await gate.value(within: .seconds(600), on: SystemDeliveryClock())
+                    return [report("a", .accepted)]
+                })
+        else {
+            Issue.record("expected the answer before the delivery settled")
+            return
         }
         gate.settle(true)
         _ = await delivery.reports.value(within: .seconds(600), on: SystemDeliveryClock())
         // The 202 would come with nothing on disk: the acknowledgement says what happened instead, and writes nothing.
-        guard case .settled(let reports) = try recent.acknowledge(delivery) else { Issue.record("acknowledged a settled delivery"); return }
+        guard case .settled(let reports) = try recent.acknowledge(delivery) else {
+            Issue.record("acknowledged a settled delivery")
+            return
+        }
         #expect(reports.map(\.status) == [.accepted])
         #expect(spool.writes.withLock { $0 } == 0)
     }

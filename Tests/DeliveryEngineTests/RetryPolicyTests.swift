@@ -50,7 +50,8 @@ func clientErrorsAreNeverRetried(status: Int) {
 
 @Test func tokenEndpointFailuresRetryUnlessTheKeyIsRefused() {
     #expect(policy.decision(after: .token(.refused(status: 400, error: "invalid_grant", description: nil)), attempt: 1) == .permanent)
-    #expect(policy.decision(after: .token(.refused(status: 503, error: nil, description: nil)), attempt: 1, random: { 1 }) == .retry(after: .seconds(1)))
+    #expect(
+        policy.decision(after: .token(.refused(status: 503, error: nil, description: nil)), attempt: 1, random: { 1 }) == .retry(after: .seconds(1)))
     #expect(policy.decision(after: .token(.transport("refused")), attempt: 1, random: { 1 }) == .retry(after: .seconds(1)))
 }
 

@@ -2,8 +2,9 @@ import FCMClient
 import Foundation
 import NIOCore
 import NIOEmbedded
-@testable import DeliveryEngine
 import Testing
+
+@testable import DeliveryEngine
 
 /// Every waiter gets the settled value when it settles; a waiter whose bound passes first gets nil, and a later
 /// settle is harmless. The bounds are on a clock the test moves: a settle that left its waiters to their bound would

@@ -1,10 +1,11 @@
 import CoreMetrics
-@testable import DeliveryEngine
 import FCMClient
 import Foundation
 import NIOCore
 import RelayCore
 import Testing
+
+@testable import DeliveryEngine
 
 /// An event of project `p` for `version`, known by its version alone unless `keys` says otherwise.
 func record(_ version: Int, keys: [String]? = nil, routes: [String]? = nil) -> SpoolRecord {

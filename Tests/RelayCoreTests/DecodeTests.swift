@@ -45,7 +45,8 @@ private func binaryHeaders(type: String = updatedType, source: String = demoSour
     #expect(rollback.version.versionNumber == 43)
     #expect(rollback.version.rollbackSource == 41)
     #expect(rollback.version.updateType == "ROLLBACK")
-    let text = try EventDecoder.decode(body: Data(#"{"versionNumber":"9007199254740993"}"#.utf8), headers: EventHeaders(contentType: "application/json"))
+    let text = try EventDecoder.decode(
+        body: Data(#"{"versionNumber":"9007199254740993"}"#.utf8), headers: EventHeaders(contentType: "application/json"))
     #expect(text.version.versionNumber == 9_007_199_254_740_993)
 }
 
@@ -87,13 +88,17 @@ func refusesBadBareVersions(body: String, expected: DecodeError) {
 
 @Test func refusesIncompleteCloudEvents() {
     #expect(throws: DecodeError.missingAttribute("specversion")) {
-        try EventDecoder.decode(body: Data(#"{"versionNumber":1}"#.utf8), headers: EventHeaders(contentType: "application/json", id: "x", type: updatedType))
+        try EventDecoder.decode(
+            body: Data(#"{"versionNumber":1}"#.utf8), headers: EventHeaders(contentType: "application/json", id: "x", type: updatedType))
     }
     #expect(throws: DecodeError.unsupportedSpecVersion("0.3")) {
-        try EventDecoder.decode(body: Data(#"{"versionNumber":1}"#.utf8), headers: EventHeaders(contentType: "application/json", id: "x", source: demoSource, specVersion: "0.3", type: updatedType))
+        try EventDecoder.decode(
+            body: Data(#"{"versionNumber":1}"#.utf8),
+            headers: EventHeaders(contentType: "application/json", id: "x", source: demoSource, specVersion: "0.3", type: updatedType))
     }
     #expect(throws: DecodeError.invalidSource("//pubsub.googleapis.com/projects/p/topics/t")) {
-        try EventDecoder.decode(body: Data(#"{"versionNumber":1}"#.utf8), headers: binaryHeaders(source: "//pubsub.googleapis.com/projects/p/topics/t"))
+        try EventDecoder.decode(
+            body: Data(#"{"versionNumber":1}"#.utf8), headers: binaryHeaders(source: "//pubsub.googleapis.com/projects/p/topics/t"))
     }
     let noData = Data(#"{"specversion":"1.0","id":"1","source":"\#(demoSource)","type":"\#(updatedType)"}"#.utf8)
     #expect(throws: DecodeError.self) {
@@ -124,7 +129,10 @@ func refusesOtherContentTypes(contentType: String?) {
         (#"{"message":{"data":"\#(version)"}}"#, .invalidEnvelope("message.messageId is missing")),
         (#"{"message":{"messageId":"1","data":"%%%"}}"#, .invalidEnvelope("message.data is missing or not base64")),
         (#"{"message":{"messageId":"1","data":"\#(Data("{}".utf8).base64EncodedString())"}}"#, .missingVersionNumber),
-        (#"{"message":{"messageId":"1","data":"\#(version)","attributes":{"ce-specversion":"1.0","ce-id":"x","ce-source":"s","ce-type":"other.type"}}}"#, .unknownEventType("other.type")),
+        (
+            #"{"message":{"messageId":"1","data":"\#(version)","attributes":{"ce-specversion":"1.0","ce-id":"x","ce-source":"s","ce-type":"other.type"}}}"#,
+            .unknownEventType("other.type")
+        ),
     ]
     for (body, expected) in cases {
         #expect(throws: expected) { try PubSubDecoder.decode(body: Data(body.utf8), contentType: "application/json") }
@@ -137,15 +145,20 @@ func refusesOtherContentTypes(contentType: String?) {
         body: Data(#"{"versionNumber":"1"}"#.utf8), headers: binaryHeaders(source: "//firebaseremoteconfig.googleapis.com/projects/\u{1F3FB}a"))
     #expect(event.project == "\u{1F3FB}a")
     #expect(throws: DecodeError.self) {
-        try EventDecoder.decode(body: Data(#"{"versionNumber":"1"}"#.utf8), headers: binaryHeaders(source: "//firebaseremoteconfig.googleapis.com/projects/a/b"))
+        try EventDecoder.decode(
+            body: Data(#"{"versionNumber":"1"}"#.utf8), headers: binaryHeaders(source: "//firebaseremoteconfig.googleapis.com/projects/a/b"))
     }
 }
 
 @Test func versionNumbersAreAnOptionalMinusAndOneToEighteenDigits() throws {
     for good in [#""42""#, "42", #""-7""#, #""123456789012345678""#] {
-        #expect(try EventDecoder.decode(body: Data(#"{"versionNumber":\#(good)}"#.utf8), headers: binaryHeaders()).version.versionNumber != 0 || good.contains("0"))
+        #expect(
+            try EventDecoder.decode(body: Data(#"{"versionNumber":\#(good)}"#.utf8), headers: binaryHeaders()).version.versionNumber != 0
+                || good.contains("0"))
     }
     for bad in [#""+5""#, #"" 5""#, #""""#, #""1234567890123456789""#, #""5x""#] {
-        #expect(throws: DecodeError.self, "\(bad)") { try EventDecoder.decode(body: Data(#"{"versionNumber":\#(bad)}"#.utf8), headers: binaryHeaders()) }
+        #expect(throws: DecodeError.self, "\(bad)") {
+            try EventDecoder.decode(body: Data(#"{"versionNumber":\#(bad)}"#.utf8), headers: binaryHeaders())
+        }
     }
 }

@@ -36,7 +36,8 @@ private func expectRefusal(_ key: String, _ definition: RouteDefinition, sourceL
         description: "line one\nline\ttwo \u{01} — emoji 🎉 / slash", updateOrigin: "CONSOLE", updateType: "ROLLBACK")
     let routes = [
         RouteDefinition.default,
-        RouteDefinition(condition: "'ios' in topics && 'beta' in topics", data: ["D": "{{description}}", "E": "{{authorEmail}}", "V": "{{version}}"]),
+        RouteDefinition(
+            condition: "'ios' in topics && 'beta' in topics", data: ["D": "{{description}}", "E": "{{authorEmail}}", "V": "{{version}}"]),
     ]
     for definition in routes {
         for token in [nil, "device-token-1"] {
@@ -45,20 +46,25 @@ private func expectRefusal(_ key: String, _ definition: RouteDefinition, sourceL
             #expect(written == (try json(message)))
         }
     }
-    let escaped = String(decoding: try route(RouteDefinition(topic: "t", data: ["D": "{{description}}"])).message(for: tricky, project: "p").json, as: UTF8.self)
+    let escaped = String(
+        decoding: try route(RouteDefinition(topic: "t", data: ["D": "{{description}}"])).message(for: tricky, project: "p").json, as: UTF8.self)
     #expect(escaped.contains(#"line one\nline\ttwo \u0001 — emoji 🎉 / slash"#))
 }
 
 @Test func fillsPlaceholdersFromTheVersion() throws {
-    let r = try route(RouteDefinition(topic: "t", data: [
-        "V": "v{{version}}", "T": "{{updateType}}", "O": "{{updateOrigin}}", "AT": "{{updateTime}}", "P": "{{ project }}",
-        "E": "{{authorEmail}}", "D": "{{description}}", "R": "{{rollbackSource}}",
-    ]))
+    let r = try route(
+        RouteDefinition(
+            topic: "t",
+            data: [
+                "V": "v{{version}}", "T": "{{updateType}}", "O": "{{updateOrigin}}", "AT": "{{updateTime}}", "P": "{{ project }}",
+                "E": "{{authorEmail}}", "D": "{{description}}", "R": "{{rollbackSource}}",
+            ]))
     let data = r.message(for: version42, project: "demo-project").data
-    #expect(data == [
-        "V": "v42", "T": "INCREMENTAL_UPDATE", "O": "CONSOLE", "AT": "2026-11-21T09:14:03.512Z", "P": "demo-project",
-        "E": "dana@example.com", "D": "Raise the daily reward", "R": "",
-    ])
+    #expect(
+        data == [
+            "V": "v42", "T": "INCREMENTAL_UPDATE", "O": "CONSOLE", "AT": "2026-11-21T09:14:03.512Z", "P": "demo-project",
+            "E": "dana@example.com", "D": "Raise the daily reward", "R": "",
+        ])
 }
 
 @Test func cutsLongFieldsToTheirBudget() throws {
@@ -83,16 +89,20 @@ private func expectRefusal(_ key: String, _ definition: RouteDefinition, sourceL
 @Test func routeTableKeepsOrderAndSkipsUnmatched() throws {
     let table = try RouteTable([
         .default,
-        RouteDefinition(name: "rollbacks", condition: "'ios' in topics || 'android' in topics", data: ["KIND": "rollback"], when: .init(updateTypes: ["ROLLBACK"])),
+        RouteDefinition(
+            name: "rollbacks", condition: "'ios' in topics || 'android' in topics", data: ["KIND": "rollback"], when: .init(updateTypes: ["ROLLBACK"])
+        ),
         RouteDefinition(name: "all", topic: "rc-all"),
     ])
     #expect(table.pings(for: version42, project: "p").map(\.route) == ["default", "all"])
 }
 
 @Test func appliesPlatformSettings() throws {
-    let message = try route(RouteDefinition(
-        topic: "t", android: .init(priority: "HIGH", collapseKey: "k", ttlSeconds: 0), apns: .init(collapseId: "c"),
-        webpush: .init(ttlSeconds: 60, urgency: "very-low"))).message(for: version42, project: "p")
+    let message = try route(
+        RouteDefinition(
+            topic: "t", android: .init(priority: "HIGH", collapseKey: "k", ttlSeconds: 0), apns: .init(collapseId: "c"),
+            webpush: .init(ttlSeconds: 60, urgency: "very-low"))
+    ).message(for: version42, project: "p")
     #expect(message.android.priority == "high")
     #expect(message.android.ttl == "0s")
     #expect(message.apns.headers["apns-collapse-id"] == "c")
@@ -109,12 +119,15 @@ private func expectRefusal(_ key: String, _ definition: RouteDefinition, sourceL
     expectRefusal("condition", RouteDefinition(condition: "('a' in topics"))
     expectRefusal("condition", RouteDefinition(condition: "'a' topics"))
     expectRefusal("condition", RouteDefinition(condition: "'a b' in topics"))
-    expectRefusal("condition", RouteDefinition(condition: "'a' in topics || 'b' in topics || 'c' in topics || 'd' in topics || 'e' in topics || 'f' in topics"))
+    expectRefusal(
+        "condition", RouteDefinition(condition: "'a' in topics || 'b' in topics || 'c' in topics || 'd' in topics || 'e' in topics || 'f' in topics"))
 }
 
 @Test func acceptsFCMConditions() throws {
-    for condition in ["'a' in topics", "'a' in topics && ('b' in topics || 'c' in topics)", "!('a' in topics) && \"b\" in topics",
-                      "'a' in topics || 'b' in topics || 'c' in topics || 'd' in topics || 'e' in topics"] {
+    for condition in [
+        "'a' in topics", "'a' in topics && ('b' in topics || 'c' in topics)", "!('a' in topics) && \"b\" in topics",
+        "'a' in topics || 'b' in topics || 'c' in topics || 'd' in topics || 'e' in topics",
+    ] {
         _ = try route(RouteDefinition(condition: condition))
     }
 }

@@ -125,5 +125,6 @@ private let vectorTime = Date(timeIntervalSince1970: Double(vectorTimestamp))
     let wrong = Array(repeating: "v1,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", count: StandardWebhookVerifier.maximumEntries - 1)
     let header = (wrong + [vectorSignature]).joined(separator: " ")
     #expect(try StandardWebhookVerifier.candidates(in: header).count == StandardWebhookVerifier.maximumEntries)
-    try verifier(WebhookSecret.generate(), WebhookSecret.generate(), vectorSecret).verify(headers(signature: header), body: vectorBody, now: vectorTime)
+    try verifier(WebhookSecret.generate(), WebhookSecret.generate(), vectorSecret).verify(
+        headers(signature: header), body: vectorBody, now: vectorTime)
 }

@@ -71,10 +71,12 @@ import Testing
     }
 
     @Test func infoAndRoutesShowWhatRunsWithoutSecrets() async throws {
-        try await withLiveRelay(routes: """
-              - {name: stale, topic: PUSH_RC, data: {CONFIG_STATE: STALE, V: "{{version}}"}}
-              - {name: rollbacks, condition: "'ios' in topics && 'beta' in topics", when: {updateTypes: [ROLLBACK]}, android: {priority: NORMAL}}
-            """) { relay in
+        try await withLiveRelay(
+            routes: """
+                  - {name: stale, topic: PUSH_RC, data: {CONFIG_STATE: STALE, V: "{{version}}"}}
+                  - {name: rollbacks, condition: "'ios' in topics && 'beta' in topics", when: {updateTypes: [ROLLBACK]}, android: {priority: NORMAL}}
+                """
+        ) { relay in
             let info = try await relay.admin(.GET, "/admin/info")
             #expect(info.json["name"] as? String == "rc-relay")
             #expect(info.json["version"] as? String == RelayApplication.version)
@@ -109,7 +111,8 @@ import Testing
 
     @Test func previewTakesASampleCloudEventAndRefusesBadInput() async throws {
         try await withLiveRelay { relay in
-            let event = #"{"event": {"specversion": "1.0", "id": "e1", "source": "\#(demoSource)", "type": "\#(updatedType)", "data": {"versionNumber": "9"}}}"#
+            let event =
+                #"{"event": {"specversion": "1.0", "id": "e1", "source": "\#(demoSource)", "type": "\#(updatedType)", "data": {"versionNumber": "9"}}}"#
             let preview = try await relay.admin(.POST, "/admin/preview", json: event)
             #expect(preview.json["versionNumber"] as? String == "9")
             let neither = try await relay.admin(.POST, "/admin/preview", json: "{}")
@@ -124,10 +127,12 @@ import Testing
     }
 
     @Test func sendNowDryRunAndToOneDevice() async throws {
-        try await withLiveRelay(routes: """
-              - {name: a, topic: A}
-              - {name: b, topic: B}
-            """) { relay in
+        try await withLiveRelay(
+            routes: """
+                  - {name: a, topic: A}
+                  - {name: b, topic: B}
+                """
+        ) { relay in
             let dry = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "5"}, "route": "b", "validateOnly": true}"#)
             #expect(dry.status == 200)
             let first = try #require((dry.json["deliveries"] as? [[String: Any]])?.first)
@@ -136,7 +141,8 @@ import Testing
             #expect(await relay.emulator.stats.validatedOnly == 1)
             #expect(await relay.emulator.stats.accepted == 0)
 
-            let device = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "5"}, "route": "a", "token": "test-device-token-1"}"#)
+            let device = try await relay.admin(
+                .POST, "/admin/send", json: #"{"version": {"versionNumber": "5"}, "route": "a", "token": "test-device-token-1"}"#)
             #expect((device.json["deliveries"] as? [[String: Any]])?.first?["target"] as? String == "token")
             let sent = await relay.recordedMessages()
             #expect(sent.count == 1)
@@ -147,7 +153,8 @@ import Testing
             #expect((all.json["deliveries"] as? [[String: Any]])?.count == 2)
             let unknown = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "6"}, "route": "zzz"}"#)
             #expect(unknown.status == 404)
-            let deviceWithoutRoute = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "6"}, "token": "test-device-token-1"}"#)
+            let deviceWithoutRoute = try await relay.admin(
+                .POST, "/admin/send", json: #"{"version": {"versionNumber": "6"}, "token": "test-device-token-1"}"#)
             #expect(deviceWithoutRoute.status == 400)
             #expect(deviceWithoutRoute.problemType == "urn:rc-relay:problem:invalid-request")
             #expect(await relay.recordedMessages().count == 3)
@@ -158,7 +165,8 @@ import Testing
         try await withLiveRelay { relay in
             // A dry run, a device test ping and a real admin send of far newer versions than any publish.
             _ = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "999999"}, "validateOnly": true}"#)
-            _ = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "999998"}, "route": "default", "token": "test-device-token-1"}"#)
+            _ = try await relay.admin(
+                .POST, "/admin/send", json: #"{"version": {"versionNumber": "999998"}, "route": "default", "token": "test-device-token-1"}"#)
             _ = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "999997"}}"#)
             // A real publish whose first attempt fails must retry and reach devices, not stand down as superseded.
             await relay.emulator.inject(.init(status: 503))
@@ -232,7 +240,8 @@ import Testing
             #expect((await relay.recordedMessages().first?["data"] as? [String: Any])?["CONFIG_STATE"] as? String == "STALE")
 
             await relay.emulator.inject(.init(status: 400, errorCode: "INVALID_ARGUMENT"))
-            let device = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "22"}, "route": "default", "token": "phone-1"}"#)
+            let device = try await relay.admin(
+                .POST, "/admin/send", json: #"{"version": {"versionNumber": "22"}, "route": "default", "token": "phone-1"}"#)
             let deviceRecord = try #require((device.json["deliveries"] as? [[String: Any]])?.first)
             #expect(deviceRecord["status"] as? String == "failed")
             let refused = try await relay.admin(.POST, "/admin/deliveries/\(try #require(deviceRecord["id"] as? String))/retry")
@@ -265,7 +274,8 @@ import Testing
             #expect(try await relay.admin(.GET, "/admin/info").json["configuration"].flatMap { ($0 as? [String: Any])?["reloads"] as? Int } == 1)
 
             // A setting only a restart applies is named, and the rest of the file still applies.
-            try (original + "\ndelivery: {historySize: 50}\nroutes:\n  - {name: later, topic: LATER}\n").write(toFile: path, atomically: true, encoding: .utf8)
+            try (original + "\ndelivery: {historySize: 50}\nroutes:\n  - {name: later, topic: LATER}\n").write(
+                toFile: path, atomically: true, encoding: .utf8)
             let partly = try await relay.admin(.POST, "/admin/reload")
             #expect(partly.status == 200)
             #expect(partly.json["restartRequired"] as? [String] == ["delivery.historySize"])

@@ -1,7 +1,7 @@
-@testable import DeliveryEngine
 import Foundation
 import Testing
 
+@testable import DeliveryEngine
 @testable import RelayServer
 
 /// The hand-written ingest answers say exactly what `JSONEncoder` says for the same values (the encoder is the
@@ -36,10 +36,14 @@ import Testing
         DeliveryReport(route: "web", status: .dead, error: .init(message: "unreachable"), attempts: [.init(at: at), .init(at: at)]),
     ]
     let cases: [(IngestAnswer.EventSummary, Summary)] = [
-        (.init(id: "ev-1", format: "cloudevent-binary", project: "demo", versionNumber: 42, updateType: "ROLLBACK"),
-         Summary(id: "ev-1", format: "cloudevent-binary", project: "demo", versionNumber: "42", updateType: "ROLLBACK")),
-        (.init(id: nil, format: "template-version", project: "p", versionNumber: -1, updateType: nil),
-         Summary(id: nil, format: "template-version", project: "p", versionNumber: "-1", updateType: nil)),
+        (
+            .init(id: "ev-1", format: "cloudevent-binary", project: "demo", versionNumber: 42, updateType: "ROLLBACK"),
+            Summary(id: "ev-1", format: "cloudevent-binary", project: "demo", versionNumber: "42", updateType: "ROLLBACK")
+        ),
+        (
+            .init(id: nil, format: "template-version", project: "p", versionNumber: -1, updateType: nil),
+            Summary(id: nil, format: "template-version", project: "p", versionNumber: "-1", updateType: nil)
+        ),
     ]
     let parse = { (bytes: [UInt8]) in try JSONSerialization.jsonObject(with: Data(bytes)) as! NSDictionary }
     for (summary, expected) in cases {

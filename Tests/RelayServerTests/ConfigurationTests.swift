@@ -132,13 +132,15 @@ private func refusal(_ yaml: String, environment: [String: String] = [:]) -> Con
 
 @Test func aSecretOrKeyPathThatNamesADeviceIsRefusedNotReadForever() async throws {
     let key = try await keyFile()
-    let viaSecret = refusal("""
+    let viaSecret = refusal(
+        """
         webhook: {secrets: [{file: /dev/zero}]}
         fcm: {credentialsFile: "\(key)"}
         """)
     #expect(viaSecret?.key == "webhook.secrets[0]")
     #expect(viaSecret?.problem.contains("cannot be read, or is not a regular file of at most 1 MiB") == true)
-    let viaKey = refusal("""
+    let viaKey = refusal(
+        """
         webhook: {secrets: ["\(secret)"]}
         fcm: {credentialsFile: /dev/zero}
         """)
@@ -148,7 +150,8 @@ private func refusal(_ yaml: String, environment: [String: String] = [:]) -> Con
     let fifo = FileManager.default.temporaryDirectory.appendingPathComponent("rc-relay-fifo-\(UUID().uuidString)").path
     #expect(mkfifo(fifo, 0o600) == 0)
     defer { unlink(fifo) }
-    let viaPipe = refusal("""
+    let viaPipe = refusal(
+        """
         webhook: {secrets: [{file: "\(fifo)"}]}
         fcm: {credentialsFile: "\(key)"}
         """)

@@ -26,11 +26,17 @@ private func credentials(_ yaml: String, _ environment: [String: String]) throws
     let second = try credentials("", ["GOOGLE_APPLICATION_CREDENTIALS": fromEnvironment])
     #expect(second.projects[0].id == "from-env")
     let third = try credentials("", [:])
-    guard case .metadataServer(let url) = third.projects[0].credentials else { Issue.record("expected the metadata server"); return }
+    guard case .metadataServer(let url) = third.projects[0].credentials else {
+        Issue.record("expected the metadata server")
+        return
+    }
     #expect(url == "http://metadata.google.internal")
     #expect(third.projects[0].id == nil)
     let host = try credentials("", ["GCE_METADATA_HOST": "127.0.0.1:9999"])
-    guard case .metadataServer(let hostURL) = host.projects[0].credentials else { Issue.record("expected the metadata server"); return }
+    guard case .metadataServer(let hostURL) = host.projects[0].credentials else {
+        Issue.record("expected the metadata server")
+        return
+    }
     #expect(hostURL == "http://127.0.0.1:9999")
 }
 
@@ -58,23 +64,28 @@ private func credentials(_ yaml: String, _ environment: [String: String]) throws
 }
 
 @Test func severalProjectsEachGetTheirOwnRoutesAndCredentials() async throws {
-    try await withLiveRelay(routes: nil, secondProject: true, extraYAML: { relay in
-        """
-        projects:
-          - id: demo-project
-          - id: game-b
-            credentialsFile: "\(relay.gameBKeyFile)"
-            routes:
-              - {name: b-stale, topic: B_RC, data: {STATE: STALE, V: "{{version}}", P: "{{project}}"}}
-        """
-    }) { relay in
-        let forB = try await relay.post(#"{"versionNumber":"11"}"#, headers: binaryHeaders(source: "//firebaseremoteconfig.googleapis.com/projects/game-b"))
+    try await withLiveRelay(
+        routes: nil, secondProject: true,
+        extraYAML: { relay in
+            """
+            projects:
+              - id: demo-project
+              - id: game-b
+                credentialsFile: "\(relay.gameBKeyFile)"
+                routes:
+                  - {name: b-stale, topic: B_RC, data: {STATE: STALE, V: "{{version}}", P: "{{project}}"}}
+            """
+        }
+    ) { relay in
+        let forB = try await relay.post(
+            #"{"versionNumber":"11"}"#, headers: binaryHeaders(source: "//firebaseremoteconfig.googleapis.com/projects/game-b"))
         #expect(forB.status == 200)
         let forDemo = try await relay.post(#"{"versionNumber":"12"}"#, headers: binaryHeaders())
         #expect(forDemo.status == 200)
         let bare = try await relay.post(#"{"versionNumber":"13"}"#)
         #expect((bare.json["event"] as? [String: Any])?["project"] as? String == "demo-project")
-        let unknown = try await relay.post(#"{"versionNumber":"14"}"#, headers: binaryHeaders(source: "//firebaseremoteconfig.googleapis.com/projects/game-c"))
+        let unknown = try await relay.post(
+            #"{"versionNumber":"14"}"#, headers: binaryHeaders(source: "//firebaseremoteconfig.googleapis.com/projects/game-c"))
         #expect(unknown.status == 422)
         #expect((unknown.json["detail"] as? String)?.contains("'demo-project', 'game-b'") == true)
         let recorded = await relay.emulator.messages
@@ -106,7 +117,8 @@ private func credentials(_ yaml: String, _ environment: [String: String]) throws
         }
     }
     do {
-        _ = try ConfigurationLoader(environment: [:]).load(yaml: base.replacingOccurrences(of: "fcm: {", with: "fcm: {project: a, ") + "projects: [{id: b}]")
+        _ = try ConfigurationLoader(environment: [:]).load(
+            yaml: base.replacingOccurrences(of: "fcm: {", with: "fcm: {project: a, ") + "projects: [{id: b}]")
         Issue.record("expected fcm.project to be refused beside projects")
     } catch {
         #expect(error.key == "fcm.project")

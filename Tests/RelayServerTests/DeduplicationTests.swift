@@ -1,9 +1,10 @@
 import FCMClient
 import FCMEmulator
 import Foundation
-@testable import RelayServer
 import RelayCore
 import Testing
+
+@testable import RelayServer
 
 // MARK: Tests
 
@@ -133,14 +134,17 @@ import Testing
 }
 
 @Test func aReplayedSignedRequestWithUnsignedHeadersChangedSendsNothing() async throws {
-    try await withLiveRelay(routes: nil, secondProject: true, extraYAML: { relay in
-        """
-        projects:
-          - id: demo-project
-          - id: game-b
-            credentialsFile: "\(relay.gameBKeyFile)"
-        """
-    }) { relay in
+    try await withLiveRelay(
+        routes: nil, secondProject: true,
+        extraYAML: { relay in
+            """
+            projects:
+              - id: demo-project
+              - id: game-b
+                credentialsFile: "\(relay.gameBKeyFile)"
+            """
+        }
+    ) { relay in
         let body = #"{"versionNumber":"90"}"#
         let timestamp = Int64(Date().timeIntervalSince1970)
         let first = try await relay.post(body, headers: binaryHeaders(id: "ce-original"), id: "msg_captured", timestamp: timestamp)

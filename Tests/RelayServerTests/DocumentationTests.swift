@@ -1,9 +1,10 @@
 import FCMEmulator
 import Foundation
 import RelayCore
-@testable import RelayServer
 import Testing
 import Yams
+
+@testable import RelayServer
 
 private let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 

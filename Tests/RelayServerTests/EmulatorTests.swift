@@ -10,7 +10,8 @@ private func send(_ relay: LiveRelay, _ body: String, project: String = "demo-pr
     if let token {
         bearer = token
     } else {
-        let source = try await ServiceAccountTokenSource.make(key: try ServiceAccountKey(contentsOf: relay.keyFile), httpClient: .shared, logger: quietLogger)
+        let source = try await ServiceAccountTokenSource.make(
+            key: try ServiceAccountKey(contentsOf: relay.keyFile), httpClient: .shared, logger: quietLogger)
         bearer = try await source.token().value
     }
     var request = HTTPClientRequest(url: "\(relay.emulatorURL)/v1/projects/\(project)/messages:send")
@@ -26,15 +27,24 @@ private let invalidMessages: [(String, String)] = [
     ("no target", #"{"message":{"data":{"a":"b"}}}"#),
     ("two targets", #"{"message":{"topic":"a","condition":"'b' in topics"}}"#),
     ("topic prefix", #"{"message":{"topic":"/topics/a"}}"#),
-    ("six topics", #"{"message":{"condition":"'a' in topics || 'b' in topics || 'c' in topics || 'd' in topics || 'e' in topics || 'f' in topics"}}"#),
+    (
+        "six topics",
+        #"{"message":{"condition":"'a' in topics || 'b' in topics || 'c' in topics || 'd' in topics || 'e' in topics || 'f' in topics"}}"#
+    ),
     ("bad condition", #"{"message":{"condition":"'a' in topics &&"}}"#),
     ("number in data", #"{"message":{"topic":"a","data":{"n":1}}}"#),
     ("reserved key", #"{"message":{"topic":"a","data":{"google.x":"1"}}}"#),
     ("topic data over 2048", #"{"message":{"topic":"a","data":{"k":"\#(String(repeating: "x", count: 2048))"}}}"#),
     ("unknown field", #"{"message":{"topic":"a","priority":"high"}}"#),
     ("bad android ttl", #"{"message":{"topic":"a","android":{"ttl":"86400"}}}"#),
-    ("background push at priority 10", #"{"message":{"topic":"a","apns":{"headers":{"apns-push-type":"background","apns-priority":"10"},"payload":{"aps":{"content-available":1}}}}}"#),
-    ("background push with an alert", #"{"message":{"topic":"a","apns":{"headers":{"apns-push-type":"background","apns-priority":"5"},"payload":{"aps":{"content-available":1,"alert":"hi"}}}}}"#),
+    (
+        "background push at priority 10",
+        #"{"message":{"topic":"a","apns":{"headers":{"apns-push-type":"background","apns-priority":"10"},"payload":{"aps":{"content-available":1}}}}}"#
+    ),
+    (
+        "background push with an alert",
+        #"{"message":{"topic":"a","apns":{"headers":{"apns-push-type":"background","apns-priority":"5"},"payload":{"aps":{"content-available":1,"alert":"hi"}}}}}"#
+    ),
     ("bad web urgency", #"{"message":{"topic":"a","webpush":{"headers":{"Urgency":"now"}}}}"#),
 ]
 
@@ -69,14 +79,16 @@ private let invalidMessages: [(String, String)] = [
 
 @Test func emulatorRefusesTamperedAssertions() async throws {
     try await withLiveRelay { relay in
-        _ = try await ServiceAccountTokenSource.make(key: try ServiceAccountKey(contentsOf: relay.keyFile), httpClient: .shared, logger: quietLogger).token()
+        _ = try await ServiceAccountTokenSource.make(key: try ServiceAccountKey(contentsOf: relay.keyFile), httpClient: .shared, logger: quietLogger)
+            .token()
         let good = try #require(await relay.emulator.assertions.first)
         var parts = good.split(separator: ".").map(String.init)
         parts[1] = parts[1].dropLast(2) + (parts[1].hasSuffix("A") ? "BB" : "AA")
         var request = HTTPClientRequest(url: relay.emulatorURL + "/token")
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
-        request.body = .bytes(ByteBuffer(string: "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(parts.joined(separator: "."))"))
+        request.body = .bytes(
+            ByteBuffer(string: "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(parts.joined(separator: "."))"))
         let answer = try await relay.send(request)
         #expect(answer.status == 400)
         #expect(answer.json["error"] as? String == "invalid_grant")

@@ -33,7 +33,9 @@ private let threeRoutes = """
         let recorded = await relay.emulator.messages
         #expect(recorded.count == 1)
         #expect(deliveries.first?["messageName"] as? String == recorded.first?.name)
-        let expected = (try JSONSerialization.jsonObject(with: Data(try sample("fcm-silent-ping-example.json").utf8)) as! NSDictionary)["message"] as! NSDictionary
+        let expected =
+            (try JSONSerialization.jsonObject(with: Data(try sample("fcm-silent-ping-example.json").utf8)) as! NSDictionary)["message"]
+            as! NSDictionary
         #expect(NSDictionary(dictionary: await relay.recordedMessages()[0]) == expected)
     }
 }
@@ -57,9 +59,10 @@ private let threeRoutes = """
         let messages = await relay.recordedMessages()
         #expect(messages.count == 2)
         let rollback = messages.first { $0["condition"] != nil }
-        #expect(rollback?["data"] as? [String: String] == [
-            "CONFIG_STATE": "STALE", "ROLLED_BACK_TO": "41", "BY": "deploy-bot@demo-project.iam.gserviceaccount.com",
-        ])
+        #expect(
+            rollback?["data"] as? [String: String] == [
+                "CONFIG_STATE": "STALE", "ROLLED_BACK_TO": "41", "BY": "deploy-bot@demo-project.iam.gserviceaccount.com",
+            ])
         #expect((rollback?["android"] as? [String: String])?["priority"] == "high")
         #expect((rollback?["android"] as? [String: String])?["ttl"] == "3600s")
         #expect((rollback?["webpush"] as? [String: Any]) as NSDictionary? == ["headers": ["TTL": "60", "Urgency": "normal"]])

@@ -43,7 +43,9 @@ struct LiveRelay {
     }
 
     /// Calls the admin API (or any path on the admin listener) with the harness's bearer token unless told otherwise.
-    func admin(_ method: HTTPMethod = .GET, _ path: String, json body: String? = nil, token: String? = LiveRelay.adminToken, base: String? = nil) async throws -> Answer {
+    func admin(_ method: HTTPMethod = .GET, _ path: String, json body: String? = nil, token: String? = LiveRelay.adminToken, base: String? = nil)
+        async throws -> Answer
+    {
         var request = HTTPClientRequest(url: (base ?? adminURL) + path)
         request.method = method
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }

@@ -1,7 +1,8 @@
 import Foundation
 import Logging
-@testable import RelayServer
 import Testing
+
+@testable import RelayServer
 
 /// The JSON log handler writes lines any JSON parser reads back exactly, whatever the message and fields hold.
 @Test func jsonLogLinesParseBackToWhatWasLogged() throws {

@@ -90,7 +90,8 @@ import Testing
     @Test func onStopReadinessTurnsFalseAndNewWebhooksAreTurnedAway() async throws {
         // The shutdown delay lasts until the test has seen what happens during it.
         let delay = ManualSleep()
-        try await withLiveRelay(environment: ["RC_RELAY_SHUTDOWN_DELAY_SECONDS": "3", "RC_RELAY_READINESS_CACHE_SECONDS": "0"], sleep: delay.sleep) { relay in
+        try await withLiveRelay(environment: ["RC_RELAY_SHUTDOWN_DELAY_SECONDS": "3", "RC_RELAY_READINESS_CACHE_SECONDS": "0"], sleep: delay.sleep) {
+            relay in
             #expect(try await relay.admin(.GET, "/readyz", token: nil).status == 200)
             await relay.stop()
             try await eventually("the shutdown delay begins") { delay.asked == [.seconds(3)] }

@@ -23,7 +23,9 @@ private let cases: [RefusalCase] = [
     },
     .init(name: "signed by another secret", status: 401, problem: "invalid-signature") { relay in
         var other = relay
-        other = LiveRelay(relayURL: relay.relayURL, emulatorURL: relay.emulatorURL, webhookURL: relay.webhookURL, emulator: relay.emulator, secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", keyFile: relay.keyFile, gameBKeyFile: relay.gameBKeyFile)
+        other = LiveRelay(
+            relayURL: relay.relayURL, emulatorURL: relay.emulatorURL, webhookURL: relay.webhookURL, emulator: relay.emulator,
+            secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", keyFile: relay.keyFile, gameBKeyFile: relay.gameBKeyFile)
         return try await other.post(body)
     },
     .init(name: "stale timestamp", status: 401, problem: "timestamp-out-of-tolerance") { try await $0.post(body, timestamp: now - 400) },
@@ -67,10 +69,11 @@ func refusesAndSendsNothing(_ refusal: RefusalCase) async throws {
         request.headers.add(name: "Content-Type", value: "application/json")
         let chunk = ByteBuffer(string: String(repeating: " ", count: 8192))
         // No Content-Length: the limit must hold while the body streams in.
-        request.body = .stream(AsyncStream { continuation in
-            for _ in 0..<64 { continuation.yield(chunk) }
-            continuation.finish()
-        }, length: .unknown)
+        request.body = .stream(
+            AsyncStream { continuation in
+                for _ in 0..<64 { continuation.yield(chunk) }
+                continuation.finish()
+            }, length: .unknown)
         let answer = try await relay.send(request)
         #expect(answer.status == 413)
         #expect(answer.problemType == "urn:rc-relay:problem:body-too-large")
@@ -88,7 +91,9 @@ func refusesAndSendsNothing(_ refusal: RefusalCase) async throws {
 
 @Test func aKnownPathAskedWithAnotherMethodIs405WithAllow() async throws {
     try await withLiveRelay { relay in
-        for (method, path, allow) in [("TRACE", "/healthz", "GET"), ("DELETE", "/webhooks/remote-config", "POST"), ("PUT", "/admin/deliveries/abc/retry", "POST")] {
+        for (method, path, allow) in [
+            ("TRACE", "/healthz", "GET"), ("DELETE", "/webhooks/remote-config", "POST"), ("PUT", "/admin/deliveries/abc/retry", "POST"),
+        ] {
             let answer = try await relay.admin(.RAW(value: method), path)
             #expect(answer.status == 405, "\(method) \(path)")
             #expect(answer.headers["allow"] == allow)
@@ -105,7 +110,8 @@ func refusesAndSendsNothing(_ refusal: RefusalCase) async throws {
         #expect(missing.status == 401)
         #expect(missing.problemType == "urn:rc-relay:problem:invalid-id-token")
         let withToken = try await relay.post(
-            #"{"message": {"data": "e30=", "messageId": "1"}}"#, headers: ["Authorization": "Bearer x.y.z"], url: relay.relayURL + "/pubsub/remote-config")
+            #"{"message": {"data": "e30=", "messageId": "1"}}"#, headers: ["Authorization": "Bearer x.y.z"],
+            url: relay.relayURL + "/pubsub/remote-config")
         #expect(withToken.status == 404)
     }
 }

@@ -1,8 +1,9 @@
-@testable import DeliveryEngine
 import Foundation
-@testable import RelayServer
 import RelayCore
 import Testing
+
+@testable import DeliveryEngine
+@testable import RelayServer
 
 private let valid = SpoolRecord(
     keys: ["demo-project/version/7", "demo-project/id/ev-7"], project: "demo-project", eventID: "ev-7", format: "template-version",

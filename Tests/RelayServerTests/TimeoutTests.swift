@@ -21,7 +21,9 @@ private func send(_ channel: any Channel, _ text: String) async throws {
 @Test func aClientThatSendsHalfABodyIsCutAtTheRequestReadTimeout() async throws {
     try await withLiveRelay(environment: ["RC_RELAY_REQUEST_READ_TIMEOUT_SECONDS": "0.5", "RC_RELAY_IDLE_TIMEOUT_SECONDS": "3600"]) { relay in
         let channel = try await connect(relay.relayURL)
-        try await send(channel, "POST /webhooks/remote-config HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"versionNumber\"")
+        try await send(
+            channel,
+            "POST /webhooks/remote-config HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"versionNumber\"")
         try await eventually("the relay closes the stalled connection") { !channel.isActive }
         #expect(await relay.emulator.stats.sendRequests == 0)
     }
@@ -47,7 +49,8 @@ private func send(_ channel: any Channel, _ text: String) async throws {
         "RC_RELAY_REQUEST_READ_TIMEOUT_SECONDS": "600", "RC_RELAY_IDLE_TIMEOUT_SECONDS": "3600", "RC_RELAY_DELIVERY_DRAIN_SECONDS": "0.1",
     ]) { relay in
         let channel = try await connect(relay.relayURL)
-        try await send(channel, "POST /webhooks/remote-config HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+        try await send(
+            channel, "POST /webhooks/remote-config HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
         // A request on another connection answered after it: the server has the stalled one's head by then.
         #expect(try await relay.admin(.GET, "/healthz", token: nil).status == 200)
         await relay.stop()

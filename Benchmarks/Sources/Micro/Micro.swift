@@ -3,7 +3,9 @@ import Foundation
 import RelayCore
 
 // One webhook's pure work, piece by piece, on the shapes Eventarc sends (a binary CloudEvent of a console publish).
-let body = Data(#"{"versionNumber":"42","updateTime":"2026-11-21T09:14:03.512Z","updateUser":{"name":"Dana Ops","email":"dana@example.com"},"description":"Raise the daily reward for level 5 players","updateOrigin":"CONSOLE","updateType":"INCREMENTAL_UPDATE"}"#.utf8)
+let body = Data(
+    #"{"versionNumber":"42","updateTime":"2026-11-21T09:14:03.512Z","updateUser":{"name":"Dana Ops","email":"dana@example.com"},"description":"Raise the daily reward for level 5 players","updateOrigin":"CONSOLE","updateType":"INCREMENTAL_UPDATE"}"#
+        .utf8)
 let headers = EventHeaders(
     contentType: "application/json", id: "8d6f3a2e-4b1c-4f0e-9a55-2f1b6c7d9e01",
     source: "//firebaseremoteconfig.googleapis.com/projects/demo-project", specVersion: "1.0",

@@ -132,6 +132,9 @@ package final class DeliveryEngine: Service {
     }
 
     private static func metadata(_ record: SpoolRecord) -> Logger.Metadata {
-        ["event_id": "\(record.eventID ?? "-")", "version": "\(record.version.versionNumber)", "routes": "\(record.routes?.joined(separator: ",") ?? "all")"]
+        [
+            "event_id": "\(record.eventID ?? "-")", "version": "\(record.version.versionNumber)",
+            "routes": "\(record.routes?.joined(separator: ",") ?? "all")",
+        ]
     }
 }

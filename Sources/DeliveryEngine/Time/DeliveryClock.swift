@@ -32,7 +32,8 @@ public struct SystemDeliveryClock: DeliveryClock {
 
     public func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> DeliveryTimer {
         let (seconds, attoseconds) = delay.components
-        return DeliveryTimer(id: WaitDeadlines.shared.add(.now() + .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000), expire: action))
+        return DeliveryTimer(
+            id: WaitDeadlines.shared.add(.now() + .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000), expire: action))
     }
 
     public func cancel(_ timer: DeliveryTimer) { WaitDeadlines.shared.cancel(timer.id) }
@@ -81,7 +82,10 @@ public final class ManualDeliveryClock: DeliveryClock {
         let target = state.withLock { $0.elapsed + duration }
         while true {
             let next = state.withLock { state -> (@Sendable () -> Void)? in
-                guard let (id, timer) = state.timers.filter({ $0.value.due <= target }).min(by: { $0.value.due < $1.value.due }).map({ ($0.key, $0.value) })
+                guard
+                    let (id, timer) = state.timers.filter({ $0.value.due <= target }).min(by: { $0.value.due < $1.value.due }).map({
+                        ($0.key, $0.value)
+                    })
                 else {
                     state.elapsed = target
                     return nil

@@ -1,11 +1,11 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Reads small files (keys, secrets, configuration) with a bound: only a regular file (a symbolic link to one, as

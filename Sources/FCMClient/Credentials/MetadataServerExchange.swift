@@ -12,7 +12,10 @@ public struct MetadataServerExchange: TokenExchange {
     let scopes: [String]
     let timeout: TimeAmount
 
-    public init(baseURL: String = defaultBaseURL, httpClient: HTTPClient, scopes: [String] = [ServiceAccountExchange.messagingScope], timeout: Duration = .seconds(10)) {
+    public init(
+        baseURL: String = defaultBaseURL, httpClient: HTTPClient, scopes: [String] = [ServiceAccountExchange.messagingScope],
+        timeout: Duration = .seconds(10)
+    ) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.httpClient = httpClient
         self.scopes = scopes
@@ -20,7 +23,8 @@ public struct MetadataServerExchange: TokenExchange {
     }
 
     public func exchange() async throws(TokenError) -> AccessToken {
-        let scopes = scopes.joined(separator: ",").addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed.subtracting(.init(charactersIn: ":/,"))) ?? ""
+        let scopes =
+            scopes.joined(separator: ",").addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed.subtracting(.init(charactersIn: ":/,"))) ?? ""
         var request = HTTPClientRequest(url: "\(baseURL)/computeMetadata/v1/instance/service-accounts/default/token?scopes=\(scopes)")
         request.headers.add(name: "Metadata-Flavor", value: "Google")
         return try await TokenResponse.fetch(request, httpClient: httpClient, timeout: timeout, issuedAt: Int(Date().timeIntervalSince1970))

@@ -18,7 +18,9 @@ enum TokenResponse {
     }
 
     /// Sends `request` and reads a token from a 200, or the OAuth error from anything else.
-    static func fetch(_ request: HTTPClientRequest, httpClient: HTTPClient, timeout: TimeAmount, issuedAt: Int) async throws(TokenError) -> AccessToken {
+    static func fetch(_ request: HTTPClientRequest, httpClient: HTTPClient, timeout: TimeAmount, issuedAt: Int) async throws(TokenError)
+        -> AccessToken
+    {
         let status: Int
         let body: ByteBuffer
         do {

@@ -88,8 +88,11 @@ struct AdminController: Sendable {
             for index in pings.indices { pings[index].message.target = .token(token) }
         }
         logger.notice(
-            "admin send", metadata: ["project": "\(project)", "version": "\(version.versionNumber)", "routes": "\(pings.map(\.route).joined(separator: ","))",
-                                     "to_device": "\(request.token != nil)", "validate_only": "\(request.validateOnly ?? false)"])
+            "admin send",
+            metadata: [
+                "project": "\(project)", "version": "\(version.versionNumber)", "routes": "\(pings.map(\.route).joined(separator: ","))",
+                "to_device": "\(request.token != nil)", "validate_only": "\(request.validateOnly ?? false)",
+            ])
         let batch = DeliveryBatch(version: version, origin: .send, receivedAt: Date(), validateOnly: request.validateOnly ?? false)
         let reports = await engine.send(pings, batch: batch, plan: pipeline.send, logger: logger)
         return .init(deliveries: reports.map { Self.record($0, project: project, batch: batch, toDevice: request.token != nil) })
@@ -106,7 +109,8 @@ struct AdminController: Sendable {
         }
         let limit = query.limit ?? 100
         guard (1...1000).contains(limit) else { throw Refusal(kind: .invalidRequest, detail: "limit must be 1 to 1000") }
-        let filter = DeliveryHistory.Filter(status: query.status?.rawValue, route: query.route, project: query.project, version: version, limit: limit)
+        let filter = DeliveryHistory.Filter(
+            status: query.status?.rawValue, route: query.route, project: query.project, version: version, limit: limit)
         return .init(deliveries: engine.history.list(filter).map(Components.Schemas.DeliveryRecord.init))
     }
 
@@ -118,7 +122,8 @@ struct AdminController: Sendable {
     func retry(_ id: String) async throws(Refusal) -> Components.Schemas.DeliveryRecord {
         guard let entry = engine.history.entry(id) else { throw Self.noDelivery(id) }
         guard let status = entry.report?.status, status == .dead || status == .failed else {
-            throw Refusal(kind: .notRetryable, detail: "ping \(id) is \(entry.report?.status.rawValue ?? "pending"); only dead or failed pings are retried")
+            throw Refusal(
+                kind: .notRetryable, detail: "ping \(id) is \(entry.report?.status.rawValue ?? "pending"); only dead or failed pings are retried")
         }
         guard !entry.toDevice else {
             throw Refusal(kind: .notRetryable, detail: "ping \(id) went to one device, whose token is not kept; send it again with POST /admin/send")
@@ -142,7 +147,9 @@ struct AdminController: Sendable {
         guard entry.report?.status == .dead, !entry.validateOnly, engine.discard(key: key, route: entry.route) else {
             throw Refusal(
                 kind: .notDiscardable,
-                detail: "ping \(id) is \(entry.report?.status.rawValue ?? "pending"), and only the dead ping of a spooled event that waits for FCM can be discarded")
+                detail:
+                    "ping \(id) is \(entry.report?.status.rawValue ?? "pending"), and only the dead ping of a spooled event that waits for FCM can be discarded"
+            )
         }
         logger.notice("admin discard", metadata: ["delivery_id": "\(id)", "route": "\(entry.route)", "version": "\(entry.version.versionNumber)"])
         return .init(entry)
@@ -151,7 +158,8 @@ struct AdminController: Sendable {
     func reload() async throws(Refusal) -> Components.Schemas.Reloaded {
         switch await reloader.reload() {
         case .success(let reloaded):
-            logger.notice("configuration reloaded through the admin API", metadata: ["restart_required": "\(reloaded.restartRequired.joined(separator: ","))"])
+            logger.notice(
+                "configuration reloaded through the admin API", metadata: ["restart_required": "\(reloaded.restartRequired.joined(separator: ","))"])
             return .init(status: .reloaded, loadedAt: reloaded.loadedAt, restartRequired: reloaded.restartRequired)
         case .failure(let error):
             logger.error("configuration reload refused; the running configuration stays", metadata: ["error": "\(error)"])
@@ -164,16 +172,16 @@ struct AdminController: Sendable {
     /// How this binary was built.
     static let build: (configuration: Components.Schemas.Info.BuildPayload.ConfigurationPayload, compiler: String, platform: String) = {
         #if DEBUG
-        let configuration = Components.Schemas.Info.BuildPayload.ConfigurationPayload.debug
+            let configuration = Components.Schemas.Info.BuildPayload.ConfigurationPayload.debug
         #else
-        let configuration = Components.Schemas.Info.BuildPayload.ConfigurationPayload.release
+            let configuration = Components.Schemas.Info.BuildPayload.ConfigurationPayload.release
         #endif
         #if compiler(>=6.3)
-        let compiler = "Swift 6.3"
+            let compiler = "Swift 6.3"
         #elseif compiler(>=6.2)
-        let compiler = "Swift 6.2"
+            let compiler = "Swift 6.2"
         #else
-        let compiler = "Swift 6"
+            let compiler = "Swift 6"
         #endif
         var system = utsname()
         uname(&system)
@@ -198,7 +206,8 @@ struct AdminController: Sendable {
         let project = requested ?? projects.defaultID
         guard let pipeline = projects[project] else {
             throw Refusal(
-                kind: .notFound, detail: "project '\(project)' is not configured; this relay sends for " + projects.ids.map { "'\($0)'" }.joined(separator: ", "))
+                kind: .notFound,
+                detail: "project '\(project)' is not configured; this relay sends for " + projects.ids.map { "'\($0)'" }.joined(separator: ", "))
         }
         return (project, pipeline)
     }

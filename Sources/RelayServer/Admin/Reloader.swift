@@ -31,7 +31,8 @@ struct Reloader: Sendable {
 
     private func reloadNow() async -> Result<Reloaded, ConfigurationError> {
         guard let reader else {
-            return .failure(ConfigurationError(key: "--config", problem: "the development profile has no file to read", fix: "start rc-relay with --config FILE"))
+            return .failure(
+                ConfigurationError(key: "--config", problem: "the development profile has no file to read", fix: "start rc-relay with --config FILE"))
         }
         let settings: RelaySettings
         let built: RelayConfiguration

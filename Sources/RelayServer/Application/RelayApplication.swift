@@ -4,8 +4,8 @@ import FCMClient
 import Foundation
 import Hummingbird
 import HummingbirdCore
-import NIOCore
 import Logging
+import NIOCore
 import OpenAPIHummingbird
 import RelayCore
 import ServiceLifecycle
@@ -70,7 +70,10 @@ public enum RelayApplication {
                     logger: logger))
         }
         // Stopped first, in reverse: readiness turns false before any listener closes.
-        services += [ReloadOnHangup(reloader: reloader, logger: logger), DrainGate(drain: drain, metrics: metrics, delay: settings.shutdownDelay, logger: logger, sleep: sleep)]
+        services += [
+            ReloadOnHangup(reloader: reloader, logger: logger),
+            DrainGate(drain: drain, metrics: metrics, delay: settings.shutdownDelay, logger: logger, sleep: sleep),
+        ]
         return RelayProcess(services: services, logger: logger, stopWithin: settings.shutdownDelay + settings.drainGrace + RelayProcess.stopMargin)
     }
 
@@ -113,7 +116,9 @@ public enum RelayApplication {
     }
 
     /// What a reload rebuilds: each project's pipeline and the ID-token verifier.
-    static func makeConfiguration(_ settings: RelaySettings, httpClient: HTTPClient, metrics: RelayMetrics, logger: Logger) async throws -> RelayConfiguration {
+    static func makeConfiguration(_ settings: RelaySettings, httpClient: HTTPClient, metrics: RelayMetrics, logger: Logger) async throws
+        -> RelayConfiguration
+    {
         RelayConfiguration(
             settings: settings, projects: try await makeProjects(settings, httpClient: httpClient, metrics: metrics, logger: logger),
             idTokens: try await makeIDTokenVerifier(settings.oidc, httpClient: httpClient), loadedAt: Date())
@@ -142,12 +147,16 @@ public enum RelayApplication {
         do {
             return try FileSpool(directory: directory)
         } catch {
-            throw ConfigurationError(key: "delivery.spoolDirectory", problem: "\(directory) cannot be created", fix: "point it at a writable directory on a persistent volume")
+            throw ConfigurationError(
+                key: "delivery.spoolDirectory", problem: "\(directory) cannot be created",
+                fix: "point it at a writable directory on a persistent volume")
         }
     }
 
     /// Each project's routes and sender; projects with the same credentials share one token cache.
-    static func makeProjects(_ settings: RelaySettings, httpClient: HTTPClient, metrics: RelayMetrics, logger: Logger) async throws -> ProjectDirectory {
+    static func makeProjects(_ settings: RelaySettings, httpClient: HTTPClient, metrics: RelayMetrics, logger: Logger) async throws
+        -> ProjectDirectory
+    {
         var sources: [String: CachingTokenSource] = [:]
         var pipelines: [(String, ProjectDirectory.Pipeline)] = []
         for project in settings.projects {
@@ -159,7 +168,8 @@ public enum RelayApplication {
                 id = known
             } else {
                 guard let metadata else {
-                    throw ConfigurationError(key: "fcm.project", problem: "the key file names no project_id", fix: "set fcm.project to the Firebase project id")
+                    throw ConfigurationError(
+                        key: "fcm.project", problem: "the key file names no project_id", fix: "set fcm.project to the Firebase project id")
                 }
                 do {
                     id = try await projectID(from: metadata)
@@ -205,7 +215,11 @@ public enum RelayApplication {
         case .keyFile(let path, let key):
             if let source = cached[path] { return (path, source, nil) }
             do {
-                return (path, try await ServiceAccountTokenSource.make(key: key, path: path, httpClient: httpClient, logger: logger, onExchange: onExchange), nil)
+                return (
+                    path,
+                    try await ServiceAccountTokenSource.make(key: key, path: path, httpClient: httpClient, logger: logger, onExchange: onExchange),
+                    nil
+                )
             } catch {
                 throw ConfigurationError(key: "fcm.credentialsFile", problem: "\(error)", fix: "download a new key in the Firebase console")
             }
@@ -226,7 +240,9 @@ public enum RelayApplication {
             do {
                 keys = try await FileJWKS(json: json)
             } catch {
-                throw ConfigurationError(key: "oidc.jwksFile", problem: "the file is not a JWKS (JSON Web Key Set)", fix: "save Google's keys from \(RelaySettings.googleJWKSURL)")
+                throw ConfigurationError(
+                    key: "oidc.jwksFile", problem: "the file is not a JWKS (JSON Web Key Set)",
+                    fix: "save Google's keys from \(RelaySettings.googleJWKSURL)")
             }
         }
         return IDTokenVerifier(

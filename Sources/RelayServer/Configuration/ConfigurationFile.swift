@@ -100,7 +100,8 @@ struct ConfigurationFile: Decodable {
             "maxQueuedPings",
         ],
         "projects[]": ["id", "credentialsFile", "routes"],
-        "server": ["host", "port", "maxBodyBytes", "trustedProxies", "shutdownDelaySeconds", "idleTimeoutSeconds",
+        "server": [
+            "host", "port", "maxBodyBytes", "trustedProxies", "shutdownDelaySeconds", "idleTimeoutSeconds",
             "requestReadTimeoutSeconds", "readinessCacheSeconds",
         ],
         "webhook": ["auth", "secrets", "toleranceSeconds"],

@@ -8,7 +8,8 @@ extension ConfigurationLoader {
             let key = "admin.tokens[\(index)]"
             let token = try read(source, key: key)
             guard token.utf8.count >= 16, token.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else {
-                throw ConfigurationError(key: key, problem: "the token is shorter than 16 characters or has spaces", fix: "generate one: head -c32 /dev/urandom | base64")
+                throw ConfigurationError(
+                    key: key, problem: "the token is shorter than 16 characters or has spaces", fix: "generate one: head -c32 /dev/urandom | base64")
             }
             tokens.append(token)
         }
@@ -18,7 +19,9 @@ extension ConfigurationLoader {
     func resolveAdminPort(_ port: Int?, main: Int) throws(ConfigurationError) -> Int? {
         guard let port else { return nil }
         guard (0...65_535).contains(port), port == 0 || port != main else {
-            throw ConfigurationError(key: "admin.port", problem: "\(port) is not a TCP port of its own", fix: "use a port other than server.port, such as 9090 (0 picks a free one)")
+            throw ConfigurationError(
+                key: "admin.port", problem: "\(port) is not a TCP port of its own",
+                fix: "use a port other than server.port, such as 9090 (0 picks a free one)")
         }
         return port
     }
@@ -27,7 +30,9 @@ extension ConfigurationLoader {
         var ranges: [TrustedProxies.Range] = []
         for (index, entry) in (entries ?? []).enumerated() {
             guard let range = TrustedProxies.Range(entry) else {
-                throw ConfigurationError(key: "server.trustedProxies[\(index)]", problem: "'\(entry)' is not an IP address or CIDR range", fix: "use an address such as 10.0.0.5 or a range such as 10.0.0.0/8")
+                throw ConfigurationError(
+                    key: "server.trustedProxies[\(index)]", problem: "'\(entry)' is not an IP address or CIDR range",
+                    fix: "use an address such as 10.0.0.5 or a range such as 10.0.0.0/8")
             }
             ranges.append(range)
         }

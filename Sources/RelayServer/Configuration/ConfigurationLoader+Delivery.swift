@@ -14,7 +14,9 @@ extension ConfigurationLoader {
         func seconds(_ value: Double?, _ key: String, _ fallback: Duration, _ range: ClosedRange<Double>) throws(ConfigurationError) -> Duration {
             guard let value else { return fallback }
             guard range.contains(value) else {
-                throw ConfigurationError(key: "delivery.\(key)", problem: "\(value) is outside \(range.lowerBound) to \(range.upperBound) seconds", fix: "use \(fallback.components.seconds)")
+                throw ConfigurationError(
+                    key: "delivery.\(key)", problem: "\(value) is outside \(range.lowerBound) to \(range.upperBound) seconds",
+                    fix: "use \(fallback.components.seconds)")
             }
             return .milliseconds(Int(value * 1000))
         }
@@ -29,7 +31,8 @@ extension ConfigurationLoader {
     func duration(_ value: Double?, key: String, default fallback: Double, range: ClosedRange<Double>) throws(ConfigurationError) -> Duration {
         let seconds = value ?? fallback
         guard range.contains(seconds) else {
-            throw ConfigurationError(key: key, problem: "\(seconds) is outside \(range.lowerBound) to \(range.upperBound) seconds", fix: "use \(fallback)")
+            throw ConfigurationError(
+                key: key, problem: "\(seconds) is outside \(range.lowerBound) to \(range.upperBound) seconds", fix: "use \(fallback)")
         }
         return .milliseconds(Int(seconds * 1000))
     }
@@ -45,7 +48,9 @@ extension ConfigurationLoader {
     func resolveConcurrency(_ delivery: ConfigurationFile.Delivery?) throws(ConfigurationError) -> Int {
         let concurrency = delivery?.concurrency ?? 64
         guard (1...1000).contains(concurrency) else {
-            throw ConfigurationError(key: "delivery.concurrency", problem: "\(concurrency) is outside 1 to 1000", fix: "use 64; FCM allows at most 1000 concurrent topic fan-outs per project")
+            throw ConfigurationError(
+                key: "delivery.concurrency", problem: "\(concurrency) is outside 1 to 1000",
+                fix: "use 64; FCM allows at most 1000 concurrent topic fan-outs per project")
         }
         return concurrency
     }

@@ -8,7 +8,9 @@ extension ConfigurationLoader {
         guard let audiences = oidc?.audiences, !audiences.isEmpty else {
             throw ConfigurationError(
                 key: "oidc.audiences", problem: "webhook.auth needs ID tokens but no audience is configured",
-                fix: "set it to the audience the sender uses: for Eventarc and Pub/Sub push, by default the full push URL, e.g. https://relay.example.com/webhooks/remote-config")
+                fix:
+                    "set it to the audience the sender uses: for Eventarc and Pub/Sub push, by default the full push URL, e.g. https://relay.example.com/webhooks/remote-config"
+            )
         }
         guard let emails = oidc?.allowedEmails, !emails.isEmpty else {
             throw ConfigurationError(
@@ -21,7 +23,9 @@ extension ConfigurationLoader {
             throw ConfigurationError(key: "oidc.jwksFile", problem: "both jwksURL and jwksFile are set", fix: "keep one")
         case (nil, let path?):
             guard let json = BoundedFile.text(path) else {
-                throw ConfigurationError(key: "oidc.jwksFile", problem: "\(path) cannot be read, or is not a regular file of at most 1 MiB", fix: "save Google's keys with: curl -o \(path) \(RelaySettings.googleJWKSURL)")
+                throw ConfigurationError(
+                    key: "oidc.jwksFile", problem: "\(path) cannot be read, or is not a regular file of at most 1 MiB",
+                    fix: "save Google's keys with: curl -o \(path) \(RelaySettings.googleJWKSURL)")
             }
             keys = .json(json)
         case (let url, nil):

@@ -13,15 +13,19 @@ extension ConfigurationLoader {
         }
         let maxBody = file.server?.maxBodyBytes ?? RelaySettings.defaultMaxBodyBytes
         guard (1024...10_485_760).contains(maxBody) else {
-            throw ConfigurationError(key: "server.maxBodyBytes", problem: "\(maxBody) is outside 1024 to 10485760", fix: "template versions are small; 65536 is plenty")
+            throw ConfigurationError(
+                key: "server.maxBodyBytes", problem: "\(maxBody) is outside 1024 to 10485760", fix: "template versions are small; 65536 is plenty")
         }
         let tolerance = file.webhook?.toleranceSeconds ?? 300
         guard (1...3600).contains(tolerance) else {
-            throw ConfigurationError(key: "webhook.toleranceSeconds", problem: "\(tolerance) is outside 1 to 3600", fix: "use 300, the Standard Webhooks default")
+            throw ConfigurationError(
+                key: "webhook.toleranceSeconds", problem: "\(tolerance) is outside 1 to 3600", fix: "use 300, the Standard Webhooks default")
         }
         let authText = file.webhook?.auth ?? "hmac"
         guard let auth = RelaySettings.WebhookAuth(rawValue: authText) else {
-            throw ConfigurationError(key: "webhook.auth", problem: "'\(authText)' is not an authentication mode", fix: "use hmac (Standard Webhooks), oidc (Google ID tokens, as Eventarc sends) or both")
+            throw ConfigurationError(
+                key: "webhook.auth", problem: "'\(authText)' is not an authentication mode",
+                fix: "use hmac (Standard Webhooks), oidc (Google ID tokens, as Eventarc sends) or both")
         }
         let secrets = auth.needsHMAC || file.webhook?.secrets != nil ? try resolveSecrets(file.webhook?.secrets ?? []) : []
         let oidc = auth.needsOIDC || file.oidc != nil ? try resolveOIDC(file.oidc) : nil
@@ -36,7 +40,8 @@ extension ConfigurationLoader {
         }
         let levelText = file.log?.level ?? "info"
         guard let level = Logger.Level(rawValue: levelText.lowercased()) else {
-            throw ConfigurationError(key: "log.level", problem: "'\(levelText)' is not a log level", fix: "use trace, debug, info, notice, warning, error or critical")
+            throw ConfigurationError(
+                key: "log.level", problem: "'\(levelText)' is not a log level", fix: "use trace, debug, info, notice, warning, error or critical")
         }
         let formatText = file.log?.format ?? "text"
         guard let format = RelaySettings.LogFormat(rawValue: formatText) else {
@@ -71,7 +76,9 @@ extension ConfigurationLoader {
 
     private func resolveRoutes(_ definitions: [RouteDefinition], key: String) throws(ConfigurationError) -> RouteTable {
         guard !definitions.isEmpty else {
-            throw ConfigurationError(key: key, problem: "the list is empty, so no update would ever be relayed", fix: "add a route, or remove the key to use the default PUSH_RC route")
+            throw ConfigurationError(
+                key: key, problem: "the list is empty, so no update would ever be relayed",
+                fix: "add a route, or remove the key to use the default PUSH_RC route")
         }
         do {
             return try RouteTable(definitions)
@@ -92,10 +99,12 @@ extension ConfigurationLoader {
             return [.init(id: id, credentials: credentials, routes: routes)]
         }
         guard !entries.isEmpty else {
-            throw ConfigurationError(key: "projects", problem: "the list is empty", fix: "list each Firebase project, or remove the key and use fcm.project")
+            throw ConfigurationError(
+                key: "projects", problem: "the list is empty", fix: "list each Firebase project, or remove the key and use fcm.project")
         }
         guard file.fcm?.project == nil else {
-            throw ConfigurationError(key: "fcm.project", problem: "it is set together with projects", fix: "give each project's id in projects[].id instead")
+            throw ConfigurationError(
+                key: "fcm.project", problem: "it is set together with projects", fix: "give each project's id in projects[].id instead")
         }
         var projects: [RelaySettings.ProjectSettings] = []
         for (index, entry) in entries.enumerated() {
@@ -111,12 +120,14 @@ extension ConfigurationLoader {
                 do {
                     own = .keyFile(path: path, key: try ServiceAccountKey(contentsOf: path))
                 } catch {
-                    throw ConfigurationError(key: "projects[\(index)].credentialsFile", problem: "\(error)", fix: "download this project's key in the Firebase console")
+                    throw ConfigurationError(
+                        key: "projects[\(index)].credentialsFile", problem: "\(error)", fix: "download this project's key in the Firebase console")
                 }
             }
-            let table = try entry.routes.map { definitions throws(ConfigurationError) in
-                try resolveRoutes(definitions, key: "projects[\(index)].routes")
-            } ?? routes
+            let table =
+                try entry.routes.map { definitions throws(ConfigurationError) in
+                    try resolveRoutes(definitions, key: "projects[\(index)].routes")
+                } ?? routes
             projects.append(.init(id: id, credentials: own, routes: table))
         }
         return projects
@@ -134,12 +145,16 @@ extension ConfigurationLoader {
             do {
                 return .keyFile(path: path, key: try ServiceAccountKey(contentsOf: path))
             } catch {
-                throw ConfigurationError(key: "fcm.credentialsFile", problem: "\(error)", fix: "download a new key in the Firebase console under Project settings › Service accounts")
+                throw ConfigurationError(
+                    key: "fcm.credentialsFile", problem: "\(error)",
+                    fix: "download a new key in the Firebase console under Project settings › Service accounts")
             }
         }
         let base = fcm?.metadataURL ?? environment["GCE_METADATA_HOST"].map { "http://\($0)" } ?? MetadataServerExchange.defaultBaseURL
         guard let url = URL(string: base), url.scheme == "http" || url.scheme == "https", url.host != nil else {
-            throw ConfigurationError(key: "fcm.metadataURL", problem: "'\(base)' is not an http(s) URL", fix: "leave it unset on Google Cloud (\(MetadataServerExchange.defaultBaseURL))")
+            throw ConfigurationError(
+                key: "fcm.metadataURL", problem: "'\(base)' is not an http(s) URL",
+                fix: "leave it unset on Google Cloud (\(MetadataServerExchange.defaultBaseURL))")
         }
         return .metadataServer(baseURL: base)
     }
@@ -157,7 +172,9 @@ extension ConfigurationLoader {
             do {
                 secrets.append(try WebhookSecret(text))
             } catch {
-                throw ConfigurationError(key: key, problem: "the secret is not whsec_ followed by base64 of 16 or more bytes", fix: "copy the whole secret, whsec_ prefix included")
+                throw ConfigurationError(
+                    key: key, problem: "the secret is not whsec_ followed by base64 of 16 or more bytes",
+                    fix: "copy the whole secret, whsec_ prefix included")
             }
         }
         return secrets
@@ -171,12 +188,15 @@ extension ConfigurationLoader {
             text = value
         case .environment(let name):
             guard let value = environment[name], !value.isEmpty else {
-                throw ConfigurationError(key: key, problem: "the environment variable \(name) is not set", fix: "set \(name), or point this entry at a file")
+                throw ConfigurationError(
+                    key: key, problem: "the environment variable \(name) is not set", fix: "set \(name), or point this entry at a file")
             }
             text = value
         case .file(let path):
             guard let value = BoundedFile.text(path) else {
-                throw ConfigurationError(key: key, problem: "the file \(path) cannot be read, or is not a regular file of at most 1 MiB", fix: "check the path and that rc-relay's user may read it")
+                throw ConfigurationError(
+                    key: key, problem: "the file \(path) cannot be read, or is not a regular file of at most 1 MiB",
+                    fix: "check the path and that rc-relay's user may read it")
             }
             text = value.trimmingCharacters(in: .whitespacesAndNewlines)
         }

@@ -16,7 +16,8 @@ public struct ConfigurationLoader: Sendable {
     public func load(path: String) throws(ConfigurationError) -> RelaySettings {
         guard let text = BoundedFile.text(path) else {
             throw ConfigurationError(
-                key: "(file)", problem: "\(path) cannot be read, or is not a regular file of at most 1 MiB", fix: "check the path given by --config or \(EnvironmentOverrides.configPath)")
+                key: "(file)", problem: "\(path) cannot be read, or is not a regular file of at most 1 MiB",
+                fix: "check the path given by --config or \(EnvironmentOverrides.configPath)")
         }
         return try load(yaml: text)
     }

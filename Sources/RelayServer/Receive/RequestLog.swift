@@ -39,7 +39,8 @@ struct RequestLogMiddleware: RouterMiddleware {
             if let allowed = AllowedMethods.allowed(for: request.uri.path), !allowed.contains(request.method) {
                 // A path that exists, asked with a method it does not take (RFC 9110: 405 with Allow).
                 let names = allowed.map(\.rawValue).joined(separator: ", ")
-                response = Problem(.methodNotAllowed, detail: "\(request.method) is not allowed on \(request.uri.path); use \(names)", requestID: id).response()
+                response = Problem(.methodNotAllowed, detail: "\(request.method) is not allowed on \(request.uri.path); use \(names)", requestID: id)
+                    .response()
                 response.headers[.allow] = names
             } else {
                 response = Problem(.notFound, detail: "\(request.method) \(request.uri.path) is not served here", requestID: id).response()

@@ -1,10 +1,11 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The reverse proxies whose `X-Forwarded-For` is believed, and the client address that follows from it.

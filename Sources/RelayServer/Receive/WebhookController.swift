@@ -63,7 +63,9 @@ struct WebhookController: Sendable {
             logger.notice("webhook refused: its id belongs to another event", metadata: ["key": "\(key)"])
             throw Refusal(
                 kind: .eventConflict,
-                detail: "an event with this id was received for another project or version; a new event needs a new id (webhook-id, ce-id or the Pub/Sub message id)")
+                detail:
+                    "an event with this id was received for another project or version; a new event needs a new id (webhook-id, ce-id or the Pub/Sub message id)"
+            )
         case .saturated:
             logger.warning("webhook refused: too many deliveries under way")
             throw Refusal(kind: .notReady, detail: "too many deliveries are under way; retry shortly", retryAfter: 5)
@@ -106,7 +108,8 @@ struct WebhookController: Sendable {
         let dead = reports.filter(\.unfinished).map(\.route)
         guard dead.isEmpty else {
             throw Refusal(
-                kind: .deliveryFailed, detail: "the ping for route(s) \(dead.joined(separator: ", ")) ran out of retries; a retry of this event delivers it",
+                kind: .deliveryFailed,
+                detail: "the ping for route(s) \(dead.joined(separator: ", ")) ran out of retries; a retry of this event delivers it",
                 deliveries: reports)
         }
         let failed = reports.contains { $0.status == .failed }

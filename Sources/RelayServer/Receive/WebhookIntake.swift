@@ -37,7 +37,9 @@ struct WebhookIntake: Sendable {
             if error.kind == .notFound {
                 logger.notice("Pub/Sub push refused: oidc is not configured, so the endpoint does not exist")
             } else {
-                logger.notice("webhook refused", metadata: ["status": "\(error.kind.status.code)", "problem": "\(error.kind.rawValue)", "reason": "\(error.detail)"])
+                logger.notice(
+                    "webhook refused",
+                    metadata: ["status": "\(error.kind.status.code)", "problem": "\(error.kind.rawValue)", "reason": "\(error.detail)"])
             }
             throw error
         }
@@ -53,7 +55,9 @@ struct WebhookIntake: Sendable {
             throw Refusal(kind: .notFound, detail: "Pub/Sub push is served only when oidc is configured")
         }
         if drain.isDraining {
-            throw Refusal(kind: .notReady, detail: "rc-relay is stopping; retry, and another instance (or this one after its restart) will take it", retryAfter: 5)
+            throw Refusal(
+                kind: .notReady, detail: "rc-relay is stopping; retry, and another instance (or this one after its restart) will take it",
+                retryAfter: 5)
         }
         let idTokens = ingest == .pubSub || settings.webhookAuth.needsOIDC ? configuration.idTokens : nil
         if let idTokens {

@@ -1,13 +1,14 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import Logging
 import RelayCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// One JSON object per line: `ts`, `level`, `msg`, `logger`, then the metadata as fields in key order.
 ///

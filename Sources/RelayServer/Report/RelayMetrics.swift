@@ -16,7 +16,10 @@ public final class RelayMetrics: Sendable {
     public init() {
         registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
-        let fast: [Duration] = [.milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10)]
+        let fast: [Duration] = [
+            .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+            .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10),
+        ]
         factory.durationHistogramBuckets = [
             "rc_relay_fcm_request_duration_seconds": fast,
             // Delivery includes retries: minutes, not milliseconds, at the far end.
