@@ -38,6 +38,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.0"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        // Only the command-line provider's trait: the file is parsed by rc-relay itself (docs/development.md says why).
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: ["CommandLineArguments"]),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-openapi-generator.git", from: "1.14.3"),
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
@@ -91,6 +93,7 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
+                .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
@@ -156,6 +159,7 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "Yams", package: "Yams"),
+                .product(name: "Configuration", package: "swift-configuration"),
             ],
             swiftSettings: strict
         ),

@@ -10,22 +10,31 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .shortAndLong, help: "The YAML configuration file (or RC_RELAY_CONFIG).")
     var config: String?
 
+    @Argument(
+        parsing: .allUnrecognized,
+        help: "Settings over the file and the environment, named as the variables are, in lower case: --delivery-spool-directory DIR, --port 8080.")
+    var settings: [String] = []
+
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         guard let path = config ?? environment[EnvironmentOverrides.configPath] else {
+            guard settings.isEmpty else {
+                FileHandle.standardError.write(Data("Error: settings given as flags need a configuration file (--config FILE)\n".utf8))
+                throw ExitCode(64)  // EX_USAGE
+            }
             let logger = LogSetup.bootstrap(level: .info, format: .text)
             try await DevelopmentProfile.run(environment: environment, logger: logger)
             return
         }
+        let loader = ConfigurationLoader(environment: environment, arguments: self.settings)
         let settings: RelaySettings
         do {
-            settings = try ConfigurationLoader(environment: environment).load(path: path)
+            settings = try loader.load(path: path)
         } catch {
             FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
             throw ExitCode(78)  // EX_CONFIG
         }
         let logger = LogSetup.bootstrap(level: settings.logLevel, format: settings.logFormat)
-        let loader = ConfigurationLoader(environment: environment)
         let app = try await RelayApplication.build(
             settings: settings, logger: logger, source: path, reader: { try loader.load(path: path) },
             onServerRunning: { port in
@@ -50,9 +59,12 @@ struct CheckConfig: AsyncParsableCommand {
     @Argument(help: "The YAML configuration file.")
     var path: String
 
+    @Argument(parsing: .allUnrecognized, help: "Settings over the file, as serve takes them.")
+    var settings: [String] = []
+
     func run() async throws {
         do {
-            let settings = try ConfigurationLoader().load(path: path)
+            let settings = try ConfigurationLoader(arguments: self.settings).load(path: path)
             for project in settings.projects {
                 let routes = project.routes.routes.map(\.name).joined(separator: ", ")
                 print(

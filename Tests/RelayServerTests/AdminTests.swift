@@ -1,13 +1,14 @@
 import Foundation
 import RelayCore
-import RelayServer
 import Testing
+
+@testable import RelayServer
 
 /// The admin API over real HTTP: the lock, each operation, and what it changes (or must not change) at the emulator.
 @Suite struct AdminTests {
     @Test func theLockRefusesMissingAndWrongTokensAndAcceptsEveryConfiguredOne() async throws {
         let second = "second-token-for-rotation-0123456789"
-        try await withLiveRelay(admin: "{tokens: [\"\(LiveRelay.adminToken)\", \"\(second)\"]}") { relay in
+        try await withLiveRelay(.standard.admin("{tokens: [\"\(LiveRelay.adminToken)\", \"\(second)\"]}")) { relay in
             let none = try await relay.admin(.GET, "/admin/info", token: nil)
             #expect(none.status == 401)
             #expect(none.problemType == "urn:rc-relay:problem:unauthorized")
@@ -25,7 +26,7 @@ import Testing
     }
 
     @Test func withoutTokensTheAdminAPIDoesNotExist() async throws {
-        try await withLiveRelay(admin: nil) { relay in
+        try await withLiveRelay(.standard.admin(nil)) { relay in
             let answer = try await relay.admin(.GET, "/admin/info")
             #expect(answer.status == 404)
             #expect(answer.problemType == "urn:rc-relay:problem:not-found")
@@ -34,7 +35,7 @@ import Testing
     }
 
     @Test func aSeparateAdminListenerTakesAdminAndMetricsAndNothingElse() async throws {
-        try await withLiveRelay(admin: "{tokens: [\"\(LiveRelay.adminToken)\"], host: 127.0.0.1, port: 0}") { relay in
+        try await withLiveRelay(.standard.admin("{tokens: [\"\(LiveRelay.adminToken)\"], host: 127.0.0.1, port: 0}")) { relay in
             #expect(relay.adminURL != relay.relayURL)
             #expect(try await relay.admin(.GET, "/admin/info", base: relay.relayURL).status == 404)
             #expect(try await relay.admin(.GET, "/metrics", base: relay.relayURL).status == 404)
@@ -49,7 +50,7 @@ import Testing
     }
 
     @Test func pathSpellingsDoNotGetAroundTheGate() async throws {
-        try await withLiveRelay(admin: "{tokens: [\"\(LiveRelay.adminToken)\"], host: 127.0.0.1, port: 0}") { relay in
+        try await withLiveRelay(.standard.admin("{tokens: [\"\(LiveRelay.adminToken)\"], host: 127.0.0.1, port: 0}")) { relay in
             for path in ["//admin/info", "/admin//info", "/metrics/", "//metrics"] {
                 let answer = try await relay.admin(.GET, path, base: relay.relayURL)
                 #expect(answer.status == 404, "\(path) on the public listener")
@@ -64,7 +65,7 @@ import Testing
             #expect(send.status == 401)
             #expect(await relay.emulator.messages.isEmpty)
         }
-        try await withLiveRelay(admin: nil) { relay in
+        try await withLiveRelay(.standard.admin(nil)) { relay in
             let answer = try await relay.admin(.GET, "//admin/info")
             #expect(answer.status == 404)
         }
@@ -72,22 +73,23 @@ import Testing
 
     @Test func infoAndRoutesShowWhatRunsWithoutSecrets() async throws {
         try await withLiveRelay(
-            routes: """
+            .standard.routes(
+                """
                   - {name: stale, topic: PUSH_RC, data: {CONFIG_STATE: STALE, V: "{{version}}"}}
                   - {name: rollbacks, condition: "'ios' in topics && 'beta' in topics", when: {updateTypes: [ROLLBACK]}, android: {priority: NORMAL}}
-                """
+                """)
         ) { relay in
-            let info = try await relay.admin(.GET, "/admin/info")
-            #expect(info.json["name"] as? String == "rc-relay")
-            #expect(info.json["version"] as? String == RelayApplication.version)
-            #expect(info.json["projects"] as? [String] == ["demo-project"])
+            let info = try await relay.admin(.GET, "/admin/info").decode(Components.Schemas.Info.self)
+            #expect(info.name == "rc-relay")
+            #expect(info.version == RelayApplication.version)
+            #expect(info.projects == ["demo-project"])
             let routes = try await relay.admin(.GET, "/admin/routes")
             #expect(routes.status == 200)
-            let project = try #require((routes.json["projects"] as? [[String: Any]])?.first)
-            let names = (project["routes"] as? [[String: Any]])?.compactMap { $0["name"] as? String }
-            #expect(names == ["stale", "rollbacks"])
-            #expect((project["credentials"] as? [String: Any])?["kind"] as? String == "keyFile")
-            #expect((routes.json["webhook"] as? [String: Any])?["secrets"] as? Int == 1)
+            let effective = try routes.decode(Components.Schemas.EffectiveRoutes.self)
+            let project = try #require(effective.projects.first)
+            #expect(project.routes.map(\.name) == ["stale", "rollbacks"])
+            #expect(project.credentials.kind == .keyFile)
+            #expect(effective.webhook.secrets == 1)
             #expect(!routes.text.contains(relay.secret) && !routes.text.contains(String(relay.secret.dropFirst(6))))
             #expect(!routes.text.contains("PRIVATE KEY"))
         }
@@ -97,11 +99,13 @@ import Testing
         try await withLiveRelay { relay in
             let preview = try await relay.admin(.POST, "/admin/preview", json: #"{"version": {"versionNumber": "42", "updateType": "ROLLBACK"}}"#)
             #expect(preview.status == 200)
-            let requests = try #require(preview.json["requests"] as? [[String: Any]])
+            let requests = try preview.decode(Contract.Preview.self).requests
             #expect(requests.count == 1)
-            #expect((requests[0]["url"] as? String)?.hasSuffix("/v1/projects/demo-project/messages:send") == true)
+            #expect(requests.first?.url.hasSuffix("/v1/projects/demo-project/messages:send") == true)
             #expect(await relay.emulator.messages.isEmpty)
-            let previewed = try #require((requests[0]["body"] as? [String: Any])?["message"] as? NSDictionary)
+            // The body is a free-form object in the contract (exactly what would be sent): compared as JSON.
+            let body = try #require((preview.json["requests"] as? [[String: Any]])?.first?["body"] as? [String: Any])
+            let previewed = try #require(body["message"] as? NSDictionary)
             #expect(try await relay.post(#"{"versionNumber": "42", "updateType": "ROLLBACK"}"#).status == 200)
             let sent = await relay.recordedMessages()
             #expect(sent.count == 1)
@@ -114,7 +118,7 @@ import Testing
             let event =
                 #"{"event": {"specversion": "1.0", "id": "e1", "source": "\#(demoSource)", "type": "\#(updatedType)", "data": {"versionNumber": "9"}}}"#
             let preview = try await relay.admin(.POST, "/admin/preview", json: event)
-            #expect(preview.json["versionNumber"] as? String == "9")
+            #expect(try preview.decode(Contract.Preview.self).versionNumber == "9")
             let neither = try await relay.admin(.POST, "/admin/preview", json: "{}")
             #expect(neither.status == 400)
             #expect(neither.problemType == "urn:rc-relay:problem:invalid-request")
@@ -128,29 +132,30 @@ import Testing
 
     @Test func sendNowDryRunAndToOneDevice() async throws {
         try await withLiveRelay(
-            routes: """
+            .standard.routes(
+                """
                   - {name: a, topic: A}
                   - {name: b, topic: B}
-                """
+                """)
         ) { relay in
             let dry = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "5"}, "route": "b", "validateOnly": true}"#)
             #expect(dry.status == 200)
-            let first = try #require((dry.json["deliveries"] as? [[String: Any]])?.first)
-            #expect(first["status"] as? String == "validated")
-            #expect(first["origin"] as? String == "send")
+            let first = try #require(try dry.deliveries.first)
+            #expect(first.status == .validated)
+            #expect(first.origin == .send)
             #expect(await relay.emulator.stats.validatedOnly == 1)
             #expect(await relay.emulator.stats.accepted == 0)
 
             let device = try await relay.admin(
                 .POST, "/admin/send", json: #"{"version": {"versionNumber": "5"}, "route": "a", "token": "test-device-token-1"}"#)
-            #expect((device.json["deliveries"] as? [[String: Any]])?.first?["target"] as? String == "token")
+            #expect(try device.deliveries.first?.target == "token")
             let sent = await relay.recordedMessages()
             #expect(sent.count == 1)
             #expect(sent.first?["token"] as? String == "test-device-token-1")
             #expect(sent.first?["topic"] == nil)
 
             let all = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "6"}}"#)
-            #expect((all.json["deliveries"] as? [[String: Any]])?.count == 2)
+            #expect(try all.deliveries.count == 2)
             let unknown = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "6"}, "route": "zzz"}"#)
             #expect(unknown.status == 404)
             let deviceWithoutRoute = try await relay.admin(
@@ -173,7 +178,7 @@ import Testing
             let answer = try await relay.post(#"{"versionNumber":7}"#)
             #expect(answer.status == 503)
             let report = try await relay.settledDelivery(version: 7)
-            #expect(report.status == "accepted")
+            #expect(report.status == .accepted)
             #expect(report.attempts.count == 2)
             let data = await relay.recordedMessages().compactMap { $0["data"] as? [String: String] }
             #expect(data.contains { $0["CONFIG_VERSION"] == "7" })
@@ -181,7 +186,7 @@ import Testing
     }
 
     @Test func adminBodiesAreBoundedLikeWebhooks() async throws {
-        try await withLiveRelay(environment: ["RC_RELAY_MAX_BODY_BYTES": "2048"]) { relay in
+        try await withLiveRelay(.standard.environment(["RC_RELAY_MAX_BODY_BYTES": "2048"])) { relay in
             let large = #"{"version": {"versionNumber": "5", "description": "\#(String(repeating: "x", count: 4096))"}}"#
             let answer = try await relay.admin(.POST, "/admin/send", json: large)
             #expect(answer.status == 413)
@@ -196,30 +201,29 @@ import Testing
             await relay.emulator.inject(.init(status: 503, count: 3))
             let failed = try await relay.post(#"{"versionNumber": "11"}"#)
             #expect(failed.status == 503)
-            let id = try #require(try await relay.settledDeliveries(version: 11).first?["id"] as? String)
+            let id = try #require(try await relay.settledDeliveries(version: 11).first?.id)
 
             let dead = try await relay.admin(.GET, "/admin/deliveries?status=dead")
-            let listed = try #require(dead.json["deliveries"] as? [[String: Any]])
-            #expect(listed.map { $0["id"] as? String } == [id])
-            #expect(try await relay.admin(.GET, "/admin/deliveries?status=accepted").json["deliveries"] as? [Any] != nil)
-            #expect((try await relay.admin(.GET, "/admin/deliveries?status=accepted").json["deliveries"] as? [Any])?.isEmpty == true)
-            #expect((try await relay.admin(.GET, "/admin/deliveries?version=12").json["deliveries"] as? [Any])?.isEmpty == true)
+            #expect(try dead.deliveries.map(\.id) == [id])
+            // Each decodes as a delivery list (throwing if not one), and it is empty.
+            #expect(try await relay.admin(.GET, "/admin/deliveries?status=accepted").deliveries.isEmpty)
+            #expect(try await relay.admin(.GET, "/admin/deliveries?version=12").deliveries.isEmpty)
             #expect(try await relay.admin(.GET, "/admin/deliveries?status=nonsense").status == 400)
 
-            let one = try await relay.admin(.GET, "/admin/deliveries/\(id)")
-            #expect(one.json["status"] as? String == "dead")
-            let attempts = try #require(one.json["attempts"] as? [[String: Any]])
-            #expect(attempts.count == 3)
-            #expect(attempts.allSatisfy { $0["httpStatus"] as? Int == 503 })
-            #expect((one.json["error"] as? [String: Any])?["httpStatus"] as? Int == 503)
+            let one = try await relay.admin(.GET, "/admin/deliveries/\(id)").record
+            #expect(one.status == .dead)
+            #expect(one.attempts.count == 3)
+            #expect(one.attempts.allSatisfy { $0.httpStatus == 503 })
+            #expect(one.error?.httpStatus == 503)
 
             let retried = try await relay.admin(.POST, "/admin/deliveries/\(id)/retry")
             #expect(retried.status == 200)
-            #expect(retried.json["status"] as? String == "accepted")
-            #expect(retried.json["retryOf"] as? String == id)
-            #expect(retried.json["origin"] as? String == "retry")
+            let retry = try retried.record
+            #expect(retry.status == .accepted)
+            #expect(retry.retryOf == id)
+            #expect(retry.origin == .retry)
             #expect(await relay.recordedMessages().count == 1)
-            let again = try await relay.admin(.POST, "/admin/deliveries/\(try #require(retried.json["id"] as? String))/retry")
+            let again = try await relay.admin(.POST, "/admin/deliveries/\(retry.id)/retry")
             #expect(again.status == 409)
             #expect(again.problemType == "urn:rc-relay:problem:not-retryable")
             #expect(try await relay.admin(.GET, "/admin/deliveries/nope").status == 404)
@@ -232,35 +236,36 @@ import Testing
             await relay.emulator.inject(.init(status: 400, errorCode: "INVALID_ARGUMENT"))
             let failed = try await relay.post(#"{"versionNumber": "21"}"#)
             #expect(failed.status == 200)
-            #expect(failed.json["status"] as? String == "failed")
-            let id = try #require(((failed.json["deliveries"] as? [[String: Any]])?.first)?["id"] as? String)
+            let delivered = try failed.delivered
+            #expect(delivered.status == .failed)
+            let id = try #require(delivered.deliveries.first?.id)
             let retried = try await relay.admin(.POST, "/admin/deliveries/\(id)/retry")
             #expect(retried.status == 200)
-            #expect(retried.json["status"] as? String == "accepted")
+            #expect(try retried.record.status == .accepted)
             #expect((await relay.recordedMessages().first?["data"] as? [String: Any])?["CONFIG_STATE"] as? String == "STALE")
 
             await relay.emulator.inject(.init(status: 400, errorCode: "INVALID_ARGUMENT"))
             let device = try await relay.admin(
                 .POST, "/admin/send", json: #"{"version": {"versionNumber": "22"}, "route": "default", "token": "phone-1"}"#)
-            let deviceRecord = try #require((device.json["deliveries"] as? [[String: Any]])?.first)
-            #expect(deviceRecord["status"] as? String == "failed")
-            let refused = try await relay.admin(.POST, "/admin/deliveries/\(try #require(deviceRecord["id"] as? String))/retry")
+            let deviceRecord = try #require(try device.deliveries.first)
+            #expect(deviceRecord.status == .failed)
+            let refused = try await relay.admin(.POST, "/admin/deliveries/\(deviceRecord.id)/retry")
             #expect(refused.status == 409)
             #expect(refused.problemType == "urn:rc-relay:problem:not-retryable")
-            #expect((refused.json["detail"] as? String)?.contains("device") == true)
+            #expect(refused.problem?.detail.contains("device") == true)
             #expect(!refused.text.contains("phone-1"))
             #expect(await relay.recordedMessages().count == 1)
         }
     }
 
     @Test func reloadAppliesANewFileAndRefusesABadOneKeepingTheOld() async throws {
-        try await withLiveRelay(configFile: true) { relay in
+        try await withLiveRelay(.standard.configFile()) { relay in
             let path = try #require(relay.configPath)
             let original = try String(contentsOfFile: path, encoding: .utf8)
             try (original + "\nroutes:\n  - {name: fresh, topic: FRESH}\n").write(toFile: path, atomically: true, encoding: .utf8)
             let reloaded = try await relay.admin(.POST, "/admin/reload")
             #expect(reloaded.status == 200)
-            #expect(reloaded.json["restartRequired"] as? [String] == [])
+            #expect(try reloaded.decode(Components.Schemas.Reloaded.self).restartRequired == [])
             #expect(try await relay.post(#"{"versionNumber": "1"}"#).status == 200)
             #expect(await relay.recordedMessages().first?["topic"] as? String == "FRESH")
 
@@ -268,17 +273,17 @@ import Testing
             let refused = try await relay.admin(.POST, "/admin/reload")
             #expect(refused.status == 422)
             #expect(refused.problemType == "urn:rc-relay:problem:invalid-configuration")
-            #expect((refused.json["detail"] as? String)?.contains("routes[0].topic") == true)
+            #expect(refused.problem?.detail.contains("routes[0].topic") == true)
             #expect(try await relay.post(#"{"versionNumber": "2"}"#).status == 200)
             #expect(await relay.recordedMessages().last?["topic"] as? String == "FRESH")
-            #expect(try await relay.admin(.GET, "/admin/info").json["configuration"].flatMap { ($0 as? [String: Any])?["reloads"] as? Int } == 1)
+            #expect(try await relay.admin(.GET, "/admin/info").decode(Components.Schemas.Info.self).configuration.reloads == 1)
 
             // A setting only a restart applies is named, and the rest of the file still applies.
             try (original + "\ndelivery: {historySize: 50}\nroutes:\n  - {name: later, topic: LATER}\n").write(
                 toFile: path, atomically: true, encoding: .utf8)
             let partly = try await relay.admin(.POST, "/admin/reload")
             #expect(partly.status == 200)
-            #expect(partly.json["restartRequired"] as? [String] == ["delivery.historySize"])
+            #expect(try partly.decode(Components.Schemas.Reloaded.self).restartRequired == ["delivery.historySize"])
             #expect(try await relay.post(#"{"versionNumber": "3"}"#).status == 200)
             #expect(await relay.recordedMessages().last?["topic"] as? String == "LATER")
         }

@@ -1,8 +1,11 @@
+import Configuration
 import FCMEmulator
 import Foundation
 import RelayCore
-import RelayServer
 import Testing
+import Yams
+
+@testable import RelayServer
 
 /// A key file the loader can read, made once per test.
 private func keyFile() async throws -> String {
@@ -20,9 +23,9 @@ private func base(_ key: String) -> String {
     """
 }
 
-private func refusal(_ yaml: String, environment: [String: String] = [:]) -> ConfigurationError? {
+private func refusal(_ yaml: String, environment: [String: String] = [:], arguments: [String] = []) -> ConfigurationError? {
     do {
-        _ = try ConfigurationLoader(environment: environment).load(yaml: yaml)
+        _ = try ConfigurationLoader(environment: environment, arguments: arguments).load(yaml: yaml)
         return nil
     } catch {
         return error
@@ -166,4 +169,89 @@ private func refusal(_ yaml: String, environment: [String: String] = [:]) -> Con
     let nested = refusal(base(key) + "\nserver: {\"\": 1}\n")
     #expect(nested?.key == "server.(an empty key)")
     #expect(nested?.problem.contains("not a known setting") == true)
+}
+
+/// Every mistake in a file is reported at once, as a compiler does, in the order of the file, each with its key,
+/// problem and fix: one round of fixes, not six.
+@Test func everyProblemInTheFileIsReportedAtOnce() async throws {
+    let key = try await keyFile()
+    let error = try #require(
+        refusal(
+            """
+            webhook: {secrets: ["not-a-secret"]}
+            fcm: {credentialsFile: "\(key)"}
+            delivery: {maxAtempts: 3}
+            routes:
+              - {name: legacy, topic: /topics/PUSH_RC}
+              - {name: data, topic: PUSH_RC, data: {COUNT: 3}}
+              - {name: twice, topic: a}
+              - {name: twice, topic: b}
+              - {name: wide, condition: "'a' in topics || 'b' in topics || 'c' in topics || 'd' in topics || 'e' in topics || 'f' in topics"}
+            """))
+    #expect(
+        error.all.map(\.key) == [
+            "delivery.maxAtempts", "webhook.secrets[0]", "routes[0].topic", "routes[1].data.COUNT", "routes[3].name", "routes[4].condition",
+        ])
+    #expect(error.all.allSatisfy { !$0.problem.isEmpty && !$0.fix.isEmpty })
+    #expect(error.all[0].fix == "did you mean 'maxAttempts'?")
+    #expect(error.description.hasPrefix("6 configuration errors:\n"))
+    #expect(!error.description.contains("not-a-secret"), "a refused secret is never shown")
+    // The first problem is the error's own, so code that reads one error still reads the first.
+    #expect(error.key == "delivery.maxAtempts")
+}
+
+/// A section with a value of the wrong type is reported with the others, not instead of them.
+@Test func aWrongTypeInOneSectionDoesNotHideTheOthers() async throws {
+    let key = try await keyFile()
+    let error = try #require(
+        refusal(
+            """
+            webhook: {secrets: ["\(secret)"]}
+            fcm: {credentialsFile: "\(key)", timeoutSeconds: 500}
+            server: {port: eighty}
+            log: {level: loud}
+            """))
+    #expect(error.all.map(\.key) == ["server.port", "fcm.timeoutSeconds", "log.level"])
+}
+
+/// Flags win over variables, which win over the file; a flag that names no setting is refused with a suggestion.
+@Test func flagsOverrideTheEnvironmentWhichOverridesTheFile() async throws {
+    let key = try await keyFile()
+    let loader = ConfigurationLoader(
+        environment: ["RC_RELAY_PORT": "9000", "RC_RELAY_DELIVERY_HISTORY_SIZE": "50", "RC_RELAY_OIDC_AUDIENCES": "https://a\thttps://b"],
+        arguments: ["--port", "9100", "--fcm-validate-only", "--delivery-spool-directory=/var/spool/x", "--trusted-proxies", "10.0.0.0/8", "::1"])
+    let settings = try loader.load(
+        yaml: base(key)
+            + "\nserver: {port: 8081, maxBodyBytes: 2048}\noidc: {jwksURL: \"http://127.0.0.1:1/jwks\", allowedEmails: [a@b.iam.gserviceaccount.com]}"
+    )
+    #expect(settings.port == 9100, "a flag over the variable and the file")
+    #expect(settings.historySize == 50, "a variable over the default")
+    #expect(settings.maxBodyBytes == 2048, "the file where nothing else says")
+    #expect(settings.validateOnly)
+    #expect(settings.spoolDirectory == "/var/spool/x")
+    #expect(settings.trustedProxies == TrustedProxies([try #require(TrustedProxies.Range("10.0.0.0/8")), try #require(TrustedProxies.Range("::1"))]))
+    #expect(settings.oidc?.audiences == ["https://a", "https://b"], "any whitespace separates a variable's list")
+    let refused = try #require(refusal(base(key), arguments: ["--delivery-spool-dir", "/x", "--server-port", "1"]))
+    #expect(refused.all.map(\.key) == ["--delivery-spool-dir", "--server-port"])
+    #expect(refused.all[0].fix.hasPrefix("did you mean --delivery-spool-directory?"))
+    #expect(refused.all[1].fix.hasPrefix("did you mean --port?"))
+    // A wrong value names where it came from.
+    let wrong = try #require(refusal(base(key), arguments: ["--port", "eighty"]))
+    #expect(wrong.problem.contains("(set by --port)"))
+}
+
+/// The documented variable names are what swift-configuration's environment provider reads for each key.
+@Test func everyVariableNameIsTheOneTheEnvironmentProviderReads() throws {
+    for setting in EnvironmentOverrides.all where setting.key != "routes" {
+        let sources = ConfigurationSources(file: Node([(Node, Node)]()), environment: [setting.variable: "x"], arguments: [])
+        let value =
+            setting.isList ? sources.reader.stringArray(forKey: ConfigKey(setting.key))?.first : sources.reader.string(forKey: ConfigKey(setting.key))
+        #expect(value == "x", "\(setting.key) is read from \(setting.variable)")
+        let flagged = ConfigurationSources(file: Node([(Node, Node)]()), environment: [:], arguments: ["--\(setting.flag)", "y"])
+        let flagValue =
+            setting.isList ? flagged.reader.stringArray(forKey: ConfigKey(setting.key))?.first : flagged.reader.string(forKey: ConfigKey(setting.key))
+        #expect(flagValue == "y", "\(setting.key) is read from --\(setting.flag)")
+    }
+    #expect(EnvironmentOverrides.all.first { $0.key == "fcm.metadataURL" }?.variable == "RC_RELAY_FCM_METADATA_URL")
+    #expect(EnvironmentOverrides.all.first { $0.key == "server.maxBodyBytes" }?.variable == "RC_RELAY_MAX_BODY_BYTES")
 }

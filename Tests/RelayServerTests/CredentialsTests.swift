@@ -1,8 +1,9 @@
 import AsyncHTTPClient
 import FCMEmulator
 import Foundation
-import RelayServer
 import Testing
+
+@testable import RelayServer
 
 private let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
@@ -41,7 +42,7 @@ private func credentials(_ yaml: String, _ environment: [String: String]) throws
 }
 
 @Test func metadataServerCredentialsNeedNoKeyFile() async throws {
-    try await withLiveRelay(environment: ["RC_RELAY_FCM_METADATA_URL": "EMULATOR"], useKeyFile: false) { relay in
+    try await withLiveRelay(.standard.environment(["RC_RELAY_FCM_METADATA_URL": "EMULATOR"]).withoutKeyFile()) { relay in
         let answer = try await relay.post(#"{"versionNumber":8}"#)
         #expect(answer.status == 200)
         #expect(await relay.emulator.messages.count == 1)
@@ -65,8 +66,7 @@ private func credentials(_ yaml: String, _ environment: [String: String]) throws
 
 @Test func severalProjectsEachGetTheirOwnRoutesAndCredentials() async throws {
     try await withLiveRelay(
-        routes: nil, secondProject: true,
-        extraYAML: { relay in
+        .standard.secondProject().extraYAML { relay in
             """
             projects:
               - id: demo-project
@@ -83,11 +83,11 @@ private func credentials(_ yaml: String, _ environment: [String: String]) throws
         let forDemo = try await relay.post(#"{"versionNumber":"12"}"#, headers: binaryHeaders())
         #expect(forDemo.status == 200)
         let bare = try await relay.post(#"{"versionNumber":"13"}"#)
-        #expect((bare.json["event"] as? [String: Any])?["project"] as? String == "demo-project")
+        #expect(try bare.delivered.event.project == "demo-project")
         let unknown = try await relay.post(
             #"{"versionNumber":"14"}"#, headers: binaryHeaders(source: "//firebaseremoteconfig.googleapis.com/projects/game-c"))
         #expect(unknown.status == 422)
-        #expect((unknown.json["detail"] as? String)?.contains("'demo-project', 'game-b'") == true)
+        #expect(unknown.problem?.detail.contains("'demo-project', 'game-b'") == true)
         let recorded = await relay.emulator.messages
         #expect(recorded.map(\.project) == ["game-b", "demo-project", "demo-project"])
         let b = await relay.recordedMessages()[0]
@@ -126,7 +126,7 @@ private func credentials(_ yaml: String, _ environment: [String: String]) throws
 }
 
 @Test func googleApplicationCredentialsIsUsedWhenNoFileIsConfigured() async throws {
-    try await withLiveRelay(environment: ["GOOGLE_APPLICATION_CREDENTIALS": "KEYFILE"], useKeyFile: false) { relay in
+    try await withLiveRelay(.standard.environment(["GOOGLE_APPLICATION_CREDENTIALS": "KEYFILE"]).withoutKeyFile()) { relay in
         let answer = try await relay.post(#"{"versionNumber":9}"#)
         #expect(answer.status == 200)
         #expect(await relay.emulator.assertions.count == 1)  // a JWT-bearer grant: the key file was used

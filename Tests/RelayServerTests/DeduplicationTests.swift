@@ -14,10 +14,10 @@ import Testing
         let second = try await relay.post(#"{"versionNumber":3}"#, id: "msg_same")
         #expect(first.status == 200)
         #expect(second.status == 200)
-        #expect(first.json["duplicate"] as? Bool == false)
-        #expect(second.json["duplicate"] as? Bool == true)
-        let names = { (answer: LiveRelay.Answer) in (answer.json["deliveries"] as? [[String: Any]])?.compactMap { $0["messageName"] as? String } }
-        #expect(names(first) == names(second))
+        #expect(try first.delivered.duplicate == false)
+        #expect(try second.delivered.duplicate == true)
+        let names = { (answer: LiveRelay.Answer) throws in try answer.delivered.deliveries.compactMap(\.messageName) }
+        #expect(try names(first) == names(second))
         #expect(await relay.emulator.messages.count == 1)
     }
 }
@@ -28,7 +28,7 @@ import Testing
         let first = try await relay.post(#"{"versionNumber":4}"#, headers: headers, id: "msg_a")
         let second = try await relay.post(#"{"versionNumber":4}"#, headers: headers, id: "msg_b")
         #expect(first.status == 200)
-        #expect(second.json["duplicate"] as? Bool == true)
+        #expect(try second.delivered.duplicate == true)
         #expect(await relay.emulator.messages.count == 1)
     }
 }
@@ -40,7 +40,7 @@ import Testing
             for _ in 0..<5 {
                 group.addTask {
                     let answer = try await relay.post(#"{"versionNumber":6}"#, id: "msg_burst")
-                    return (answer.status, answer.json["duplicate"] as? Bool)
+                    return (answer.status, try? answer.delivered.duplicate)
                 }
             }
             return try await group.reduce(into: []) { $0.append($1) }
@@ -58,7 +58,7 @@ import Testing
         let first = try await relay.post(#"{"versionNumber":7}"#, id: "msg_retry")
         let retry = try await relay.post(#"{"versionNumber":7}"#, id: "msg_retry")
         #expect(first.status == 200 && retry.status == 200)
-        #expect(first.json["status"] as? String == "failed" && retry.json["duplicate"] as? Bool == true)
+        #expect(try first.delivered.status == .failed && retry.delivered.duplicate == true)
         #expect(await relay.emulator.stats.sendRequests == 1)
     }
 }
@@ -68,10 +68,10 @@ import Testing
         await relay.emulator.inject(.init(status: 503, count: 3))  // all three attempts
         let failed = try await relay.post(#"{"versionNumber":7}"#, id: "msg_retry")
         #expect(failed.status == 503)
-        #expect(try await relay.settledDelivery(version: 7).status == "dead")
+        #expect(try await relay.settledDelivery(version: 7).status == .dead)
         let retry = try await relay.post(#"{"versionNumber":7}"#, id: "msg_retry")
         #expect(retry.status == 200)
-        #expect(retry.json["duplicate"] as? Bool == false)
+        #expect(try retry.delivered.duplicate == false)
         #expect(await relay.emulator.messages.count == 1)
     }
 }
@@ -90,7 +90,7 @@ import Testing
         let cloudEvent = try await relay.post(try sample("template-version.json"), headers: binaryHeaders(id: "eventarc-1"))
         let forwarded = try await relay.post(#"{"versionNumber":"42","updateType":"INCREMENTAL_UPDATE"}"#, id: "msg_from_ci")
         #expect(cloudEvent.status == 200 && forwarded.status == 200)
-        #expect(forwarded.json["duplicate"] as? Bool == true)
+        #expect(try forwarded.delivered.duplicate == true)
         #expect(await relay.emulator.messages.count == 1)
     }
 }
@@ -100,7 +100,7 @@ import Testing
           - {name: default, topic: PUSH_RC, data: {CONFIG_STATE: STALE, CONFIG_VERSION: "{{version}}"}}
           - {name: console, topic: RC_CONSOLE, data: {V: "{{version}}"}}
         """
-    try await withLiveRelay(routes: routes, environment: ["RC_RELAY_DELIVERY_MAX_ATTEMPTS": "8"]) { relay in
+    try await withLiveRelay(.standard.routes(routes).environment(["RC_RELAY_DELIVERY_MAX_ATTEMPTS": "8"])) { relay in
         // Every first attempt fails and asks for 5 s; each webhook is answered at its first failure, so all three
         // versions have started (102 is the newest claimed) long before the older pings' retries come due.
         await relay.emulator.inject(.init(status: 503, retryAfter: "5", count: 8))
@@ -108,13 +108,13 @@ import Testing
             let answer = try await relay.post(#"{"versionNumber":\#(version)}"#)
             #expect(answer.status == 503)
         }
-        var statuses: [Int: [String]] = [:]
+        var statuses: [Int: [Components.Schemas.DeliveryStatus]] = [:]
         for version in 100...102 {
-            statuses[version] = try await relay.settledDeliveries(version: version, count: 2).compactMap { $0["status"] as? String }
+            statuses[version] = try await relay.settledDeliveries(version: version, count: 2).map(\.status)
         }
-        #expect(statuses[100] == ["superseded", "superseded"])
-        #expect(statuses[101] == ["superseded", "superseded"])
-        #expect(statuses[102] == ["accepted", "accepted"])
+        #expect(statuses[100] == [.superseded, .superseded])
+        #expect(statuses[101] == [.superseded, .superseded])
+        #expect(statuses[102] == [.accepted, .accepted])
         let sent = await relay.recordedMessages()
         #expect(sent.count == 2)
         #expect(sent.allSatisfy { ($0["data"] as? [String: String])?.values.contains("102") == true })
@@ -122,21 +122,20 @@ import Testing
 }
 
 @Test func onlyTheNewestEventsAreRememberedBeyondTheCapacity() async throws {
-    try await withLiveRelay(environment: ["RC_RELAY_DELIVERY_DEDUP_MAX_EVENTS": "2"]) { relay in
+    try await withLiveRelay(.standard.environment(["RC_RELAY_DELIVERY_DEDUP_MAX_EVENTS": "2"])) { relay in
         // Counted in events, as documented, whatever number of keys (id, version, webhook-id) each is known by.
         for version in 50...52 { #expect(try await relay.post(#"{"versionNumber":\#(version)}"#, id: "msg_cap_\(version)").status == 200) }
         let newest = try await relay.post(#"{"versionNumber":52}"#, id: "msg_cap_52")
-        #expect(newest.json["duplicate"] as? Bool == true)
+        #expect(try newest.delivered.duplicate == true)
         let oldest = try await relay.post(#"{"versionNumber":50}"#, id: "msg_cap_50")
-        #expect(oldest.json["duplicate"] as? Bool == false)
+        #expect(try oldest.delivered.duplicate == false)
         #expect(await relay.emulator.messages.count == 4)
     }
 }
 
 @Test func aReplayedSignedRequestWithUnsignedHeadersChangedSendsNothing() async throws {
     try await withLiveRelay(
-        routes: nil, secondProject: true,
-        extraYAML: { relay in
+        .standard.secondProject().extraYAML { relay in
             """
             projects:
               - id: demo-project
@@ -157,7 +156,7 @@ import Testing
         #expect(otherProject.problemType == "urn:rc-relay:problem:event-id-conflict")
         let otherID = try await relay.post(body, headers: binaryHeaders(id: "ce-forged"), id: "msg_captured", timestamp: timestamp)
         #expect(otherID.status == 200)
-        #expect(otherID.json["duplicate"] as? Bool == true)
+        #expect(try otherID.delivered.duplicate == true)
         let sent = await relay.emulator.messages
         #expect(sent.count == 1)
         #expect(sent.allSatisfy { $0.project == "demo-project" })

@@ -2,6 +2,8 @@ import AsyncHTTPClient
 import Foundation
 import Testing
 
+@testable import RelayServer
+
 private let threeRoutes = """
       - name: default
         topic: PUSH_RC
@@ -24,18 +26,16 @@ private let threeRoutes = """
     try await withLiveRelay { relay in
         let answer = try await relay.post(try sample("template-version.json"), headers: binaryHeaders(id: "ce-42"))
         #expect(answer.status == 200)
-        #expect(answer.json["status"] as? String == "delivered")
-        let event = answer.json["event"] as? [String: Any]
-        #expect(event?["id"] as? String == "ce-42")
-        #expect(event?["versionNumber"] as? String == "42")
-        #expect(event?["format"] as? String == "cloudevent-binary")
-        let deliveries = answer.json["deliveries"] as? [[String: Any]] ?? []
+        let delivered = try answer.delivered
+        #expect(delivered.status == .delivered)
+        #expect(delivered.event.id == "ce-42")
+        #expect(delivered.event.versionNumber == "42")
+        #expect(delivered.event.format == .cloudEventBinary)
         let recorded = await relay.emulator.messages
         #expect(recorded.count == 1)
-        #expect(deliveries.first?["messageName"] as? String == recorded.first?.name)
-        let expected =
-            (try JSONSerialization.jsonObject(with: Data(try sample("fcm-silent-ping-example.json").utf8)) as! NSDictionary)["message"]
-            as! NSDictionary
+        #expect(delivered.deliveries.first?.messageName == recorded.first?.name)
+        let example = try JSONSerialization.jsonObject(with: Data(try sample("fcm-silent-ping-example.json").utf8))
+        let expected = try #require((example as? NSDictionary)?["message"] as? NSDictionary)
         #expect(NSDictionary(dictionary: await relay.recordedMessages()[0]) == expected)
     }
 }
@@ -44,18 +44,17 @@ private let threeRoutes = """
     try await withLiveRelay { relay in
         let answer = try await relay.post(try sample("cloudevent-structured.json"), contentType: "application/cloudevents+json")
         #expect(answer.status == 200)
-        #expect((answer.json["event"] as? [String: Any])?["format"] as? String == "cloudevent-structured")
+        #expect(try answer.delivered.event.format == .cloudEventStructured)
         let data = await relay.recordedMessages().first?["data"] as? [String: String]
         #expect(data == ["CONFIG_STATE": "STALE", "CONFIG_VERSION": "42"])
     }
 }
 
 @Test func bareVersionWithNumberIsRelayedToEveryMatchingRoute() async throws {
-    try await withLiveRelay(routes: threeRoutes) { relay in
+    try await withLiveRelay(.standard.routes(threeRoutes)) { relay in
         let answer = try await relay.post(try sample("rollback-version.json"))
         #expect(answer.status == 200)
-        let routes = (answer.json["deliveries"] as? [[String: Any]])?.compactMap { $0["route"] as? String }
-        #expect(routes == ["default", "rollbacks"])
+        #expect(try answer.delivered.deliveries.map(\.route) == ["default", "rollbacks"])
         let messages = await relay.recordedMessages()
         #expect(messages.count == 2)
         let rollback = messages.first { $0["condition"] != nil }
@@ -70,7 +69,7 @@ private let threeRoutes = """
 }
 
 @Test func consoleFilterTakesConsoleUpdatesOnly() async throws {
-    try await withLiveRelay(routes: threeRoutes) { relay in
+    try await withLiveRelay(.standard.routes(threeRoutes)) { relay in
         let answer = try await relay.post(#"{"versionNumber":"7","updateOrigin":"CONSOLE","updateType":"FORCED_UPDATE"}"#)
         #expect(answer.status == 200)
         let console = await relay.recordedMessages().first { $0["topic"] as? String == "rc-console" }
@@ -80,10 +79,10 @@ private let threeRoutes = """
 }
 
 @Test func validateOnlyAsksFCMToCheckWithoutDelivering() async throws {
-    try await withLiveRelay(environment: ["RC_RELAY_FCM_VALIDATE_ONLY": "true"]) { relay in
+    try await withLiveRelay(.standard.environment(["RC_RELAY_FCM_VALIDATE_ONLY": "true"])) { relay in
         let answer = try await relay.post(#"{"versionNumber":5}"#)
         #expect(answer.status == 200)
-        #expect((answer.json["deliveries"] as? [[String: Any]])?.first?["status"] as? String == "validated")
+        #expect(try answer.delivered.deliveries.first?.status == .validated)
         #expect(await relay.emulator.messages.isEmpty)
         #expect(await relay.emulator.stats.validatedOnly == 1)
     }
@@ -94,10 +93,10 @@ private let threeRoutes = """
           - topic: t
             when: {updateTypes: [ROLLBACK]}
         """
-    try await withLiveRelay(routes: rollbacksOnly) { relay in
+    try await withLiveRelay(.standard.routes(rollbacksOnly)) { relay in
         let answer = try await relay.post(#"{"versionNumber":5,"updateType":"INCREMENTAL_UPDATE"}"#)
         #expect(answer.status == 200)
-        #expect((answer.json["deliveries"] as? [Any])?.isEmpty == true)
+        #expect(try answer.delivered.deliveries.isEmpty)
         #expect(await relay.emulator.stats.sendRequests == 0)
     }
 }
@@ -106,7 +105,7 @@ private let threeRoutes = """
     try await withLiveRelay { relay in
         let answer = try await relay.post(#"{"versionNumber":5}"#, headers: ["X-Request-Id": "req-abc-123"])
         #expect(answer.headers["x-request-id"] == "req-abc-123")
-        #expect(answer.json["requestId"] as? String == "req-abc-123")
+        #expect(try answer.delivered.requestId == "req-abc-123")
     }
 }
 
@@ -116,6 +115,6 @@ private let threeRoutes = """
         request.method = .GET
         let answer = try await relay.send(request)
         #expect(answer.status == 200)
-        #expect(answer.json["status"] as? String == "ok")
+        #expect(try answer.decode(Contract.Health.self).status == .ok)
     }
 }

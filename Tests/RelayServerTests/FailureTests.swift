@@ -2,29 +2,21 @@ import FCMEmulator
 import Foundation
 import Testing
 
-/// The first delivery's report: its status and attempts.
-private func delivery(_ answer: LiveRelay.Answer) -> (status: String?, attempts: [[String: Any]], error: [String: Any]?) {
-    let report = (answer.json["deliveries"] as? [[String: Any]])?.first
-    return (report?["status"] as? String, report?["attempts"] as? [[String: Any]] ?? [], report?["error"] as? [String: Any])
-}
-
-private func times(_ attempts: [[String: Any]]) -> [Date] {
-    attempts.compactMap { ($0["at"] as? String).flatMap { try? Date($0, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)) } }
-}
+@testable import RelayServer
 
 // MARK: Tests
 
 @Test func unavailableThreeTimesThenDeliveredOnceHonouringRetryAfter() async throws {
-    try await withLiveRelay(environment: ["RC_RELAY_DELIVERY_MAX_ATTEMPTS": "5"]) { relay in
+    try await withLiveRelay(.standard.environment(["RC_RELAY_DELIVERY_MAX_ATTEMPTS": "5"])) { relay in
         await relay.emulator.inject(.init(status: 503, retryAfter: "1", count: 3))
         let answer = try await relay.post(#"{"versionNumber":21}"#)
         // The first failure is the outcome the sender can act on: retry after FCM's Retry-After.
         #expect(answer.status == 503)
         #expect(answer.headers["retry-after"] == "1")
-        let (status, attempts, _) = try await relay.settledDelivery(version: 21)
-        #expect(status == "accepted")
-        #expect(attempts.compactMap { $0["httpStatus"] as? Int } == [503, 503, 503, 200])
-        let at = times(attempts)
+        let settled = try await relay.settledDelivery(version: 21)
+        #expect(settled.status == .accepted)
+        #expect(settled.attempts.compactMap(\.httpStatus) == [503, 503, 503, 200])
+        let at = settled.attempts.map(\.at)
         #expect(at.count == 4)
         for (earlier, later) in zip(at, at.dropFirst()) { #expect(later.timeIntervalSince(earlier) >= 0.99) }
         #expect(await relay.emulator.messages.count == 1)
@@ -32,11 +24,11 @@ private func times(_ attempts: [[String: Any]]) -> [Date] {
 }
 
 @Test func quotaExceededWaitsAtLeastTheQuotaDelay() async throws {
-    try await withLiveRelay(environment: ["RC_RELAY_DELIVERY_QUOTA_DELAY_SECONDS": "0.5"]) { relay in
+    try await withLiveRelay(.standard.environment(["RC_RELAY_DELIVERY_QUOTA_DELAY_SECONDS": "0.5"])) { relay in
         await relay.emulator.inject(.init(status: 429, errorCode: "QUOTA_EXCEEDED"))
         let answer = try await relay.post(#"{"versionNumber":22}"#)
         #expect(answer.status == 503)
-        let at = times(try await relay.settledDelivery(version: 22).attempts)
+        let at = try await relay.settledDelivery(version: 22).attempts.map(\.at)
         #expect(at.count == 2)
         #expect(at.count == 2 && at[1].timeIntervalSince(at[0]) >= 0.5)
     }
@@ -49,12 +41,13 @@ private func times(_ attempts: [[String: Any]]) -> [Date] {
         // Retrying cannot help, so the sender is told 200 (and not asked to retry); the body says it failed.
         #expect(answer.status == 200)
         #expect(answer.headers["content-type"]?.hasPrefix("application/json") == true)
-        #expect(answer.json["status"] as? String == "failed")
-        let (status, attempts, error) = delivery(answer)
-        #expect(status == "failed")
-        #expect(attempts.count == 1)
-        #expect(error?["httpStatus"] as? Int == 400)
-        #expect(error?["errorCode"] as? String == "INVALID_ARGUMENT")
+        let delivered = try answer.delivered
+        #expect(delivered.status == .failed)
+        let report = delivered.deliveries.first
+        #expect(report?.status == .failed)
+        #expect(report?.attempts.count == 1)
+        #expect(report?.error?.httpStatus == 400)
+        #expect(report?.error?.errorCode == "INVALID_ARGUMENT")
         #expect(await relay.emulator.stats.sendRequests == 1)
     }
 }
@@ -64,9 +57,9 @@ private func times(_ attempts: [[String: Any]]) -> [Date] {
         await relay.emulator.inject(.init(status: 503, count: 10))
         let answer = try await relay.post(#"{"versionNumber":24}"#)
         #expect(answer.status == 503)
-        let (status, attempts, _) = try await relay.settledDelivery(version: 24)
-        #expect(status == "dead")
-        #expect(attempts.count == 3)
+        let settled = try await relay.settledDelivery(version: 24)
+        #expect(settled.status == .dead)
+        #expect(settled.attempts.count == 3)
         #expect(await relay.emulator.stats.sendRequests == 3)
         #expect(await relay.emulator.messages.isEmpty)
     }
@@ -79,28 +72,28 @@ private func times(_ attempts: [[String: Any]]) -> [Date] {
         #expect(answer.status == 503)
         let attempts = try await relay.settledDelivery(version: 25).attempts
         #expect(attempts.count == 2)
-        #expect(attempts.first?["httpStatus"] == nil)
+        #expect(attempts.first?.httpStatus == nil)
         #expect(await relay.emulator.messages.count == 1)
     }
 }
 
 @Test func latencyBeyondTheTimeoutIsRetried() async throws {
-    try await withLiveRelay(environment: ["RC_RELAY_FCM_TIMEOUT_SECONDS": "1"]) { relay in
+    try await withLiveRelay(.standard.environment(["RC_RELAY_FCM_TIMEOUT_SECONDS": "1"])) { relay in
         await relay.emulator.inject(.init(latencyMs: 2500))
         let answer = try await relay.post(#"{"versionNumber":26}"#)
         #expect(answer.status == 503)
         let settled = try await relay.settledDelivery(version: 26)
-        #expect(settled.status == "accepted")
+        #expect(settled.status == .accepted)
         #expect(settled.attempts.count == 2)
     }
 }
 
 @Test func aFailingTokenEndpointIsRetriedWithoutAStorm() async throws {
-    try await withLiveRelay(routes: (1...5).map { "  - {name: r\($0), topic: t\($0)}" }.joined(separator: "\n")) { relay in
+    try await withLiveRelay(.standard.routes((1...5).map { "  - {name: r\($0), topic: t\($0)}" }.joined(separator: "\n"))) { relay in
         await relay.emulator.inject(.init(status: 503, endpoint: "token"))
         let answer = try await relay.post(#"{"versionNumber":27}"#)
         #expect(answer.status == 503)
-        #expect(try await relay.settledDeliveries(version: 27, count: 5).allSatisfy { $0["status"] as? String == "accepted" })
+        #expect(try await relay.settledDeliveries(version: 27, count: 5).allSatisfy { $0.status == .accepted })
         #expect(await relay.emulator.messages.count == 5)
         // Five pings failed together on one shared token request, then shared the next one.
         #expect(await relay.emulator.stats.tokenRequests == 2)
@@ -108,19 +101,20 @@ private func times(_ attempts: [[String: Any]]) -> [Date] {
 }
 
 @Test func unreachableFCMEndsDeadAndIsReported() async throws {
-    try await withLiveRelay(environment: ["RC_RELAY_FCM_BASE_URL": "http://127.0.0.1:9", "RC_RELAY_FCM_TIMEOUT_SECONDS": "1"]) { relay in
+    try await withLiveRelay(.standard.environment(["RC_RELAY_FCM_BASE_URL": "http://127.0.0.1:9", "RC_RELAY_FCM_TIMEOUT_SECONDS": "1"])) {
+        relay in
         let answer = try await relay.post(#"{"versionNumber":28}"#)
         #expect(answer.status == 503)
-        let (status, attempts, error) = try await relay.settledDelivery(version: 28)
-        #expect(status == "dead")
-        #expect(attempts.count == 3)
-        #expect((error?["message"] as? String)?.contains("could not be reached") == true)
+        let settled = try await relay.settledDelivery(version: 28)
+        #expect(settled.status == .dead)
+        #expect(settled.attempts.count == 3)
+        #expect(settled.error?.message.contains("could not be reached") == true)
     }
 }
 
 @Test func outboundConcurrencyIsBounded() async throws {
     let routes = (1...6).map { "  - {name: r\($0), topic: t\($0)}" }.joined(separator: "\n")
-    try await withLiveRelay(routes: routes, environment: ["RC_RELAY_DELIVERY_CONCURRENCY": "2"]) { relay in
+    try await withLiveRelay(.standard.routes(routes).environment(["RC_RELAY_DELIVERY_CONCURRENCY": "2"])) { relay in
         await relay.emulator.inject(.init(latencyMs: 200, count: 6))
         let started = Date()
         let answer = try await relay.post(#"{"versionNumber":29}"#)
@@ -133,7 +127,7 @@ private func times(_ attempts: [[String: Any]]) -> [Date] {
 @Test func outboundConcurrencyIsNotCappedByTheConnectionPool() async throws {
     // The HTTP client's pool defaults to 8 connections per host; rc-relay sizes it to `delivery.concurrency`.
     let routes = (1...24).map { "  - {name: r\($0), topic: t\($0)}" }.joined(separator: "\n")
-    try await withLiveRelay(routes: routes, environment: ["RC_RELAY_DELIVERY_CONCURRENCY": "16"]) { relay in
+    try await withLiveRelay(.standard.routes(routes).environment(["RC_RELAY_DELIVERY_CONCURRENCY": "16"])) { relay in
         await relay.emulator.inject(.init(latencyMs: 400, count: 24))
         let answer = try await relay.post(#"{"versionNumber":30}"#)
         #expect(answer.status == 200)

@@ -6,9 +6,10 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import RelayCore
-import RelayServer
 import ServiceLifecycle
 import Testing
+
+@testable import RelayServer
 
 /// An emulator and a relay, both real servers on loopback ports, plus a client that signs like a sender.
 struct LiveRelay {
@@ -33,13 +34,35 @@ struct LiveRelay {
     /// The bearer token the harness configures in `admin.tokens`.
     static let adminToken = "test-admin-token-0123456789abcdef"
 
-    /// A response with its body parsed as JSON.
+    /// A response: read through the contract's types (`decode`, `problem`, `delivered`, ...); `json` is for answers
+    /// the contract does not describe (the emulator's own endpoints).
     struct Answer {
         var status: Int
         var headers: [String: String]
+        var body: Data
         var json: [String: Any]
         var text: String
-        var problemType: String? { json["type"] as? String }
+
+        /// The body as `type`, dates as the relay writes them (RFC 3339, with or without fractional seconds).
+        func decode<T: Decodable>(_ type: T.Type) throws -> T {
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .custom { decoder in
+                let text = try decoder.singleValueContainer().decode(String.self)
+                if let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return date }
+                return try Date.ISO8601FormatStyle().parse(text)
+            }
+            return try decoder.decode(type, from: body)
+        }
+
+        /// The problem details, when the body is one.
+        var problem: Components.Schemas.Problem? { try? decode(Components.Schemas.Problem.self) }
+        var problemType: String? { problem?._type.rawValue }
+        /// The webhook's `200` answer.
+        var delivered: Contract.Delivered { get throws { try decode(Contract.Delivered.self) } }
+        /// The records of a delivery list (`GET /admin/deliveries`, `POST /admin/send`).
+        var deliveries: [Components.Schemas.DeliveryRecord] { get throws { try decode(Components.Schemas.DeliveryList.self).deliveries } }
+        /// One delivery record (`GET /admin/deliveries/{id}`, a retry).
+        var record: Components.Schemas.DeliveryRecord { get throws { try decode(Components.Schemas.DeliveryRecord.self) } }
     }
 
     /// Calls the admin API (or any path on the admin listener) with the harness's bearer token unless told otherwise.
@@ -77,10 +100,11 @@ struct LiveRelay {
     func send(_ request: HTTPClientRequest) async throws -> Answer {
         let response = try await client.execute(request, timeout: .seconds(30))
         let body = try await response.body.collect(upTo: 1 << 20)
-        let json = (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any] ?? [:]
+        let data = Data(body.readableBytesView)
+        let json = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
         var headers: [String: String] = [:]
         for header in response.headers { headers[header.name.lowercased()] = header.value }
-        return Answer(status: Int(response.status.code), headers: headers, json: json, text: String(buffer: body))
+        return Answer(status: Int(response.status.code), headers: headers, body: data, json: json, text: String(buffer: body))
     }
 
     /// The `message` objects the emulator accepted, oldest first.
@@ -95,98 +119,143 @@ let quietLogger: Logger = {
     return logger
 }()
 
-/// Starts the emulator, then a relay configured with `yaml` (its fcm/webhook/server sections are filled in).
-func withLiveRelay(
-    routes: String? = nil, environment: [String: String] = [:], tokenLifetime: Int = 3599, useKeyFile: Bool = true,
-    secondProject: Bool = false, admin: String? = "{tokens: [\"\(LiveRelay.adminToken)\"]}", configFile: Bool = false,
-    extraYAML: (LiveRelay) -> String = { _ in "" }, sleep: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) },
-    _ body: (LiveRelay) async throws -> Void
-) async throws {
-    let state = EmulatorState(tokenLifetime: tokenLifetime)
-    let (emulatorPorts, emulatorContinuation) = AsyncStream.makeStream(of: Int.self)
-    let emulator = FCMEmulatorServer.buildApplication(state: state, logger: quietLogger) { emulatorContinuation.yield($0) }
-    let emulatorGroup = ServiceGroup(services: [emulator], gracefulShutdownSignals: [], logger: quietLogger)
-    try await withThrowingTaskGroup(of: Void.self) { group in
-        group.addTask { try await emulatorGroup.run() }
-        defer { group.cancelAll() }
-        var ports = emulatorPorts.makeAsyncIterator()
-        let emulatorURL = "http://127.0.0.1:\(await ports.next()!)"
-        let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("rc-relay-test-\(UUID().uuidString).json")
-        try await ServiceAccountFactory.make(project: "demo-project", tokenURI: "\(emulatorURL)/token", state: state).write(to: keyFile)
-        let gameBKeyFile = keyFile.deletingPathExtension().appendingPathExtension("game-b.json")
-        if secondProject {
-            try await ServiceAccountFactory.make(project: "game-b", tokenURI: "\(emulatorURL)/token", state: state).write(to: gameBKeyFile)
-        }
-        defer {
-            try? FileManager.default.removeItem(at: keyFile)
-            try? FileManager.default.removeItem(at: gameBKeyFile)
-        }
-        let secret = WebhookSecret.generate()
-        let partial = LiveRelay(
-            relayURL: "", emulatorURL: emulatorURL, webhookURL: "", emulator: state, secret: secret, keyFile: keyFile.path,
-            gameBKeyFile: gameBKeyFile.path)
-        let yaml = """
-            server: {port: 0}
-            webhook: {secrets: ["\(secret)"]}
-            fcm: {\(useKeyFile ? "credentialsFile: \"\(keyFile.path)\", " : "")baseURL: "\(emulatorURL)"}
-            \(admin.map { "admin: \($0)" } ?? "")
-            \(routes.map { "routes:\n\($0)" } ?? "")
-            \(extraYAML(partial))
-            """
-        // "EMULATOR" and "KEYFILE" in a variable stand for the emulator's URL and key file, known only once it runs.
-        // Retries are quick in tests unless a test says otherwise.
-        let fastRetries = [
-            "RC_RELAY_DELIVERY_BASE_DELAY_SECONDS": "0.02", "RC_RELAY_DELIVERY_MAX_DELAY_SECONDS": "0.2",
-            "RC_RELAY_DELIVERY_QUOTA_DELAY_SECONDS": "0.3", "RC_RELAY_DELIVERY_MAX_ATTEMPTS": "3",
-        ]
-        let resolved = fastRetries.merging(environment) { $1 }
-            .mapValues { $0 == "EMULATOR" ? emulatorURL : $0 == "KEYFILE" ? keyFile.path : $0 }
-        let loader = ConfigurationLoader(environment: resolved)
-        let configPath = keyFile.deletingPathExtension().appendingPathExtension("config.yaml").path
-        let settings: RelaySettings
-        var reader: (@Sendable () throws -> RelaySettings)?
-        if configFile {
-            try yaml.write(toFile: configPath, atomically: true, encoding: .utf8)
-            settings = try loader.load(path: configPath)
-            reader = { try loader.load(path: configPath) }
-        } else {
-            settings = try loader.load(yaml: yaml)
-        }
-        defer { try? FileManager.default.removeItem(atPath: configPath) }
-        let (relayPorts, relayContinuation) = AsyncStream.makeStream(of: Int.self)
-        let (adminPorts, adminContinuation) = AsyncStream.makeStream(of: Int.self)
-        let relay = try await RelayApplication.build(
-            settings: settings, logger: quietLogger, source: configFile ? configPath : "test", reader: reader,
-            onServerRunning: { relayContinuation.yield($0) }, onAdminRunning: { adminContinuation.yield($0) }, sleep: sleep)
-        let relayGroup = ServiceGroup(services: [relay], gracefulShutdownSignals: [], logger: quietLogger)
-        let stopped = Locked(false)
-        group.addTask {
-            defer { stopped.withLock { $0 = true } }
-            try await relayGroup.run()
-        }
-        var relayIterator = relayPorts.makeAsyncIterator()
-        let relayURL = "http://127.0.0.1:\(await relayIterator.next()!)"
-        var adminURL = relayURL
-        if settings.adminPort != nil {
-            var adminIterator = adminPorts.makeAsyncIterator()
-            adminURL = "http://127.0.0.1:\(await adminIterator.next()!)"
-        }
-        let live = LiveRelay(
-            relayURL: relayURL, emulatorURL: emulatorURL, webhookURL: relayURL + RelaySettings.webhookPath, emulator: state,
-            secret: secret, keyFile: keyFile.path, gameBKeyFile: gameBKeyFile.path, adminURL: adminURL,
-            configPath: configFile ? configPath : nil, stop: { await relayGroup.triggerGracefulShutdown() },
-            hasStopped: { stopped.withLock { $0 } })
-        do {
-            try await body(live)
-        } catch {
+/// How a test's relay is set up: `.standard`, changed by modifiers that each return a changed copy, as in
+/// `withLiveRelay(.standard.environment([...]).routes(...)) { relay in ... }`.
+struct RelaySetup: Sendable {
+    static let standard = RelaySetup()
+
+    /// The `routes:` section's entries; none leaves the relay's default route.
+    private(set) var routesYAML: String?
+    /// Environment variables over the harness's quick retries. "EMULATOR" and "KEYFILE" as a value stand for the
+    /// emulator's URL and the key file, known only once the emulator runs.
+    private(set) var variables: [String: String] = [:]
+    /// How long the emulator's access tokens live.
+    private(set) var tokenLifetimeSeconds = 3599
+    /// Whether `fcm.credentialsFile` names the harness's key file.
+    private(set) var usesKeyFile = true
+    /// Whether a key file for a second project, `game-b`, is written (`LiveRelay.gameBKeyFile`).
+    private(set) var hasSecondProject = false
+    /// The `admin:` section's value; none leaves the admin API off.
+    private(set) var adminYAML: String? = "{tokens: [\"\(LiveRelay.adminToken)\"]}"
+    /// Whether the configuration is read from a file (`LiveRelay.configPath`), so it can be reloaded.
+    private(set) var writesConfigFile = false
+    /// More YAML sections, given the relay's emulator URL and key files.
+    private(set) var extraSections: @Sendable (LiveRelay) -> String = { _ in "" }
+    /// The relay's sleep (its shutdown delay).
+    private(set) var sleeper: @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) }
+
+    func routes(_ yaml: String?) -> RelaySetup { changed { $0.routesYAML = yaml } }
+    /// Adds environment variables; a name given again takes the new value.
+    func environment(_ variables: [String: String]) -> RelaySetup { changed { $0.variables.merge(variables) { $1 } } }
+    func tokenLifetime(_ seconds: Int) -> RelaySetup { changed { $0.tokenLifetimeSeconds = seconds } }
+    /// No `fcm.credentialsFile`: credentials come from the environment (metadata server, ADC).
+    func withoutKeyFile() -> RelaySetup { changed { $0.usesKeyFile = false } }
+    func secondProject() -> RelaySetup { changed { $0.hasSecondProject = true } }
+    /// The `admin:` section, or `nil` for none (no admin API).
+    func admin(_ yaml: String?) -> RelaySetup { changed { $0.adminYAML = yaml } }
+    func configFile() -> RelaySetup { changed { $0.writesConfigFile = true } }
+    func extraYAML(_ sections: @escaping @Sendable (LiveRelay) -> String) -> RelaySetup { changed { $0.extraSections = sections } }
+    func sleep(_ sleep: @escaping @Sendable (Duration) async -> Void) -> RelaySetup { changed { $0.sleeper = sleep } }
+
+    private func changed(_ change: (inout RelaySetup) -> Void) -> RelaySetup {
+        var copy = self
+        change(&copy)
+        return copy
+    }
+
+    /// Starts the emulator, then a relay configured so (its fcm/webhook/server sections are filled in), and runs `body`.
+    func run(_ body: (LiveRelay) async throws -> Void) async throws {
+        let state = EmulatorState(tokenLifetime: tokenLifetimeSeconds)
+        let (emulatorPorts, emulatorContinuation) = AsyncStream.makeStream(of: Int.self)
+        let emulator = FCMEmulatorServer.buildApplication(state: state, logger: quietLogger) { emulatorContinuation.yield($0) }
+        let emulatorGroup = ServiceGroup(services: [emulator], gracefulShutdownSignals: [], logger: quietLogger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await emulatorGroup.run() }
+            defer { group.cancelAll() }
+            var ports = emulatorPorts.makeAsyncIterator()
+            let emulatorURL = "http://127.0.0.1:\(await ports.next()!)"
+            let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("rc-relay-test-\(UUID().uuidString).json")
+            try await ServiceAccountFactory.make(project: "demo-project", tokenURI: "\(emulatorURL)/token", state: state).write(to: keyFile)
+            let gameBKeyFile = keyFile.deletingPathExtension().appendingPathExtension("game-b.json")
+            if hasSecondProject {
+                try await ServiceAccountFactory.make(project: "game-b", tokenURI: "\(emulatorURL)/token", state: state).write(to: gameBKeyFile)
+            }
+            defer {
+                try? FileManager.default.removeItem(at: keyFile)
+                try? FileManager.default.removeItem(at: gameBKeyFile)
+            }
+            let secret = WebhookSecret.generate()
+            let partial = LiveRelay(
+                relayURL: "", emulatorURL: emulatorURL, webhookURL: "", emulator: state, secret: secret, keyFile: keyFile.path,
+                gameBKeyFile: gameBKeyFile.path)
+            let yaml = """
+                server: {port: 0}
+                webhook: {secrets: ["\(secret)"]}
+                fcm: {\(usesKeyFile ? "credentialsFile: \"\(keyFile.path)\", " : "")baseURL: "\(emulatorURL)"}
+                \(adminYAML.map { "admin: \($0)" } ?? "")
+                \(routesYAML.map { "routes:\n\($0)" } ?? "")
+                \(extraSections(partial))
+                """
+            // "EMULATOR" and "KEYFILE" in a variable stand for the emulator's URL and key file, known only once it runs.
+            // Retries are quick in tests unless a test says otherwise.
+            let fastRetries = [
+                "RC_RELAY_DELIVERY_BASE_DELAY_SECONDS": "0.02", "RC_RELAY_DELIVERY_MAX_DELAY_SECONDS": "0.2",
+                "RC_RELAY_DELIVERY_QUOTA_DELAY_SECONDS": "0.3", "RC_RELAY_DELIVERY_MAX_ATTEMPTS": "3",
+            ]
+            let resolved = fastRetries.merging(variables) { $1 }
+                .mapValues { $0 == "EMULATOR" ? emulatorURL : $0 == "KEYFILE" ? keyFile.path : $0 }
+            let loader = ConfigurationLoader(environment: resolved)
+            let configPath = keyFile.deletingPathExtension().appendingPathExtension("config.yaml").path
+            let settings: RelaySettings
+            var reader: (@Sendable () throws -> RelaySettings)?
+            if writesConfigFile {
+                try yaml.write(toFile: configPath, atomically: true, encoding: .utf8)
+                settings = try loader.load(path: configPath)
+                reader = { try loader.load(path: configPath) }
+            } else {
+                settings = try loader.load(yaml: yaml)
+            }
+            defer { try? FileManager.default.removeItem(atPath: configPath) }
+            let (relayPorts, relayContinuation) = AsyncStream.makeStream(of: Int.self)
+            let (adminPorts, adminContinuation) = AsyncStream.makeStream(of: Int.self)
+            let relay = try await RelayApplication.build(
+                settings: settings, logger: quietLogger, source: writesConfigFile ? configPath : "test", reader: reader,
+                onServerRunning: { relayContinuation.yield($0) }, onAdminRunning: { adminContinuation.yield($0) }, sleep: sleeper)
+            let relayGroup = ServiceGroup(services: [relay], gracefulShutdownSignals: [], logger: quietLogger)
+            let stopped = Locked(false)
+            group.addTask {
+                defer { stopped.withLock { $0 = true } }
+                try await relayGroup.run()
+            }
+            var relayIterator = relayPorts.makeAsyncIterator()
+            let relayURL = "http://127.0.0.1:\(await relayIterator.next()!)"
+            var adminURL = relayURL
+            if settings.adminPort != nil {
+                var adminIterator = adminPorts.makeAsyncIterator()
+                adminURL = "http://127.0.0.1:\(await adminIterator.next()!)"
+            }
+            let live = LiveRelay(
+                relayURL: relayURL, emulatorURL: emulatorURL, webhookURL: relayURL + RelaySettings.webhookPath, emulator: state,
+                secret: secret, keyFile: keyFile.path, gameBKeyFile: gameBKeyFile.path, adminURL: adminURL,
+                configPath: writesConfigFile ? configPath : nil, stop: { await relayGroup.triggerGracefulShutdown() },
+                hasStopped: { stopped.withLock { $0 } })
+            do {
+                try await body(live)
+            } catch {
+                await relayGroup.triggerGracefulShutdown()
+                await emulatorGroup.triggerGracefulShutdown()
+                throw error
+            }
             await relayGroup.triggerGracefulShutdown()
             await emulatorGroup.triggerGracefulShutdown()
-            throw error
+            try await group.waitForAll()
         }
-        await relayGroup.triggerGracefulShutdown()
-        await emulatorGroup.triggerGracefulShutdown()
-        try await group.waitForAll()
     }
+}
+
+/// Runs `body` against an emulator and a relay set up as `setup` says.
+func withLiveRelay(_ setup: RelaySetup = .standard, _ body: (LiveRelay) async throws -> Void) async throws {
+    try await setup.run(body)
 }
 
 let updatedType = "google.firebase.remoteconfig.remoteConfig.v1.updated"
@@ -230,19 +299,18 @@ func spooledFiles(_ spool: String) -> [String] {
 
 extension LiveRelay {
     /// The delivery log's records of a version, newest first, once at least `count` exist and none is pending.
-    func settledDeliveries(version: Int, count: Int = 1) async throws -> [[String: Any]] {
-        var found: [[String: Any]] = []
+    func settledDeliveries(version: Int, count: Int = 1) async throws -> [Components.Schemas.DeliveryRecord] {
+        var found: [Components.Schemas.DeliveryRecord] = []
         try await eventually("\(count) settled ping(s) of version \(version)") {
-            found = try await admin(.GET, "/admin/deliveries?version=\(version)").json["deliveries"] as? [[String: Any]] ?? []
-            return found.count >= count && found.allSatisfy { ($0["status"] as? String) != "pending" }
+            found = try await admin(.GET, "/admin/deliveries?version=\(version)").deliveries
+            return found.count >= count && found.allSatisfy { $0.status != .pending }
         }
         return found
     }
 
-    /// The one settled ping of a version: its status, attempts and error.
-    func settledDelivery(version: Int) async throws -> (status: String?, attempts: [[String: Any]], error: [String: Any]?) {
-        let record = try await settledDeliveries(version: version).first
-        return (record?["status"] as? String, record?["attempts"] as? [[String: Any]] ?? [], record?["error"] as? [String: Any])
+    /// The one settled ping of a version (the newest, if there are several).
+    func settledDelivery(version: Int) async throws -> Components.Schemas.DeliveryRecord {
+        try #require(try await settledDeliveries(version: version).first)
     }
 }
 

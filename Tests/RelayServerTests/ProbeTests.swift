@@ -1,44 +1,45 @@
 import AsyncHTTPClient
 import Foundation
 import RelayCore
-import RelayServer
 import Testing
+
+@testable import RelayServer
 
 /// Health, readiness, metrics and the request id, over real HTTP.
 @Suite struct ProbeTests {
     @Test func readinessNamesEveryCheckAndCountsACachedToken() async throws {
-        try await withLiveRelay(environment: ["RC_RELAY_READINESS_CACHE_SECONDS": "0"]) { relay in
-            #expect(try await relay.admin(.GET, "/healthz", token: nil).json["status"] as? String == "ok")
+        try await withLiveRelay(.standard.environment(["RC_RELAY_READINESS_CACHE_SECONDS": "0"])) { relay in
+            #expect(try await relay.admin(.GET, "/healthz", token: nil).decode(Contract.Health.self).status == .ok)
             let first = try await relay.admin(.GET, "/readyz", token: nil)
             #expect(first.status == 200)
-            let checks = try #require(first.json["checks"] as? [[String: Any]])
-            #expect(checks.compactMap { $0["name"] as? String } == ["configuration", "credentials", "draining", "queue", "undelivered"])
+            let checks = try first.decode(Components.Schemas.Readiness.self).checks
+            #expect(checks.map(\.name) == ["configuration", "credentials", "draining", "queue", "undelivered"])
             #expect(!first.text.contains("demo-project"))
             // The admin view names each project's token check; the token fetched for the first probe is cached now.
             let info = try await relay.admin(.GET, "/admin/info")
-            let token = (info.json["checks"] as? [[String: Any]])?.first { $0["name"] as? String == "token:demo-project" }
-            #expect(token?["ok"] as? Bool == true)
-            #expect(token?["detail"] as? String == "cached")
+            let token = try info.decode(Components.Schemas.Info.self).checks.first { $0.name == "token:demo-project" }
+            #expect(token?.ok == true)
+            #expect(token?.detail == "cached")
             #expect(await relay.emulator.stats.tokenRequests == 1)
         }
     }
 
     @Test func readinessFailsWhileNoTokenCanBeObtainedAndSaysWhyOnlyToTheAdmin() async throws {
-        try await withLiveRelay(environment: ["RC_RELAY_READINESS_CACHE_SECONDS": "0"]) { relay in
+        try await withLiveRelay(.standard.environment(["RC_RELAY_READINESS_CACHE_SECONDS": "0"])) { relay in
             await relay.emulator.inject(.init(status: 500, endpoint: "token", count: 2))
             let answer = try await relay.admin(.GET, "/readyz", token: nil)
             #expect(answer.status == 503)
             #expect(answer.problemType == "urn:rc-relay:problem:not-ready")
-            #expect((answer.json["detail"] as? String)?.contains("credentials") == true)
+            #expect(answer.problem?.detail.contains("credentials") == true)
             // No project name and no upstream text for an unauthenticated caller.
             #expect(!answer.text.contains("demo-project"))
             #expect(!answer.text.contains("500"))
-            let credentials = (answer.json["checks"] as? [[String: Any]])?.first { $0["name"] as? String == "credentials" }
-            #expect(credentials?["ok"] as? Bool == false)
-            let info = try await relay.admin(.GET, "/admin/info")
-            let token = (info.json["checks"] as? [[String: Any]])?.first { $0["name"] as? String == "token:demo-project" }
-            #expect(token?["ok"] as? Bool == false)
-            #expect((token?["detail"] as? String)?.contains("500") == true)
+            let credentials = answer.problem?.checks?.first { $0.name == "credentials" }
+            #expect(credentials?.ok == false)
+            let info = try await relay.admin(.GET, "/admin/info").decode(Components.Schemas.Info.self)
+            let token = info.checks.first { $0.name == "token:demo-project" }
+            #expect(token?.ok == false)
+            #expect(token?.detail.contains("500") == true)
             #expect(try await relay.admin(.GET, "/readyz", token: nil).status == 200)
             let metrics = try await relay.admin(.GET, "/metrics", token: nil).text
             #expect(metrics.contains(#"rc_relay_token_refreshes_total{outcome="failure"} 2"#))
@@ -47,7 +48,7 @@ import Testing
     }
 
     @Test func aFloodOfProbesCostsOneTokenRequestEvenWhenItFails() async throws {
-        try await withLiveRelay(environment: ["RC_RELAY_READINESS_CACHE_SECONDS": "300"]) { relay in
+        try await withLiveRelay(.standard.environment(["RC_RELAY_READINESS_CACHE_SECONDS": "300"])) { relay in
             await relay.emulator.inject(.init(status: 503, endpoint: "token", count: 1000))
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                 for index in 0..<50 {
@@ -63,9 +64,11 @@ import Testing
 
     @Test func readinessFailsWhileTheQueueIsFullAndRecoversWhenItDrains() async throws {
         // FCM holds both pings for 8 s: readiness is asked while they wait, however slow the machine is to get there.
-        try await withLiveRelay(environment: [
-            "RC_RELAY_DELIVERY_MAX_QUEUED_PINGS": "2", "RC_RELAY_READINESS_CACHE_SECONDS": "0", "RC_RELAY_DELIVERY_ANSWER_WITHIN_SECONDS": "60",
-        ]) { relay in
+        try await withLiveRelay(
+            .standard.environment([
+                "RC_RELAY_DELIVERY_MAX_QUEUED_PINGS": "2", "RC_RELAY_READINESS_CACHE_SECONDS": "0", "RC_RELAY_DELIVERY_ANSWER_WITHIN_SECONDS": "60",
+            ])
+        ) { relay in
             await relay.emulator.inject(.init(latencyMs: 8000, count: 2))
             async let first = relay.post(#"{"versionNumber": "1"}"#)
             async let second = relay.post(#"{"versionNumber": "2"}"#)
@@ -77,9 +80,9 @@ import Testing
             }
             let saturated = try #require(full)
             #expect(saturated.problemType == "urn:rc-relay:problem:not-ready")
-            let queue = (saturated.json["checks"] as? [[String: Any]])?.first { $0["name"] as? String == "queue" }
-            #expect(queue?["ok"] as? Bool == false)
-            #expect(queue?["detail"] as? String == "2 of 2 pings queued")
+            let queue = saturated.problem?.checks?.first { $0.name == "queue" }
+            #expect(queue?.ok == false)
+            #expect(queue?.detail == "2 of 2 pings queued")
             #expect(try await relay.admin(.GET, "/metrics", token: nil).text.contains("rc_relay_queue_depth 2"))
             #expect(try await [first.status, second.status] == [200, 200])
             #expect(try await relay.admin(.GET, "/readyz", token: nil).status == 200)
@@ -90,15 +93,16 @@ import Testing
     @Test func onStopReadinessTurnsFalseAndNewWebhooksAreTurnedAway() async throws {
         // The shutdown delay lasts until the test has seen what happens during it.
         let delay = ManualSleep()
-        try await withLiveRelay(environment: ["RC_RELAY_SHUTDOWN_DELAY_SECONDS": "3", "RC_RELAY_READINESS_CACHE_SECONDS": "0"], sleep: delay.sleep) {
-            relay in
+        try await withLiveRelay(
+            .standard.environment(["RC_RELAY_SHUTDOWN_DELAY_SECONDS": "3", "RC_RELAY_READINESS_CACHE_SECONDS": "0"]).sleep(delay.sleep)
+        ) { relay in
             #expect(try await relay.admin(.GET, "/readyz", token: nil).status == 200)
             await relay.stop()
             try await eventually("the shutdown delay begins") { delay.asked == [.seconds(3)] }
             let ready = try await relay.admin(.GET, "/readyz", token: nil)
             #expect(ready.status == 503)
-            let draining = (ready.json["checks"] as? [[String: Any]])?.first { $0["name"] as? String == "draining" }
-            #expect(draining?["ok"] as? Bool == false)
+            let draining = ready.problem?.checks?.first { $0.name == "draining" }
+            #expect(draining?.ok == false)
             let webhook = try await relay.post(#"{"versionNumber": "8"}"#)
             #expect(webhook.status == 503)
             #expect(webhook.problemType == "urn:rc-relay:problem:not-ready")
@@ -116,7 +120,7 @@ import Testing
             #expect(try await relay.post(#"{"versionNumber": "1"}"#).status == 200)
             #expect(try await relay.post(#"{"versionNumber": "1"}"#).status == 200)  // a duplicate
             await relay.emulator.inject(.init(status: 400, errorCode: "INVALID_ARGUMENT"))
-            #expect(try await relay.post(#"{"versionNumber": "2"}"#).json["status"] as? String == "failed")
+            #expect(try await relay.post(#"{"versionNumber": "2"}"#).delivered.status == .failed)
             #expect(try await relay.post(#"{"versionNumber": "3"}"#, signature: "v1,AAAA").status == 401)
             let answer = try await relay.admin(.GET, "/metrics", token: nil)
             #expect(answer.status == 200)
@@ -147,13 +151,13 @@ import Testing
         try await withLiveRelay { relay in
             let honoured = try await relay.post(#"{"versionNumber": "1"}"#, headers: ["X-Request-Id": "req-abc-123"])
             #expect(honoured.headers["x-request-id"] == "req-abc-123")
-            #expect(honoured.json["requestId"] as? String == "req-abc-123")
+            #expect(try honoured.delivered.requestId == "req-abc-123")
             let made = try await relay.post(#"{"versionNumber": "2"}"#, headers: ["X-Request-Id": String(repeating: "x", count: 300)])
             #expect(made.headers["x-request-id"]?.count == 32)
             let missing = try await relay.admin(.GET, "/nowhere", token: nil, base: relay.relayURL)
             #expect(missing.status == 404)
             #expect(missing.headers["content-type"] == "application/problem+json")
-            #expect(missing.json["requestId"] as? String == missing.headers["x-request-id"])
+            #expect(missing.problem?.requestId == missing.headers["x-request-id"])
         }
     }
 }

@@ -3,6 +3,8 @@ import Foundation
 import NIOCore
 import Testing
 
+@testable import RelayServer
+
 /// One request the relay must refuse, and how.
 struct RefusalCase: CustomTestStringConvertible, Sendable {
     var name: String
@@ -53,11 +55,11 @@ func refusesAndSendsNothing(_ refusal: RefusalCase) async throws {
         #expect(answer.status == refusal.status)
         #expect(answer.headers["content-type"] == "application/problem+json")
         #expect(answer.problemType == "urn:rc-relay:problem:\(refusal.problem)")
-        #expect(answer.json["status"] as? Int == refusal.status)
-        #expect((answer.json["detail"] as? String)?.isEmpty == false)
+        #expect(answer.problem?.status == refusal.status)
+        #expect(answer.problem?.detail.isEmpty == false)
         #expect(await relay.emulator.stats.sendRequests == 0)
         #expect(await relay.emulator.stats.tokenRequests == 0)
-        let detail = answer.json["detail"] as? String ?? ""
+        let detail = answer.problem?.detail ?? ""
         #expect(!detail.contains(relay.secret.dropFirst(6).prefix(12)))
     }
 }
@@ -124,7 +126,7 @@ func refusesAndSendsNothing(_ refusal: RefusalCase) async throws {
         #expect(viaWebhookID.problemType == "urn:rc-relay:problem:malformed-event")
         let viaCEID = try await relay.post(#"{"versionNumber":"5"}"#, headers: binaryHeaders(id: long))
         #expect(viaCEID.status == 400)
-        #expect((viaCEID.json["detail"] as? String)?.contains("256") == true)
+        #expect(viaCEID.problem?.detail.contains("256") == true)
         let atTheLimit = try await relay.post(#"{"versionNumber":"5"}"#, headers: binaryHeaders(id: String(repeating: "i", count: 256)))
         #expect(atTheLimit.status == 200)
         #expect(await relay.emulator.messages.count == 1)

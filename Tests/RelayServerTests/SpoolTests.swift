@@ -44,7 +44,7 @@ private func plantDefects(in spool: String) throws {
     try await withSpool { spool in
         try plantDefects(in: spool)
         try FileSpool(directory: spool).write(valid)
-        try await withLiveRelay(environment: ["RC_RELAY_DELIVERY_SPOOL_DIRECTORY": spool]) { relay in
+        try await withLiveRelay(.standard.environment(["RC_RELAY_DELIVERY_SPOOL_DIRECTORY": spool])) { relay in
             #expect(try await relay.admin(.GET, "/healthz", token: nil).status == 200)
             try await eventually("the valid event is delivered") { await relay.emulator.messages.count == 1 }
             try await eventually("its file is removed") { spooledFiles(spool).isEmpty }

@@ -19,7 +19,8 @@ private func send(_ channel: any Channel, _ text: String) async throws {
 // MARK: Tests
 
 @Test func aClientThatSendsHalfABodyIsCutAtTheRequestReadTimeout() async throws {
-    try await withLiveRelay(environment: ["RC_RELAY_REQUEST_READ_TIMEOUT_SECONDS": "0.5", "RC_RELAY_IDLE_TIMEOUT_SECONDS": "3600"]) { relay in
+    try await withLiveRelay(.standard.environment(["RC_RELAY_REQUEST_READ_TIMEOUT_SECONDS": "0.5", "RC_RELAY_IDLE_TIMEOUT_SECONDS": "3600"])) {
+        relay in
         let channel = try await connect(relay.relayURL)
         try await send(
             channel,
@@ -30,7 +31,8 @@ private func send(_ channel: any Channel, _ text: String) async throws {
 }
 
 @Test func aClientThatDribblesHeaderLinesIsCutAtTheIdleTimeout() async throws {
-    try await withLiveRelay(environment: ["RC_RELAY_REQUEST_READ_TIMEOUT_SECONDS": "600", "RC_RELAY_IDLE_TIMEOUT_SECONDS": "0.5"]) { relay in
+    try await withLiveRelay(.standard.environment(["RC_RELAY_REQUEST_READ_TIMEOUT_SECONDS": "600", "RC_RELAY_IDLE_TIMEOUT_SECONDS": "0.5"])) {
+        relay in
         let channel = try await connect(relay.relayURL)
         try await send(channel, "POST /webhooks/remote-config HTTP/1.1\r\n")
         var lines = 0
@@ -45,9 +47,11 @@ private func send(_ channel: any Channel, _ text: String) async throws {
 }
 
 @Test func aStalledClientCannotHoldAStopBeyondTheDelayThePlusDrainAndAMargin() async throws {
-    try await withLiveRelay(environment: [
-        "RC_RELAY_REQUEST_READ_TIMEOUT_SECONDS": "600", "RC_RELAY_IDLE_TIMEOUT_SECONDS": "3600", "RC_RELAY_DELIVERY_DRAIN_SECONDS": "0.1",
-    ]) { relay in
+    try await withLiveRelay(
+        .standard.environment([
+            "RC_RELAY_REQUEST_READ_TIMEOUT_SECONDS": "600", "RC_RELAY_IDLE_TIMEOUT_SECONDS": "3600", "RC_RELAY_DELIVERY_DRAIN_SECONDS": "0.1",
+        ])
+    ) { relay in
         let channel = try await connect(relay.relayURL)
         try await send(
             channel, "POST /webhooks/remote-config HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")

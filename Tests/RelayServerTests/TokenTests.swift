@@ -4,6 +4,8 @@ import FCMEmulator
 import Foundation
 import Testing
 
+@testable import RelayServer
+
 /// A token source for the live relay's key file, talking to its emulator.
 private func tokenSource(_ relay: LiveRelay, refreshMargin: Duration = .seconds(240)) async throws -> CachingTokenSource {
     try await ServiceAccountTokenSource.make(
@@ -37,7 +39,7 @@ private func tokenSource(_ relay: LiveRelay, refreshMargin: Duration = .seconds(
 
 @Test func tokenIsRefreshedBeforeItExpires() async throws {
     // Tokens live 200 s; with a 240 s margin every cached token is already due for refresh.
-    try await withLiveRelay(tokenLifetime: 200) { relay in
+    try await withLiveRelay(.standard.tokenLifetime(200)) { relay in
         let source = try await tokenSource(relay)
         let first = try await source.token()
         let second = try await source.token()
@@ -72,7 +74,8 @@ private func tokenSource(_ relay: LiveRelay, refreshMargin: Duration = .seconds(
         func decode(_ part: String) throws -> [String: Any] {
             var text = part.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
             while text.count % 4 != 0 { text += "=" }
-            return try JSONSerialization.jsonObject(with: try #require(Data(base64Encoded: text))) as! [String: Any]
+            let data = try #require(Data(base64Encoded: text))
+            return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         }
         let key = try ServiceAccountKey(contentsOf: relay.keyFile)
         let header = try decode(parts[0])
@@ -105,7 +108,7 @@ private func tokenSource(_ relay: LiveRelay, refreshMargin: Duration = .seconds(
 }
 
 @Test func aHugeExpiresInIsClampedAndNeverTraps() async throws {
-    try await withLiveRelay(tokenLifetime: Int.max) { relay in
+    try await withLiveRelay(.standard.tokenLifetime(Int.max)) { relay in
         let first = try await relay.post(#"{"versionNumber":1}"#)
         let second = try await relay.post(#"{"versionNumber":2}"#)
         #expect(first.status == 200 && second.status == 200)
@@ -114,10 +117,10 @@ private func tokenSource(_ relay: LiveRelay, refreshMargin: Duration = .seconds(
 }
 
 @Test func aTokenThatIsAlreadyExpiredIsRefusedNotUsed() async throws {
-    try await withLiveRelay(tokenLifetime: -5) { relay in
+    try await withLiveRelay(.standard.tokenLifetime(-5)) { relay in
         let answer = try await relay.post(#"{"versionNumber":3}"#)
         #expect(answer.status == 503)
-        #expect(try await relay.settledDelivery(version: 3).status == "dead")
+        #expect(try await relay.settledDelivery(version: 3).status == .dead)
         #expect(await relay.emulator.stats.sendRequests == 0)
     }
 }

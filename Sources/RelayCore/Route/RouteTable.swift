@@ -15,9 +15,20 @@ public struct Ping: Sendable, Equatable {
 public struct RouteTable: Sendable {
     public let routes: [Route]
 
-    /// Validates every definition; route names must be unique. Errors name the route by index.
+    /// Validates every definition; route names must be unique. Errors name the route by index; the first is thrown.
     public init(_ definitions: [RouteDefinition]) throws(RouteTableError) {
+        let (table, errors) = Self.checking(definitions)
+        if let first = errors.first { throw first }
+        self = table
+    }
+
+    private init(routes: [Route]) { self.routes = routes }
+
+    /// Validates every definition and keeps going past a bad one: the table of the valid routes, and each bad route's
+    /// problem (a route named twice is a problem of the second), in order.
+    public static func checking(_ definitions: [RouteDefinition]) -> (table: RouteTable, errors: [RouteTableError]) {
         var routes: [Route] = []
+        var errors: [RouteTableError] = []
         for (index, definition) in definitions.enumerated() {
             do throws(RouteError) {
                 let route = try Route(definition, index: index)
@@ -26,10 +37,10 @@ public struct RouteTable: Sendable {
                 }
                 routes.append(route)
             } catch {
-                throw RouteTableError(index: index, error: error)
+                errors.append(RouteTableError(index: index, error: error))
             }
         }
-        self.routes = routes
+        return (RouteTable(routes: routes), errors)
     }
 
     /// The pings for one version, in route order; routes whose filters do not match are skipped.

@@ -5,132 +5,178 @@ import Logging
 import RelayCore
 
 extension ConfigurationLoader {
-    /// Applies defaults, reads secrets and the key file, and validates every route.
-    func resolve(_ file: ConfigurationFile) throws(ConfigurationError) -> RelaySettings {
-        let port = file.server?.port ?? RelaySettings.defaultPort
-        guard (0...65_535).contains(port) else {
-            throw ConfigurationError(key: "server.port", problem: "\(port) is not a TCP port", fix: "use 1 to 65535 (0 picks a free port)")
+    /// Applies defaults, reads secrets and the key file, and validates every route. Each check that fails is noted
+    /// in `problems` and given a stand-in, so the checks after it still run: the settings returned are only good when
+    /// `problems` stays empty.
+    func resolve(_ file: ConfigurationFile, _ problems: ConfigurationProblems) -> RelaySettings {
+        let port = problems.check(RelaySettings.defaultPort) { () throws(ConfigurationError) in
+            let port = file.server?.port ?? RelaySettings.defaultPort
+            guard (0...65_535).contains(port) else {
+                throw ConfigurationError(key: "server.port", problem: "\(port) is not a TCP port", fix: "use 1 to 65535 (0 picks a free port)")
+            }
+            return port
         }
-        let maxBody = file.server?.maxBodyBytes ?? RelaySettings.defaultMaxBodyBytes
-        guard (1024...10_485_760).contains(maxBody) else {
-            throw ConfigurationError(
-                key: "server.maxBodyBytes", problem: "\(maxBody) is outside 1024 to 10485760", fix: "template versions are small; 65536 is plenty")
+        let maxBody = problems.check(RelaySettings.defaultMaxBodyBytes) { () throws(ConfigurationError) in
+            let maxBody = file.server?.maxBodyBytes ?? RelaySettings.defaultMaxBodyBytes
+            guard (1024...10_485_760).contains(maxBody) else {
+                throw ConfigurationError(
+                    key: "server.maxBodyBytes", problem: "\(maxBody) is outside 1024 to 10485760", fix: "template versions are small; 65536 is plenty"
+                )
+            }
+            return maxBody
         }
-        let tolerance = file.webhook?.toleranceSeconds ?? 300
-        guard (1...3600).contains(tolerance) else {
-            throw ConfigurationError(
-                key: "webhook.toleranceSeconds", problem: "\(tolerance) is outside 1 to 3600", fix: "use 300, the Standard Webhooks default")
+        let tolerance = problems.check(300) { () throws(ConfigurationError) in
+            let tolerance = file.webhook?.toleranceSeconds ?? 300
+            guard (1...3600).contains(tolerance) else {
+                throw ConfigurationError(
+                    key: "webhook.toleranceSeconds", problem: "\(tolerance) is outside 1 to 3600", fix: "use 300, the Standard Webhooks default")
+            }
+            return tolerance
         }
-        let authText = file.webhook?.auth ?? "hmac"
-        guard let auth = RelaySettings.WebhookAuth(rawValue: authText) else {
-            throw ConfigurationError(
-                key: "webhook.auth", problem: "'\(authText)' is not an authentication mode",
-                fix: "use hmac (Standard Webhooks), oidc (Google ID tokens, as Eventarc sends) or both")
+        let auth = problems.check(RelaySettings.WebhookAuth.hmac) { () throws(ConfigurationError) in
+            let authText = file.webhook?.auth ?? "hmac"
+            guard let auth = RelaySettings.WebhookAuth(rawValue: authText) else {
+                throw ConfigurationError(
+                    key: "webhook.auth", problem: "'\(authText)' is not an authentication mode",
+                    fix: "use hmac (Standard Webhooks), oidc (Google ID tokens, as Eventarc sends) or both")
+            }
+            return auth
         }
-        let secrets = auth.needsHMAC || file.webhook?.secrets != nil ? try resolveSecrets(file.webhook?.secrets ?? []) : []
-        let oidc = auth.needsOIDC || file.oidc != nil ? try resolveOIDC(file.oidc) : nil
-        let credentials = try resolveCredentials(file.fcm)
-        let baseURL = file.fcm?.baseURL ?? RelaySettings.defaultFCMBaseURL
-        guard let url = URL(string: baseURL), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
-            throw ConfigurationError(key: "fcm.baseURL", problem: "'\(baseURL)' is not an http(s) URL", fix: "use \(RelaySettings.defaultFCMBaseURL)")
+        let secrets =
+            auth.needsHMAC || file.webhook?.secrets != nil ? resolveSecrets(file.webhook?.secrets ?? [], problems) : []
+        let oidc = auth.needsOIDC || file.oidc != nil ? problems.check(nil) { () throws(ConfigurationError) in try resolveOIDC(file.oidc) } : nil
+        let credentials = problems.check(RelaySettings.Credentials.metadataServer(baseURL: MetadataServerExchange.defaultBaseURL)) {
+            () throws(ConfigurationError) in try resolveCredentials(file.fcm)
         }
-        let timeout = file.fcm?.timeoutSeconds ?? 10
-        guard (1...120).contains(timeout) else {
-            throw ConfigurationError(key: "fcm.timeoutSeconds", problem: "\(timeout) is outside 1 to 120", fix: "use 10")
+        let baseURL = problems.check(RelaySettings.defaultFCMBaseURL) { () throws(ConfigurationError) in
+            let baseURL = file.fcm?.baseURL ?? RelaySettings.defaultFCMBaseURL
+            guard let url = URL(string: baseURL), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+                throw ConfigurationError(
+                    key: "fcm.baseURL", problem: "'\(baseURL)' is not an http(s) URL", fix: "use \(RelaySettings.defaultFCMBaseURL)")
+            }
+            return baseURL
         }
-        let levelText = file.log?.level ?? "info"
-        guard let level = Logger.Level(rawValue: levelText.lowercased()) else {
-            throw ConfigurationError(
-                key: "log.level", problem: "'\(levelText)' is not a log level", fix: "use trace, debug, info, notice, warning, error or critical")
+        let timeout = problems.check(10) { () throws(ConfigurationError) in
+            let timeout = file.fcm?.timeoutSeconds ?? 10
+            guard (1...120).contains(timeout) else {
+                throw ConfigurationError(key: "fcm.timeoutSeconds", problem: "\(timeout) is outside 1 to 120", fix: "use 10")
+            }
+            return timeout
         }
-        let formatText = file.log?.format ?? "text"
-        guard let format = RelaySettings.LogFormat(rawValue: formatText) else {
-            throw ConfigurationError(key: "log.format", problem: "'\(formatText)' is not a log format", fix: "use text or json")
+        let level = problems.check(Logger.Level.info) { () throws(ConfigurationError) in
+            let levelText = file.log?.level ?? "info"
+            guard let level = Logger.Level(rawValue: levelText.lowercased()) else {
+                throw ConfigurationError(
+                    key: "log.level", problem: "'\(levelText)' is not a log level", fix: "use trace, debug, info, notice, warning, error or critical")
+            }
+            return level
         }
-        let routes = try resolveRoutes(file.routes ?? [RouteDefinition.default], key: "routes")
-        let projects = try resolveProjects(file, credentials: credentials, routes: routes)
+        let format = problems.check(RelaySettings.LogFormat.text) { () throws(ConfigurationError) in
+            let formatText = file.log?.format ?? "text"
+            guard let format = RelaySettings.LogFormat(rawValue: formatText) else {
+                throw ConfigurationError(key: "log.format", problem: "'\(formatText)' is not a log format", fix: "use text or json")
+            }
+            return format
+        }
+        let routes = resolveRoutes(file.routes ?? [RouteDefinition.default], key: "routes", problems)
+        let projects = resolveProjects(file, credentials: credentials, routes: routes, problems)
+        func duration(_ value: Double?, _ key: String, _ fallback: Double, _ range: ClosedRange<Double>) -> Duration {
+            problems.check(.seconds(fallback)) { () throws(ConfigurationError) in try self.duration(value, key: key, default: fallback, range: range)
+            }
+        }
+        func count(_ value: Int?, _ key: String, _ fallback: Int, _ range: ClosedRange<Int>) -> Int {
+            problems.check(fallback) { () throws(ConfigurationError) in try self.count(value, key: key, default: fallback, range: range) }
+        }
         return RelaySettings(
             host: file.server?.host ?? RelaySettings.defaultHost, port: port,
-            maxBodyBytes: maxBody, trustedProxies: try resolveTrustedProxies(file.server?.trustedProxies),
-            shutdownDelay: try duration(file.server?.shutdownDelaySeconds, key: "server.shutdownDelaySeconds", default: 0, range: 0...300),
-            idleTimeout: try duration(file.server?.idleTimeoutSeconds, key: "server.idleTimeoutSeconds", default: 30, range: 0.1...3600),
-            requestReadTimeout: try duration(
-                file.server?.requestReadTimeoutSeconds, key: "server.requestReadTimeoutSeconds", default: 10, range: 0.1...600),
-            readinessCache: try duration(file.server?.readinessCacheSeconds, key: "server.readinessCacheSeconds", default: 5, range: 0...300),
-            adminTokens: try resolveAdminTokens(file.admin?.tokens ?? []),
-            adminHost: file.admin?.host ?? "127.0.0.1", adminPort: try resolveAdminPort(file.admin?.port, main: port),
-            historySize: try count(file.delivery?.historySize, key: "delivery.historySize", default: 1000, range: 1...100_000),
-            maxQueuedPings: try count(file.delivery?.maxQueuedPings, key: "delivery.maxQueuedPings", default: 10_000, range: 1...10_000_000),
+            maxBodyBytes: maxBody,
+            trustedProxies: problems.check(TrustedProxies()) { () throws(ConfigurationError) in
+                try resolveTrustedProxies(file.server?.trustedProxies)
+            },
+            shutdownDelay: duration(file.server?.shutdownDelaySeconds, "server.shutdownDelaySeconds", 0, 0...300),
+            idleTimeout: duration(file.server?.idleTimeoutSeconds, "server.idleTimeoutSeconds", 30, 0.1...3600),
+            requestReadTimeout: duration(file.server?.requestReadTimeoutSeconds, "server.requestReadTimeoutSeconds", 10, 0.1...600),
+            readinessCache: duration(file.server?.readinessCacheSeconds, "server.readinessCacheSeconds", 5, 0...300),
+            adminTokens: problems.check([]) { () throws(ConfigurationError) in try resolveAdminTokens(file.admin?.tokens ?? []) },
+            adminHost: file.admin?.host ?? "127.0.0.1",
+            adminPort: problems.check(nil) { () throws(ConfigurationError) in try resolveAdminPort(file.admin?.port, main: port) },
+            historySize: count(file.delivery?.historySize, "delivery.historySize", 1000, 1...100_000),
+            maxQueuedPings: count(file.delivery?.maxQueuedPings, "delivery.maxQueuedPings", 10_000, 1...10_000_000),
             webhookAuth: auth, verifier: StandardWebhookVerifier(secrets: secrets, tolerance: .seconds(tolerance)), oidc: oidc,
             projects: projects, fcmBaseURL: baseURL,
             validateOnly: file.fcm?.validateOnly ?? false, fcmTimeout: .seconds(timeout),
-            retryPolicy: try resolveRetryPolicy(file.delivery), outboundConcurrency: try resolveConcurrency(file.delivery),
-            answerWithin: try duration(file.delivery?.answerWithinSeconds, key: "delivery.answerWithinSeconds", default: 5, range: 0.05...600),
+            retryPolicy: problems.check(RetryPolicy()) { () throws(ConfigurationError) in try resolveRetryPolicy(file.delivery) },
+            outboundConcurrency: problems.check(64) { () throws(ConfigurationError) in try resolveConcurrency(file.delivery) },
+            answerWithin: duration(file.delivery?.answerWithinSeconds, "delivery.answerWithinSeconds", 5, 0.05...600),
             spoolDirectory: file.delivery?.spoolDirectory,
-            drainGrace: try duration(file.delivery?.drainSeconds, key: "delivery.drainSeconds", default: 20, range: 0...600),
-            dedupWindow: try duration(file.delivery?.dedupWindowSeconds, key: "delivery.dedupWindowSeconds", default: 600, range: 0...86_400),
-            dedupMaxEvents: try dedupMaxEvents(file.delivery),
+            drainGrace: duration(file.delivery?.drainSeconds, "delivery.drainSeconds", 20, 0...600),
+            dedupWindow: duration(file.delivery?.dedupWindowSeconds, "delivery.dedupWindowSeconds", 600, 0...86_400),
+            dedupMaxEvents: problems.check(10_000) { () throws(ConfigurationError) in try dedupMaxEvents(file.delivery) },
             logLevel: level,
             logFormat: format, logPings: file.log?.pings ?? false)
     }
 
-    private func resolveRoutes(_ definitions: [RouteDefinition], key: String) throws(ConfigurationError) -> RouteTable {
+    /// The valid routes; each route's problem (and each name used twice) is noted.
+    private func resolveRoutes(_ definitions: [RouteDefinition], key: String, _ problems: ConfigurationProblems) -> RouteTable {
         guard !definitions.isEmpty else {
-            throw ConfigurationError(
-                key: key, problem: "the list is empty, so no update would ever be relayed",
-                fix: "add a route, or remove the key to use the default PUSH_RC route")
+            problems.note(
+                ConfigurationError(
+                    key: key, problem: "the list is empty, so no update would ever be relayed",
+                    fix: "add a route, or remove the key to use the default PUSH_RC route"))
+            return RouteTable.checking([RouteDefinition.default]).table
         }
-        do {
-            return try RouteTable(definitions)
-        } catch {
-            let prefix = key.dropLast("routes".count)
-            throw ConfigurationError(key: prefix + error.key, problem: error.error.problem, fix: error.error.fix)
-        }
+        let (table, errors) = RouteTable.checking(definitions)
+        let prefix = key.dropLast("routes".count)
+        for error in errors { problems.note(ConfigurationError(key: prefix + error.key, problem: error.error.problem, fix: error.error.fix)) }
+        return table
     }
 
     /// One project from `fcm`, or each of `projects` with its own credentials and routes (the top-level ones by default).
     private func resolveProjects(
-        _ file: ConfigurationFile, credentials: RelaySettings.Credentials, routes: RouteTable
-    ) throws(ConfigurationError) -> [RelaySettings.ProjectSettings] {
+        _ file: ConfigurationFile, credentials: RelaySettings.Credentials, routes: RouteTable, _ problems: ConfigurationProblems
+    ) -> [RelaySettings.ProjectSettings] {
         guard let entries = file.projects else {
             var id = file.fcm?.project
             if id == nil, case .keyFile(_, let key) = credentials { id = key.projectID }
-            if let id { try checkProjectID(id, key: "fcm.project") }
+            if let id { problems.check(()) { () throws(ConfigurationError) in try checkProjectID(id, key: "fcm.project") } }
             return [.init(id: id, credentials: credentials, routes: routes)]
         }
         guard !entries.isEmpty else {
-            throw ConfigurationError(
-                key: "projects", problem: "the list is empty", fix: "list each Firebase project, or remove the key and use fcm.project")
+            problems.note(
+                ConfigurationError(
+                    key: "projects", problem: "the list is empty", fix: "list each Firebase project, or remove the key and use fcm.project"))
+            return [.init(id: nil, credentials: credentials, routes: routes)]
         }
-        guard file.fcm?.project == nil else {
-            throw ConfigurationError(
-                key: "fcm.project", problem: "it is set together with projects", fix: "give each project's id in projects[].id instead")
+        if file.fcm?.project != nil {
+            problems.note(
+                ConfigurationError(
+                    key: "fcm.project", problem: "it is set together with projects", fix: "give each project's id in projects[].id instead"))
         }
         var projects: [RelaySettings.ProjectSettings] = []
         for (index, entry) in entries.enumerated() {
-            guard let id = entry.id else {
-                throw ConfigurationError(key: "projects[\(index)].id", problem: "it is required", fix: "set the Firebase project id")
+            let id = problems.check(nil) { () throws(ConfigurationError) -> String? in
+                guard let id = entry.id else {
+                    throw ConfigurationError(key: "projects[\(index)].id", problem: "it is required", fix: "set the Firebase project id")
+                }
+                try checkProjectID(id, key: "projects[\(index)].id")
+                guard !projects.contains(where: { $0.id == id }) else {
+                    throw ConfigurationError(key: "projects[\(index)].id", problem: "'\(id)' is listed twice", fix: "list each project once")
+                }
+                return id
             }
-            try checkProjectID(id, key: "projects[\(index)].id")
-            guard !projects.contains(where: { $0.id == id }) else {
-                throw ConfigurationError(key: "projects[\(index)].id", problem: "'\(id)' is listed twice", fix: "list each project once")
-            }
-            var own = credentials
-            if let path = entry.credentialsFile {
+            let own = problems.check(credentials) { () throws(ConfigurationError) in
+                guard let path = entry.credentialsFile else { return credentials }
                 do {
-                    own = .keyFile(path: path, key: try ServiceAccountKey(contentsOf: path))
+                    return .keyFile(path: path, key: try ServiceAccountKey(contentsOf: path))
                 } catch {
                     throw ConfigurationError(
                         key: "projects[\(index)].credentialsFile", problem: "\(error)", fix: "download this project's key in the Firebase console")
                 }
             }
-            let table =
-                try entry.routes.map { definitions throws(ConfigurationError) in
-                    try resolveRoutes(definitions, key: "projects[\(index)].routes")
-                } ?? routes
-            projects.append(.init(id: id, credentials: own, routes: table))
+            let table = entry.routes.map { resolveRoutes($0, key: "projects[\(index)].routes", problems) } ?? routes
+            if let id { projects.append(.init(id: id, credentials: own, routes: table)) }
         }
-        return projects
+        return projects.isEmpty ? [.init(id: nil, credentials: credentials, routes: routes)] : projects
     }
 
     private func checkProjectID(_ id: String, key: String) throws(ConfigurationError) {
@@ -159,25 +205,27 @@ extension ConfigurationLoader {
         return .metadataServer(baseURL: base)
     }
 
-    private func resolveSecrets(_ sources: [SecretSource]) throws(ConfigurationError) -> [WebhookSecret] {
+    private func resolveSecrets(_ sources: [SecretSource], _ problems: ConfigurationProblems) -> [WebhookSecret] {
         guard !sources.isEmpty else {
-            throw ConfigurationError(
-                key: "webhook.secrets", problem: "no webhook secret is configured, so no request could be verified",
-                fix: "add one, e.g. - env: RC_RELAY_WEBHOOK_SECRET (generate with: echo whsec_$(head -c32 /dev/urandom | base64))")
+            problems.note(
+                ConfigurationError(
+                    key: "webhook.secrets", problem: "no webhook secret is configured, so no request could be verified",
+                    fix: "add one, e.g. - env: RC_RELAY_WEBHOOK_SECRET (generate with: echo whsec_$(head -c32 /dev/urandom | base64))"))
+            return []
         }
-        var secrets: [WebhookSecret] = []
-        for (index, source) in sources.enumerated() {
-            let key = "webhook.secrets[\(index)]"
-            let text = try read(source, key: key)
-            do {
-                secrets.append(try WebhookSecret(text))
-            } catch {
-                throw ConfigurationError(
-                    key: key, problem: "the secret is not whsec_ followed by base64 of 16 or more bytes",
-                    fix: "copy the whole secret, whsec_ prefix included")
+        return sources.enumerated().compactMap { index, source in
+            problems.check(nil) { () throws(ConfigurationError) -> WebhookSecret? in
+                let key = "webhook.secrets[\(index)]"
+                let text = try read(source, key: key)
+                do {
+                    return try WebhookSecret(text)
+                } catch {
+                    throw ConfigurationError(
+                        key: key, problem: "the secret is not whsec_ followed by base64 of 16 or more bytes",
+                        fix: "copy the whole secret, whsec_ prefix included")
+                }
             }
         }
-        return secrets
     }
 
     /// A secret's text from its value, environment variable or file.

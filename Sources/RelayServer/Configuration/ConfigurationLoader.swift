@@ -4,12 +4,16 @@ import Logging
 import RelayCore
 import Yams
 
-/// Reads the YAML file, lays the environment over it, and checks every setting, naming the key of any mistake.
+/// Reads the YAML file, lays environment variables and command-line flags over it (``ConfigurationSources``), and
+/// checks every setting, naming the key of each mistake.
 public struct ConfigurationLoader: Sendable {
     public var environment: [String: String]
+    /// Command-line flags that give settings (`--delivery-spool-directory DIR`).
+    public var arguments: [String]
 
-    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment, arguments: [String] = []) {
         self.environment = environment
+        self.arguments = arguments
     }
 
     /// Loads the file at `path`.
@@ -22,20 +26,41 @@ public struct ConfigurationLoader: Sendable {
         return try load(yaml: text)
     }
 
-    /// Loads configuration text; the environment overrides it.
+    /// Loads configuration text; the environment overrides it. Every problem is reported at once, as a compiler
+    /// does: the error thrown carries them all (``ConfigurationError/all``).
     public func load(yaml: String) throws(ConfigurationError) -> RelaySettings {
-        var root = try parse(yaml)
-        try applyOverrides(to: &root)
-        try checkKeys(root, schemaPath: "", keyPath: "")
-        let file: ConfigurationFile
-        do {
-            file = try YAMLDecoder().decode(ConfigurationFile.self, from: root)
-        } catch let error as DecodingError {
-            throw describe(error)
-        } catch {
-            throw ConfigurationError(key: "(file)", problem: "it cannot be read", fix: "check it is valid YAML")
+        let file = try parse(yaml)  // text that is not YAML has nothing else to check
+        let problems = ConfigurationProblems()
+        let sources = ConfigurationSources(file: file, environment: environment, arguments: arguments)
+        for error in sources.unknownFlags() { problems.note(error) }
+        let (root, from) = sources.effective(file, problems)
+        checkKeys(root, schemaPath: "", keyPath: "", problems)
+        let settings = resolve(decode(root, from, problems), problems)
+        try problems.throwIfAny()
+        return settings
+    }
+
+    /// The file's sections, each decoded on its own so that one with a wrong type does not hide the others'
+    /// problems; a section that cannot be decoded is noted and left out.
+    private func decode(_ root: Node, _ sources: [String: ConfigurationSources.Source], _ problems: ConfigurationProblems) -> ConfigurationFile {
+        let decoder = YAMLDecoder()
+        var kept = Node.Mapping([])
+        for (key, value) in root.mapping ?? Node.Mapping([]) {
+            do {
+                _ = try decoder.decode(ConfigurationFile.self, from: Node([(key, value)]))
+                kept[key] = value
+            } catch let error as DecodingError {
+                problems.note(describe(error, sources))
+            } catch {
+                problems.note(ConfigurationError(key: key.string ?? "(file)", problem: "it cannot be read", fix: "check it is valid YAML"))
+            }
         }
-        return try resolve(file)
+        do {
+            return try decoder.decode(ConfigurationFile.self, from: Node.mapping(kept))
+        } catch {
+            problems.note(ConfigurationError(key: "(file)", problem: "it cannot be read", fix: "check it is valid YAML"))
+            return ConfigurationFile()
+        }
     }
 
     private func parse(_ yaml: String) throws(ConfigurationError) -> Node {
@@ -55,39 +80,11 @@ public struct ConfigurationLoader: Sendable {
         return node
     }
 
-    private func applyOverrides(to root: inout Node) throws(ConfigurationError) {
-        for override in EnvironmentOverrides.all {
-            guard let value = environment[override.variable] else { continue }
-            let node: Node
-            if override.isList && override.key != "routes" {
-                node = Node(value.split(whereSeparator: \.isWhitespace).map { Node(String($0)) })
-            } else if override.isList {
-                guard let parsed = try? Yams.compose(yaml: value), parsed.sequence != nil else {
-                    throw ConfigurationError(
-                        key: override.key, problem: "\(override.variable) is not a YAML or JSON list",
-                        fix: "write it as a flow list, for example [{name: a, topic: PUSH_RC}]")
-                }
-                node = parsed
-            } else {
-                node = Node(value)
-            }
-            let parts = override.key.split(separator: ".").map(String.init)
-            root = Self.setting(root, path: parts[...], to: node)
-        }
-    }
-
-    private static func setting(_ node: Node, path: ArraySlice<String>, to value: Node) -> Node {
-        guard let first = path.first else { return value }
-        var mapping = node.mapping ?? Node.Mapping([])
-        mapping[first] = setting(mapping[first] ?? Node([(Node, Node)]()), path: path.dropFirst(), to: value)
-        return Node.mapping(mapping)
-    }
-
     /// Refuses keys the file format does not have, so a typo is not silently ignored.
-    private func checkKeys(_ node: Node, schemaPath: String, keyPath: String) throws(ConfigurationError) {
+    private func checkKeys(_ node: Node, schemaPath: String, keyPath: String, _ problems: ConfigurationProblems) {
         if let sequence = node.sequence {
             for (index, item) in sequence.enumerated() {
-                try checkKeys(item, schemaPath: schemaPath + "[]", keyPath: keyPath + "[\(index)]")
+                checkKeys(item, schemaPath: schemaPath + "[]", keyPath: keyPath + "[\(index)]", problems)
             }
             return
         }
@@ -98,16 +95,18 @@ public struct ConfigurationLoader: Sendable {
             let shown = key.isEmpty ? "(an empty key)" : String(key.prefix(100))
             let path = keyPath.isEmpty ? shown : "\(keyPath).\(shown)"
             guard known.contains(key) else {
-                let suggestion = known.first { $0.lowercased() == key.lowercased() }
-                throw ConfigurationError(
-                    key: path, problem: "'\(shown)' is not a known setting",
-                    fix: suggestion.map { "did you mean '\($0)'?" } ?? "use one of " + known.sorted().joined(separator: ", "))
+                let suggestion = Suggestion.closest(to: key, in: known)
+                problems.note(
+                    ConfigurationError(
+                        key: path, problem: "'\(shown)' is not a known setting",
+                        fix: suggestion.map { "did you mean '\($0)'?" } ?? "use one of " + known.sorted().joined(separator: ", ")))
+                continue
             }
-            try checkKeys(value, schemaPath: schemaPath.isEmpty ? key : "\(schemaPath).\(key)", keyPath: path)
+            checkKeys(value, schemaPath: schemaPath.isEmpty ? key : "\(schemaPath).\(key)", keyPath: path, problems)
         }
     }
 
-    private func describe(_ error: DecodingError) -> ConfigurationError {
+    private func describe(_ error: DecodingError, _ sources: [String: ConfigurationSources.Source]) -> ConfigurationError {
         func path(_ context: DecodingError.Context) -> String {
             context.codingPath.reduce("") { path, key in
                 if let index = key.intValue { return "\(path)[\(index)]" }
@@ -115,8 +114,7 @@ public struct ConfigurationLoader: Sendable {
             }
         }
         func source(_ key: String) -> String {
-            EnvironmentOverrides.all.first { $0.key == key && environment[$0.variable] != nil }
-                .map { " (set by \($0.variable))" } ?? ""
+            sources[key]?.label.map { " (set by \($0))" } ?? ""
         }
         switch error {
         case .typeMismatch(let type, let context), .valueNotFound(let type, let context):

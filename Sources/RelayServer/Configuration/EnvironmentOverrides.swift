@@ -1,59 +1,110 @@
-/// Environment variables that override the file, one per setting. The table in docs/configuration.md is checked against this list.
+import Configuration
+import Foundation
+
+/// The settings that command-line flags and environment variables may give, over the file. Their names follow one
+/// rule, swift-configuration's: `RC_RELAY_` and the key in upper snake case, without `server.` (`delivery.spoolDirectory`
+/// is `RC_RELAY_DELIVERY_SPOOL_DIRECTORY`, `server.port` is `RC_RELAY_PORT`); a flag is the same in lower case with
+/// dashes (`--delivery-spool-directory`, `--port`). The table in docs/configuration.md is checked against this list.
 public enum EnvironmentOverrides {
-    /// An environment variable and the configuration key it sets.
+    /// A setting that a variable or a flag may give.
     public struct Override: Sendable {
-        public var variable: String
         public var key: String
-        /// Lists take space-separated values, or a YAML/JSON flow value (`[a, b]`) for routes.
+        /// Lists take space-separated values (or a flag's several values); `routes`, a YAML/JSON flow list.
         public var isList: Bool
+        /// Never shown in an access log or an error.
+        public var isSecret: Bool
+
+        init(key: String, isList: Bool = false, isSecret: Bool = false) {
+            (self.key, self.isList, self.isSecret) = (key, isList, isSecret)
+        }
+
+        /// The environment variable, as swift-configuration encodes ``EnvironmentOverrides/variableKey(_:)``.
+        public var variable: String {
+            "RC_RELAY_" + EnvironmentOverrides.variableKey(key).dropFirst(2).map(Self.snake).joined(separator: "_")
+        }
+
+        /// The command-line flag, without `--`: the variable's name without `RC_RELAY_`, in lower case with dashes.
+        public var flag: String {
+            EnvironmentOverrides.variableKey(key).dropFirst(2).map { Self.snake($0).lowercased().replacingOccurrences(of: "_", with: "-") }
+                .joined(separator: "-")
+        }
+
+        /// `maxBodyBytes` → `MAX_BODY_BYTES`, `metadataURL` → `METADATA_URL`: a break before each upper-case letter
+        /// that follows a lower-case one.
+        private static func snake(_ word: String) -> String {
+            var result = ""
+            var previous: Character?
+            for character in word {
+                if let previous, previous.isLowercase, character.isUppercase { result += "_" }
+                result.append(character)
+                previous = character
+            }
+            return result.uppercased()
+        }
     }
 
     /// The file to read; no file and no `--config` selects the development profile.
     public static let configPath = "RC_RELAY_CONFIG"
 
+    /// A key as the environment provider looks it up: `rc.relay` first, and the `server` section left out.
+    @Sendable static func variableKey(_ key: AbsoluteConfigKey) -> AbsoluteConfigKey {
+        AbsoluteConfigKey(["rc", "relay"] + flagKey(key).components, context: key.context)
+    }
+
+    /// A key as the command-line provider looks it up: the `server` section left out.
+    @Sendable static func flagKey(_ key: AbsoluteConfigKey) -> AbsoluteConfigKey {
+        var components = key.components
+        if components.first == "server" { components.removeFirst() }
+        return AbsoluteConfigKey(components, context: key.context)
+    }
+
+    static func variableKey(_ key: String) -> [String] {
+        variableKey(AbsoluteConfigKey(key.split(separator: ".").map(String.init))).components
+    }
+
     public static let all: [Override] = [
-        .init(variable: "RC_RELAY_HOST", key: "server.host", isList: false),
-        .init(variable: "RC_RELAY_PORT", key: "server.port", isList: false),
-        .init(variable: "RC_RELAY_MAX_BODY_BYTES", key: "server.maxBodyBytes", isList: false),
-        .init(variable: "RC_RELAY_TRUSTED_PROXIES", key: "server.trustedProxies", isList: true),
-        .init(variable: "RC_RELAY_SHUTDOWN_DELAY_SECONDS", key: "server.shutdownDelaySeconds", isList: false),
-        .init(variable: "RC_RELAY_IDLE_TIMEOUT_SECONDS", key: "server.idleTimeoutSeconds", isList: false),
-        .init(variable: "RC_RELAY_REQUEST_READ_TIMEOUT_SECONDS", key: "server.requestReadTimeoutSeconds", isList: false),
-        .init(variable: "RC_RELAY_READINESS_CACHE_SECONDS", key: "server.readinessCacheSeconds", isList: false),
-        .init(variable: "RC_RELAY_WEBHOOK_AUTH", key: "webhook.auth", isList: false),
-        .init(variable: "RC_RELAY_WEBHOOK_SECRETS", key: "webhook.secrets", isList: true),
-        .init(variable: "RC_RELAY_WEBHOOK_TOLERANCE_SECONDS", key: "webhook.toleranceSeconds", isList: false),
-        .init(variable: "RC_RELAY_FCM_PROJECT", key: "fcm.project", isList: false),
-        .init(variable: "RC_RELAY_FCM_CREDENTIALS_FILE", key: "fcm.credentialsFile", isList: false),
-        .init(variable: "RC_RELAY_FCM_METADATA_URL", key: "fcm.metadataURL", isList: false),
-        .init(variable: "RC_RELAY_FCM_BASE_URL", key: "fcm.baseURL", isList: false),
-        .init(variable: "RC_RELAY_FCM_VALIDATE_ONLY", key: "fcm.validateOnly", isList: false),
-        .init(variable: "RC_RELAY_FCM_TIMEOUT_SECONDS", key: "fcm.timeoutSeconds", isList: false),
-        .init(variable: "RC_RELAY_OIDC_AUDIENCES", key: "oidc.audiences", isList: true),
-        .init(variable: "RC_RELAY_OIDC_ALLOWED_EMAILS", key: "oidc.allowedEmails", isList: true),
-        .init(variable: "RC_RELAY_OIDC_JWKS_URL", key: "oidc.jwksURL", isList: false),
-        .init(variable: "RC_RELAY_OIDC_JWKS_FILE", key: "oidc.jwksFile", isList: false),
-        .init(variable: "RC_RELAY_OIDC_CLOCK_SKEW_SECONDS", key: "oidc.clockSkewSeconds", isList: false),
-        .init(variable: "RC_RELAY_OIDC_JWKS_MIN_REFRESH_SECONDS", key: "oidc.jwksMinRefreshSeconds", isList: false),
-        .init(variable: "RC_RELAY_DELIVERY_MAX_ATTEMPTS", key: "delivery.maxAttempts", isList: false),
-        .init(variable: "RC_RELAY_DELIVERY_DEADLINE_SECONDS", key: "delivery.deadlineSeconds", isList: false),
-        .init(variable: "RC_RELAY_DELIVERY_BASE_DELAY_SECONDS", key: "delivery.baseDelaySeconds", isList: false),
-        .init(variable: "RC_RELAY_DELIVERY_MAX_DELAY_SECONDS", key: "delivery.maxDelaySeconds", isList: false),
-        .init(variable: "RC_RELAY_DELIVERY_QUOTA_DELAY_SECONDS", key: "delivery.quotaDelaySeconds", isList: false),
-        .init(variable: "RC_RELAY_DELIVERY_CONCURRENCY", key: "delivery.concurrency", isList: false),
-        .init(variable: "RC_RELAY_DELIVERY_ANSWER_WITHIN_SECONDS", key: "delivery.answerWithinSeconds", isList: false),
-        .init(variable: "RC_RELAY_DELIVERY_SPOOL_DIRECTORY", key: "delivery.spoolDirectory", isList: false),
-        .init(variable: "RC_RELAY_DELIVERY_DRAIN_SECONDS", key: "delivery.drainSeconds", isList: false),
-        .init(variable: "RC_RELAY_DELIVERY_DEDUP_WINDOW_SECONDS", key: "delivery.dedupWindowSeconds", isList: false),
-        .init(variable: "RC_RELAY_DELIVERY_DEDUP_MAX_EVENTS", key: "delivery.dedupMaxEvents", isList: false),
-        .init(variable: "RC_RELAY_DELIVERY_HISTORY_SIZE", key: "delivery.historySize", isList: false),
-        .init(variable: "RC_RELAY_DELIVERY_MAX_QUEUED_PINGS", key: "delivery.maxQueuedPings", isList: false),
-        .init(variable: "RC_RELAY_ADMIN_TOKENS", key: "admin.tokens", isList: true),
-        .init(variable: "RC_RELAY_ADMIN_HOST", key: "admin.host", isList: false),
-        .init(variable: "RC_RELAY_ADMIN_PORT", key: "admin.port", isList: false),
-        .init(variable: "RC_RELAY_LOG_LEVEL", key: "log.level", isList: false),
-        .init(variable: "RC_RELAY_LOG_FORMAT", key: "log.format", isList: false),
-        .init(variable: "RC_RELAY_LOG_PINGS", key: "log.pings", isList: false),
-        .init(variable: "RC_RELAY_ROUTES", key: "routes", isList: true),
+        .init(key: "server.host"),
+        .init(key: "server.port"),
+        .init(key: "server.maxBodyBytes"),
+        .init(key: "server.trustedProxies", isList: true),
+        .init(key: "server.shutdownDelaySeconds"),
+        .init(key: "server.idleTimeoutSeconds"),
+        .init(key: "server.requestReadTimeoutSeconds"),
+        .init(key: "server.readinessCacheSeconds"),
+        .init(key: "webhook.auth"),
+        .init(key: "webhook.secrets", isList: true, isSecret: true),
+        .init(key: "webhook.toleranceSeconds"),
+        .init(key: "fcm.project"),
+        .init(key: "fcm.credentialsFile"),
+        .init(key: "fcm.metadataURL"),
+        .init(key: "fcm.baseURL"),
+        .init(key: "fcm.validateOnly"),
+        .init(key: "fcm.timeoutSeconds"),
+        .init(key: "oidc.audiences", isList: true),
+        .init(key: "oidc.allowedEmails", isList: true),
+        .init(key: "oidc.jwksURL"),
+        .init(key: "oidc.jwksFile"),
+        .init(key: "oidc.clockSkewSeconds"),
+        .init(key: "oidc.jwksMinRefreshSeconds"),
+        .init(key: "delivery.maxAttempts"),
+        .init(key: "delivery.deadlineSeconds"),
+        .init(key: "delivery.baseDelaySeconds"),
+        .init(key: "delivery.maxDelaySeconds"),
+        .init(key: "delivery.quotaDelaySeconds"),
+        .init(key: "delivery.concurrency"),
+        .init(key: "delivery.answerWithinSeconds"),
+        .init(key: "delivery.spoolDirectory"),
+        .init(key: "delivery.drainSeconds"),
+        .init(key: "delivery.dedupWindowSeconds"),
+        .init(key: "delivery.dedupMaxEvents"),
+        .init(key: "delivery.historySize"),
+        .init(key: "delivery.maxQueuedPings"),
+        .init(key: "admin.tokens", isList: true, isSecret: true),
+        .init(key: "admin.host"),
+        .init(key: "admin.port"),
+        .init(key: "log.level"),
+        .init(key: "log.format"),
+        .init(key: "log.pings"),
+        .init(key: "routes", isList: true),
     ]
 }
