@@ -34,7 +34,8 @@ private func send(_ channel: any Channel, _ text: String) async throws {
     try await withLiveRelay(.standard.environment(["RC_RELAY_REQUEST_READ_TIMEOUT_SECONDS": "600", "RC_RELAY_IDLE_TIMEOUT_SECONDS": "0.5"])) {
         relay in
         let channel = try await connect(relay.relayURL)
-        try await send(channel, "POST /webhooks/remote-config HTTP/1.1\r\n")
+        // On a loaded machine the idle timeout may already have closed it: that is the outcome asked for too.
+        try? await send(channel, "POST /webhooks/remote-config HTTP/1.1\r\n")
         var lines = 0
         // One header line every 50 ms never completes a request part, so it never counts as activity.
         while channel.isActive, lines < 1200 {
