@@ -1,3 +1,4 @@
+@testable import DeliveryEngine
 import FCMEmulator
 import Foundation
 import Testing
@@ -6,31 +7,45 @@ import Testing
 
 // MARK: Tests
 
+/// Moves the engine's clock past each retry wait as it comes, `times` times: no test waits out a real Retry-After.
+private func advanceThroughRetries(_ clock: ManualDeliveryClock, times: Int) async throws {
+    for retry in 1...times {
+        try await eventually("retry \(retry) waits") { !clock.pendingDelays.isEmpty }
+        clock.advance(by: clock.pendingDelays.max()!)
+    }
+}
+
 @Test func unavailableThreeTimesThenDeliveredOnceHonouringRetryAfter() async throws {
-    try await withLiveRelay(.standard.environment(["RC_RELAY_DELIVERY_MAX_ATTEMPTS": "5"])) { relay in
-        await relay.emulator.inject(.init(status: 503, retryAfter: "1", count: 3))
+    let clock = ManualDeliveryClock()
+    try await withLiveRelay(.standard.environment(["RC_RELAY_DELIVERY_MAX_ATTEMPTS": "5"]).clock(clock)) { relay in
+        await relay.emulator.inject(.init(status: 503, retryAfter: "30", count: 3))
         let answer = try await relay.post(#"{"versionNumber":21}"#)
         // The first failure is the outcome the sender can act on: retry after FCM's Retry-After.
         #expect(answer.status == 503)
-        #expect(answer.headers["retry-after"] == "1")
+        #expect(answer.headers["retry-after"] == "30")
+        try await advanceThroughRetries(clock, times: 3)
         let settled = try await relay.settledDelivery(version: 21)
         #expect(settled.status == .accepted)
         #expect(settled.attempts.compactMap(\.httpStatus) == [503, 503, 503, 200])
         let at = settled.attempts.map(\.at)
         #expect(at.count == 4)
-        for (earlier, later) in zip(at, at.dropFirst()) { #expect(later.timeIntervalSince(earlier) >= 0.99) }
+        for (earlier, later) in zip(at, at.dropFirst()) { #expect(later.timeIntervalSince(earlier) >= 30, "Retry-After is never undercut") }
         #expect(await relay.emulator.messages.count == 1)
     }
 }
 
 @Test func quotaExceededWaitsAtLeastTheQuotaDelay() async throws {
-    try await withLiveRelay(.standard.environment(["RC_RELAY_DELIVERY_QUOTA_DELAY_SECONDS": "0.5"])) { relay in
+    let clock = ManualDeliveryClock()
+    try await withLiveRelay(.standard.environment(["RC_RELAY_DELIVERY_QUOTA_DELAY_SECONDS": "60"]).clock(clock)) { relay in
         await relay.emulator.inject(.init(status: 429, errorCode: "QUOTA_EXCEEDED"))
         let answer = try await relay.post(#"{"versionNumber":22}"#)
         #expect(answer.status == 503)
+        try await eventually("the retry waits") { !clock.pendingDelays.isEmpty }
+        #expect(clock.pendingDelays.allSatisfy { $0 >= .seconds(60) }, "a 429 waits at least the quota delay: \(clock.pendingDelays)")
+        clock.advance(by: clock.pendingDelays.max()!)
         let at = try await relay.settledDelivery(version: 22).attempts.map(\.at)
         #expect(at.count == 2)
-        #expect(at.count == 2 && at[1].timeIntervalSince(at[0]) >= 0.5)
+        #expect(at.count == 2 && at[1].timeIntervalSince(at[0]) >= 60)
     }
 }
 

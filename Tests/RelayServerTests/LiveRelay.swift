@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import DeliveryEngine
 import FCMClient
 import FCMEmulator
 import Foundation
@@ -143,6 +144,8 @@ struct RelaySetup: Sendable {
     private(set) var extraSections: @Sendable (LiveRelay) -> String = { _ in "" }
     /// The relay's sleep (its shutdown delay).
     private(set) var sleeper: @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) }
+    /// The delivery engine's time: retries, the answer's wait, parked events, the drain.
+    private(set) var engineClock: any DeliveryClock = SystemDeliveryClock()
 
     func routes(_ yaml: String?) -> RelaySetup { changed { $0.routesYAML = yaml } }
     /// Adds environment variables; a name given again takes the new value.
@@ -156,6 +159,8 @@ struct RelaySetup: Sendable {
     func configFile() -> RelaySetup { changed { $0.writesConfigFile = true } }
     func extraYAML(_ sections: @escaping @Sendable (LiveRelay) -> String) -> RelaySetup { changed { $0.extraSections = sections } }
     func sleep(_ sleep: @escaping @Sendable (Duration) async -> Void) -> RelaySetup { changed { $0.sleeper = sleep } }
+    /// The engine on the test's clock (a ``ManualDeliveryClock`` the test moves).
+    func clock(_ clock: any DeliveryClock) -> RelaySetup { changed { $0.engineClock = clock } }
 
     private func changed(_ change: (inout RelaySetup) -> Void) -> RelaySetup {
         var copy = self
@@ -220,7 +225,8 @@ struct RelaySetup: Sendable {
             let (adminPorts, adminContinuation) = AsyncStream.makeStream(of: Int.self)
             let relay = try await RelayApplication.build(
                 settings: settings, logger: quietLogger, source: writesConfigFile ? configPath : "test", reader: reader,
-                onServerRunning: { relayContinuation.yield($0) }, onAdminRunning: { adminContinuation.yield($0) }, sleep: sleeper)
+                onServerRunning: { relayContinuation.yield($0) }, onAdminRunning: { adminContinuation.yield($0) }, sleep: sleeper,
+                clock: engineClock)
             let relayGroup = ServiceGroup(services: [relay], gracefulShutdownSignals: [], logger: quietLogger)
             let stopped = Locked(false)
             group.addTask {
