@@ -2,6 +2,7 @@ import FCMEmulator
 import Foundation
 import Testing
 
+@testable import DeliveryEngine
 @testable import RelayServer
 
 // Answers come as soon as the outcome is known: the relay waits up to 30 s here (`answerWithinSeconds`), so an answer
@@ -10,13 +11,16 @@ import Testing
 // MARK: Tests
 
 @Test func withoutASpoolAFirstFailureAnswers503AtOnceWithTheRealRetryAfterAndTheRetryJoins() async throws {
-    try await withLiveRelay(.standard.environment(["RC_RELAY_DELIVERY_ANSWER_WITHIN_SECONDS": "30", "RC_RELAY_DELIVERY_MAX_ATTEMPTS": "5"])) {
-        relay in
-        await relay.emulator.inject(.init(status: 503, retryAfter: "2", count: 1))
+    let clock = ManualDeliveryClock()
+    try await withLiveRelay(
+        .standard.environment(["RC_RELAY_DELIVERY_ANSWER_WITHIN_SECONDS": "30", "RC_RELAY_DELIVERY_MAX_ATTEMPTS": "5"]).clock(clock)
+    ) { relay in
+        await relay.emulator.inject(.init(status: 503, retryAfter: "120", count: 1))
         let first = try await relay.post(#"{"versionNumber":31}"#, id: "msg_wait")
         #expect(first.status == 503)
         #expect(first.problemType == "urn:rc-relay:problem:delivery-in-progress")
-        #expect(first.headers["retry-after"] == "2")
+        #expect(first.headers["retry-after"] == "120")
+        try await advanceThroughRetries(clock, times: 1)
         try await eventually("the retry is accepted") { await relay.emulator.messages.count == 1 }
         let later = try await relay.post(#"{"versionNumber":31}"#, id: "msg_wait")
         #expect(later.status == 200)
@@ -27,18 +31,20 @@ import Testing
 }
 
 @Test func withASpoolAFirstFailureIsSpooledAnswered202AtOnceAndUnspooledWhenDone() async throws {
+    let clock = ManualDeliveryClock()
     try await withSpool { spool in
         try await withLiveRelay(
             .standard.environment([
                 "RC_RELAY_DELIVERY_ANSWER_WITHIN_SECONDS": "30", "RC_RELAY_DELIVERY_MAX_ATTEMPTS": "5",
                 "RC_RELAY_DELIVERY_SPOOL_DIRECTORY": spool,
-            ])
+            ]).clock(clock)
         ) { relay in
-            await relay.emulator.inject(.init(status: 503, retryAfter: "1", count: 1))
+            await relay.emulator.inject(.init(status: 503, retryAfter: "120", count: 1))
             let answer = try await relay.post(#"{"versionNumber":32}"#)
             #expect(answer.status == 202)
             #expect(try answer.decode(Contract.InProgress.self).status == .inProgress)
             #expect(spooledFiles(spool).count == 1)
+            try await advanceThroughRetries(clock, times: 1)
             try await eventually("the retry is accepted") { await relay.emulator.messages.count == 1 }
             try await eventually("the spool file is removed") { spooledFiles(spool).isEmpty }
         }

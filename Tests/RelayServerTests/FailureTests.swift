@@ -1,19 +1,11 @@
-@testable import DeliveryEngine
 import FCMEmulator
 import Foundation
 import Testing
 
+@testable import DeliveryEngine
 @testable import RelayServer
 
 // MARK: Tests
-
-/// Moves the engine's clock past each retry wait as it comes, `times` times: no test waits out a real Retry-After.
-private func advanceThroughRetries(_ clock: ManualDeliveryClock, times: Int) async throws {
-    for retry in 1...times {
-        try await eventually("retry \(retry) waits") { !clock.pendingDelays.isEmpty }
-        clock.advance(by: clock.pendingDelays.max()!)
-    }
-}
 
 @Test func unavailableThreeTimesThenDeliveredOnceHonouringRetryAfter() async throws {
     let clock = ManualDeliveryClock()

@@ -347,3 +347,11 @@ final class ManualSleep: Sendable {
         }) { waiting.resume() }
     }
 }
+
+/// Moves the engine's clock past each retry wait as it comes, `times` times: no test waits out a real Retry-After.
+func advanceThroughRetries(_ clock: ManualDeliveryClock, times: Int) async throws {
+    for retry in 1...times {
+        try await eventually("retry \(retry) waits") { !clock.pendingDelays.isEmpty }
+        clock.advance(by: clock.pendingDelays.max()!)
+    }
+}

@@ -36,7 +36,8 @@ struct ConfigurationSources {
         let secret: Set<String> = Set(EnvironmentOverrides.all.filter(\.isSecret).map(\.variable))
         reader = ConfigReader(providers: [
             CommandLineArgumentsProvider(
-                arguments: ["rc-relay"] + arguments, secretsSpecifier: .specific(Set(EnvironmentOverrides.all.filter(\.isSecret).map { "--\($0.flag)" }))
+                arguments: ["rc-relay"] + arguments,
+                secretsSpecifier: .specific(Set(EnvironmentOverrides.all.filter(\.isSecret).map { "--\($0.flag)" }))
             ).mapKeys(EnvironmentOverrides.flagKey),
             EnvironmentVariablesProvider(environmentVariables: environment, secretsSpecifier: .specific(secret), arraySeparator: " ")
                 .mapKeys(EnvironmentOverrides.variableKey),
@@ -135,7 +136,8 @@ enum Suggestion {
 
     /// Levenshtein distance.
     static func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
+        let a = Array(a)
+        let b = Array(b)
         guard !a.isEmpty else { return b.count }
         var row = Array(0...b.count)
         for i in 1...a.count {
