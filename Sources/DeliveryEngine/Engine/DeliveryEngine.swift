@@ -81,12 +81,15 @@ package final class DeliveryEngine: Service {
 
     /// Replays the spool, runs deliveries until a stop, then drains and hands over.
     package func run() async throws {
-        async let running: Void = tasks.run()
-        await replaySpool()
-        let graceful = (try? await gracefulShutdown()) != nil
-        handOver(await recent.drain(within: graceful ? settings.drainGrace : .zero))
-        tasks.close()
-        await running
+        await withDiscardingTaskGroup { group in
+            // High priority: a webhook's answer waits for its delivery's first news, and every delivery starts with a
+            // hop to this task; at the default priority that hop queued behind the requests under load.
+            group.addTask(priority: .high) { await self.tasks.run() }
+            await replaySpool()
+            let graceful = (try? await gracefulShutdown()) != nil
+            handOver(await recent.drain(within: graceful ? settings.drainGrace : .zero))
+            tasks.close()
+        }
     }
 
     private func dispatcher(_ plan: SendPlan) -> Dispatcher {
