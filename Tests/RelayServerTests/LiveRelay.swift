@@ -245,13 +245,25 @@ struct RelaySetup: Sendable {
                 secret: secret, keyFile: keyFile.path, gameBKeyFile: gameBKeyFile.path, adminURL: adminURL,
                 configPath: writesConfigFile ? configPath : nil, stop: { await relayGroup.triggerGracefulShutdown() },
                 hasStopped: { stopped.withLock { $0 } })
+            // On the test's clock, the stop's drain would wait for time that never passes: once stopping, time runs.
+            let stopping = Locked(false)
+            if let manual = engineClock as? ManualDeliveryClock {
+                group.addTask {
+                    while !stopped.withLock({ $0 }) {
+                        if stopping.withLock({ $0 }) { manual.advance(by: .seconds(3600)) }
+                        try await Task.sleep(for: .milliseconds(10))
+                    }
+                }
+            }
             do {
                 try await body(live)
             } catch {
+                stopping.withLock { $0 = true }
                 await relayGroup.triggerGracefulShutdown()
                 await emulatorGroup.triggerGracefulShutdown()
                 throw error
             }
+            stopping.withLock { $0 = true }
             await relayGroup.triggerGracefulShutdown()
             await emulatorGroup.triggerGracefulShutdown()
             try await group.waitForAll()
