@@ -18,14 +18,15 @@ import Testing
             _ = await attemptMayEnd.value(within: .seconds(600), on: SystemDeliveryClock())
             return [report("a", .accepted), report("b", control.isStopped ? .interrupted : .dead)]
         }
-        guard case .pending = outcome else {
+        guard case .pending(let delivery, _) = outcome else {
             Issue.record("expected the delivery to be under way")
             return
         }
         _ = await attemptUnderWay.value(within: .seconds(600), on: SystemDeliveryClock())
         async let ended = recent.drain(within: .zero)
         // The drain has stopped the delivery but must not write while its attempt may still succeed (or fail).
-        try await eventually("the drain stops the delivery") { recent.inFlight == 1 && spool.writes.withLock { $0 } == 0 }
+        try await eventually("the drain stops the delivery") { delivery.control.isStopped }
+        #expect(recent.inFlight == 1 && spool.writes.withLock { $0 } == 0)
         #expect(spool.files.withLock { $0.isEmpty })
         attemptMayEnd.settle(true)
         let handOvers = await ended

@@ -91,7 +91,9 @@ import Testing
         #expect(answer.status == 503)
         let settled = try await relay.settledDelivery(version: 26)
         #expect(settled.status == .accepted)
-        #expect(settled.attempts.count == 2)
+        // The slow attempt timed out (no HTTP status) and was retried; on a loaded machine a retry may time out too.
+        #expect(settled.attempts.count >= 2)
+        #expect(settled.attempts.first?.httpStatus == nil)
     }
 }
 
@@ -121,7 +123,10 @@ import Testing
 
 @Test func outboundConcurrencyIsBounded() async throws {
     let routes = (1...6).map { "  - {name: r\($0), topic: t\($0)}" }.joined(separator: "\n")
-    try await withLiveRelay(.standard.routes(routes).environment(["RC_RELAY_DELIVERY_CONCURRENCY": "2"])) { relay in
+    // The answer waits for the outcome however slow the machine (a sanitizer build, a busy CI runner).
+    try await withLiveRelay(
+        .standard.routes(routes).environment(["RC_RELAY_DELIVERY_CONCURRENCY": "2", "RC_RELAY_DELIVERY_ANSWER_WITHIN_SECONDS": "600"])
+    ) { relay in
         await relay.emulator.inject(.init(latencyMs: 200, count: 6))
         let started = Date()
         let answer = try await relay.post(#"{"versionNumber":29}"#)
@@ -134,7 +139,9 @@ import Testing
 @Test func outboundConcurrencyIsNotCappedByTheConnectionPool() async throws {
     // The HTTP client's pool defaults to 8 connections per host; rc-relay sizes it to `delivery.concurrency`.
     let routes = (1...24).map { "  - {name: r\($0), topic: t\($0)}" }.joined(separator: "\n")
-    try await withLiveRelay(.standard.routes(routes).environment(["RC_RELAY_DELIVERY_CONCURRENCY": "16"])) { relay in
+    try await withLiveRelay(
+        .standard.routes(routes).environment(["RC_RELAY_DELIVERY_CONCURRENCY": "16", "RC_RELAY_DELIVERY_ANSWER_WITHIN_SECONDS": "600"])
+    ) { relay in
         await relay.emulator.inject(.init(latencyMs: 400, count: 24))
         let answer = try await relay.post(#"{"versionNumber":30}"#)
         #expect(answer.status == 200)
