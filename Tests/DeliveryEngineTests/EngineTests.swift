@@ -96,12 +96,11 @@ private func withEngine(
             return
         }
         #expect(retryAfter == .seconds(30), "the sender is told FCM's own Retry-After")
-        for attempt in 2...3 {
-            try await eventually("attempt \(attempt - 1) waits to retry") { clock.pendingDelays.contains { $0 >= .seconds(30) } }
+        for _ in 2...3 {
+            await clock.waitForPending { $0.contains { $0 >= .seconds(30) } }
             let waits = clock.pendingDelays
             #expect(waits.allSatisfy { $0 >= .seconds(30) }, "Retry-After is never undercut: \(waits)")
             clock.advance(by: waits.max()!)
-            try await eventually("attempt \(attempt) is made") { sender.sent.count == attempt }
         }
         let reports = try #require(await delivery.reports.value(within: .seconds(60), on: SystemDeliveryClock()))
         #expect(reports.map(\.status) == [.accepted])
@@ -130,7 +129,8 @@ private func withEngine(
             Issue.record("a dead ping of an acknowledged event should leave it pending")
             return
         }
-        try await eventually("the event is parked") { engine.parked == 1 && clock.pendingDelays == [.seconds(300)] }
+        await clock.waitForPending { $0 == [.seconds(300)] }
+        #expect(engine.parked == 1)
         #expect(spool.files.withLock { $0.count } == 1, "still on disk while FCM has not accepted it")
         clock.advance(by: .seconds(299))
         #expect(sender.sent.count == 1, "not tried again before the interval")
@@ -163,9 +163,9 @@ private func withEngine(
         Issue.record("expected it spooled for its 202")
         return
     }
-    try await eventually("route b waits to retry") { clock.pendingDelays.contains(.seconds(600)) }
+    await clock.waitForPending { $0.contains(.seconds(600)) }
     await group.triggerGracefulShutdown()
-    try await eventually("the drain gives the grace") { clock.pendingDelays.contains(.seconds(10)) }
+    await clock.waitForPending { $0.contains(.seconds(10)) }
     #expect(spool.files.withLock { $0.values.first?.routes } == nil, "nothing handed over during the grace")
     clock.advance(by: .seconds(10))
     try await running

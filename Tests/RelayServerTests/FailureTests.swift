@@ -32,7 +32,7 @@ import Testing
         await relay.emulator.inject(.init(status: 429, errorCode: "QUOTA_EXCEEDED"))
         let answer = try await relay.post(#"{"versionNumber":22}"#)
         #expect(answer.status == 503)
-        try await eventually("the retry waits") { !clock.pendingDelays.isEmpty }
+        await clock.waitForPending()
         #expect(clock.pendingDelays.allSatisfy { $0 >= .seconds(60) }, "a 429 waits at least the quota delay: \(clock.pendingDelays)")
         clock.advance(by: clock.pendingDelays.max()!)
         let at = try await relay.settledDelivery(version: 22).attempts.map(\.at)

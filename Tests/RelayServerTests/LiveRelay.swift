@@ -246,26 +246,18 @@ struct RelaySetup: Sendable {
                 configPath: writesConfigFile ? configPath : nil, stop: { await relayGroup.triggerGracefulShutdown() },
                 hasStopped: { stopped.withLock { $0 } })
             // On the test's clock, the stop's drain would wait for time that never passes: once stopping, time runs.
-            let stopping = Locked(false)
-            if let manual = engineClock as? ManualDeliveryClock {
-                group.addTask {
-                    while !stopped.withLock({ $0 }) {
-                        if stopping.withLock({ $0 }) { manual.advance(by: .seconds(3600)) }
-                        try await Task.sleep(for: .milliseconds(10))
-                    }
-                }
+            let stopping = {
+                (engineClock as? ManualDeliveryClock)?.release()
+                await relayGroup.triggerGracefulShutdown()
+                await emulatorGroup.triggerGracefulShutdown()
             }
             do {
                 try await body(live)
             } catch {
-                stopping.withLock { $0 = true }
-                await relayGroup.triggerGracefulShutdown()
-                await emulatorGroup.triggerGracefulShutdown()
+                await stopping()
                 throw error
             }
-            stopping.withLock { $0 = true }
-            await relayGroup.triggerGracefulShutdown()
-            await emulatorGroup.triggerGracefulShutdown()
+            await stopping()
             try await group.waitForAll()
         }
     }
@@ -362,8 +354,8 @@ final class ManualSleep: Sendable {
 
 /// Moves the engine's clock past each retry wait as it comes, `times` times: no test waits out a real Retry-After.
 func advanceThroughRetries(_ clock: ManualDeliveryClock, times: Int) async throws {
-    for retry in 1...times {
-        try await eventually("retry \(retry) waits") { !clock.pendingDelays.isEmpty }
-        clock.advance(by: clock.pendingDelays.max()!)
+    for _ in 1...times {
+        await clock.waitForPending()
+        clock.advance(by: clock.pendingDelays.max() ?? .zero)
     }
 }

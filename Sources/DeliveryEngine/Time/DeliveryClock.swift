@@ -45,6 +45,8 @@ public final class ManualDeliveryClock: DeliveryClock {
         var elapsed: Duration = .zero
         var timers: [Int: (due: Duration, action: @Sendable () -> Void)] = [:]
         var nextID = 0
+        var released = false
+        var watchers: [CheckedContinuation<Void, Never>] = []
     }
 
     private let start: Date
@@ -60,11 +62,41 @@ public final class ManualDeliveryClock: DeliveryClock {
     public func instant() -> Duration { state.withLock { $0.elapsed } }
 
     public func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> DeliveryTimer {
-        state.withLock { state in
+        let (timer, released, watchers) = state.withLock { state in
             defer { state.nextID += 1 }
             state.timers[state.nextID] = (state.elapsed + max(delay, .zero), action)
-            return DeliveryTimer(id: state.nextID)
+            defer { state.watchers = [] }
+            return (DeliveryTimer(id: state.nextID), state.released, state.watchers)
         }
+        for watcher in watchers { watcher.resume() }
+        if released { advance(by: max(delay, .zero)) }
+        return timer
+    }
+
+    /// Returns once a callback is pending whose delay satisfies `condition`: the engine has begun to wait.
+    public func waitForPending(_ condition: @escaping ([Duration]) -> Bool = { !$0.isEmpty }) async {
+        while true {
+            let met = condition(pendingDelays)
+            if met { return }
+            await withCheckedContinuation { continuation in
+                let now = state.withLock { state in
+                    guard !condition(state.timers.values.map { $0.due - state.elapsed }.sorted()) else { return true }
+                    state.watchers.append(continuation)
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        }
+    }
+
+    /// From now on time keeps up with every wait: what is pending runs now, and each later callback as it is
+    /// scheduled. (A test's stop: the drain must not wait for time the test will not move.)
+    public func release() {
+        let pending = state.withLock { state in
+            state.released = true
+            return state.timers.values.map { $0.due - state.elapsed }.max()
+        }
+        if let pending { advance(by: pending) }
     }
 
     public func cancel(_ timer: DeliveryTimer) { state.withLock { _ = $0.timers.removeValue(forKey: timer.id) } }
