@@ -82,9 +82,7 @@ package final class DeliveryEngine: Service {
     /// Replays the spool, runs deliveries until a stop, then drains and hands over.
     package func run() async throws {
         await withDiscardingTaskGroup { group in
-            // High priority: a webhook's answer waits for its delivery's first news, and every delivery starts with a
-            // hop to this task; at the default priority that hop queued behind the requests under load.
-            group.addTask(priority: .high) { await self.tasks.run() }
+            group.addTask { await self.tasks.run() }
             await replaySpool()
             let graceful = (try? await gracefulShutdown()) != nil
             handOver(await recent.drain(within: graceful ? settings.drainGrace : .zero))

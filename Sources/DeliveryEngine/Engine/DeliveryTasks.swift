@@ -1,25 +1,99 @@
-/// Where deliveries run: jobs handed in from any task (a webhook's, the spool's replay) run as children of one task
-/// group, owned by the engine's service, so a stop waits for them and nothing outlives the engine.
+import FCMClient
+
+/// Where deliveries run: jobs handed in from any task (a webhook's, the spool's replay) run in worker tasks that are
+/// children of one task group, owned by the engine's service, so a stop waits for them and nothing outlives the engine.
+///
+/// Workers are kept between jobs. Handing a job to an idle worker wakes just that worker: one scheduling hop, as a
+/// detached task would cost. (A single consumer that added a child per job cost two hops, and under load the first
+/// queued behind the requests: p99 at 32 connections went from 24 to 45 ms.) A new worker is started only when none
+/// is idle, and at most ``maximumIdle`` wait for work, so a burst leaves no crowd of tasks behind.
 final class DeliveryTasks: Sendable {
     typealias Job = @Sendable () async -> Void
-    private let jobs: AsyncStream<Job>
-    private let intake: AsyncStream<Job>.Continuation
 
-    init() { (jobs, intake) = AsyncStream.makeStream() }
+    /// Idle workers kept at most; more end when their job ends.
+    static let maximumIdle = 128
+
+    private struct State {
+        var idle: [CheckedContinuation<Job?, Never>] = []
+        /// Jobs waiting for a worker being started.
+        var queued: [Job] = []
+        var head = 0
+        var closed = false
+
+        mutating func takeQueued() -> Job? {
+            guard head < queued.count else { return nil }
+            defer {
+                head += 1
+                if head == queued.count { (queued, head) = ([], 0) }
+            }
+            return queued[head]
+        }
+    }
+
+    private let state = Locked(State())
+    /// One element per worker to start; ``run()`` starts them in its group.
+    private let starts: AsyncStream<Void>
+    private let startWorker: AsyncStream<Void>.Continuation
+
+    init() { (starts, startWorker) = AsyncStream.makeStream() }
 
     /// Starts `job` (once ``run()`` runs); false once closed: the engine is stopping and runs nothing new.
     func add(_ job: @escaping Job) -> Bool {
-        if case .terminated = intake.yield(job) { return false }
+        enum Next {
+            case hand(CheckedContinuation<Job?, Never>)
+            case start
+            case refuse
+        }
+        let next = state.withLock { state -> Next in
+            if state.closed { return .refuse }
+            if let worker = state.idle.popLast() { return .hand(worker) }
+            state.queued.append(job)
+            return .start
+        }
+        switch next {
+        case .hand(let worker): worker.resume(returning: job)
+        case .start: startWorker.yield()
+        case .refuse: return false
+        }
         return true
     }
 
     /// Takes no more jobs; ``run()`` returns once those under way end.
-    func close() { intake.finish() }
+    func close() {
+        let idle = state.withLock { state in
+            state.closed = true
+            defer { state.idle = [] }
+            return state.idle
+        }
+        for worker in idle { worker.resume(returning: nil) }
+        startWorker.finish()
+    }
 
     /// Runs every job added until closed; returns when all have ended. Called once.
     func run() async {
         await withDiscardingTaskGroup { group in
-            for await job in jobs { group.addTask { await job() } }
+            for await _ in starts { group.addTask { await self.work() } }
+        }
+    }
+
+    /// How many workers wait for a job.
+    var idleWorkers: Int { state.withLock { $0.idle.count } }
+
+    private func work() async {
+        while let job = await nextJob() { await job() }
+    }
+
+    /// A queued job, else the next job handed in; nil when closed, or when enough workers are idle already.
+    private func nextJob() async -> Job? {
+        if let job = state.withLock({ $0.takeQueued() }) { return job }
+        return await withCheckedContinuation { continuation in
+            let now: Job?? = state.withLock { state in
+                if let job = state.takeQueued() { return .some(job) }
+                if state.closed || state.idle.count >= Self.maximumIdle { return .some(nil) }
+                state.idle.append(continuation)
+                return .none
+            }
+            if let now { continuation.resume(returning: now) }
         }
     }
 }
