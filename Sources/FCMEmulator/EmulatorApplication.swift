@@ -17,6 +17,7 @@ public enum FCMEmulatorServer {
         router.post("/v1/projects/:project/messages:send") { request, context in
             try await send.handle(request, context: context, project: try context.parameters.require("project"))
         }
+        addRemoteConfig(to: router, state: state)
         addMetadataServer(to: router, state: state)
         addControls(to: router, state: state)
         return Application(
@@ -34,7 +35,10 @@ public enum FCMEmulatorServer {
         router.get("/computeMetadata/v1/instance/service-accounts/default/token") { request, _ in
             guard request.headers[.init("Metadata-Flavor")!] == "Google" else { return missingFlavor }
             await state.noteTokenRequest(assertion: nil)
-            let (token, lifetime) = await state.issueToken(project: state.metadataProject)
+            // `?scopes=a,b` as Cloud Run's metadata server takes it; without, the default cloud-platform scope.
+            let asked = request.uri.queryParameters["scopes"].map { $0.split(separator: ",").map(String.init) } ?? []
+            let scopes = asked.isEmpty ? ["https://www.googleapis.com/auth/cloud-platform"] : Set(asked)
+            let (token, lifetime) = await state.issueToken(project: state.metadataProject, scopes: scopes)
             return GoogleErrors.json(["access_token": token, "expires_in": lifetime, "token_type": "Bearer"])
         }
         router.get("/computeMetadata/v1/project/project-id") { request, _ in
@@ -60,6 +64,7 @@ public enum FCMEmulatorServer {
         }
         controls.delete("messages") { _, _ in
             await state.reset()
+            await state.templates.reset()
             return Response(status: .noContent)
         }
         controls.get("stats") { _, _ in

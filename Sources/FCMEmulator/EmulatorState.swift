@@ -40,14 +40,18 @@ public actor EmulatorState {
         public var latencyMs: Int?
         /// Close the connection without answering, as a reset or a crashed front end does.
         public var drop: Bool?
-        /// `send` (default) for `messages:send`, or `token` for the OAuth token endpoint.
+        /// `send` (default) for `messages:send`, `token` for the OAuth token endpoint, `remoteConfig` for Remote
+        /// Config's `get` and `listVersions`.
         public var endpoint: String?
+        /// Answer with this body as it is (status `status`, else 200): garbage, a huge number, a page that loops.
+        public var body: String?
         /// How many requests this fault applies to (default 1).
         public var count: Int?
         public init(
             status: Int? = nil, errorCode: String? = nil, retryAfter: String? = nil, latencyMs: Int? = nil,
-            drop: Bool? = nil, endpoint: String? = nil, count: Int? = nil
+            drop: Bool? = nil, endpoint: String? = nil, count: Int? = nil, body: String? = nil
         ) {
+            self.body = body
             self.drop = drop
             self.endpoint = endpoint
             self.status = status
@@ -67,6 +71,8 @@ public actor EmulatorState {
         public var validatedOnly = 0
         /// The most `messages:send` requests in progress at once.
         public var maxConcurrentSends = 0
+        /// Remote Config `get` and `listVersions` requests.
+        public var remoteConfigRequests = 0
     }
 
     private var sendsInProgress = 0
@@ -79,7 +85,9 @@ public actor EmulatorState {
     func endSend() { sendsInProgress -= 1 }
 
     var accounts: [String: Account] = [:]  // by private_key_id
-    var tokens: [String: (project: String, expiresAt: Date)] = [:]
+    var tokens: [String: (project: String, scopes: Set<String>, expiresAt: Date)] = [:]
+    /// Remote Config's template history, per project.
+    public let templates: TemplateStore
     public private(set) var messages: [Recorded] = []
     public private(set) var stats = Stats()
     /// The raw JWT assertions received at the token endpoint, for tests that check them independently.
@@ -93,7 +101,8 @@ public actor EmulatorState {
     /// The project of the metadata server's default service account.
     public let metadataProject: String
 
-    public init(tokenLifetime: Int = 3599, baseLatencyMs: Int = 0, metadataProject: String = "demo-project") {
+    public init(tokenLifetime: Int = 3599, baseLatencyMs: Int = 0, metadataProject: String = "demo-project", templatesKept: Int = 300) {
+        self.templates = TemplateStore(kept: templatesKept)
         self.metadataProject = metadataProject
         self.tokenLifetime = tokenLifetime
         self.baseLatencyMs = baseLatencyMs
@@ -113,17 +122,19 @@ public actor EmulatorState {
         if let assertion { assertions.append(assertion) }
     }
 
-    func issueToken(project: String) -> (token: String, lifetime: Int) {
+    func noteRemoteConfigRequest() { stats.remoteConfigRequests += 1 }
+
+    func issueToken(project: String, scopes: Set<String>) -> (token: String, lifetime: Int) {
         let token = "ya29.emulator-" + UUID().uuidString.lowercased()
-        tokens[token] = (project, Date().addingTimeInterval(Double(tokenLifetime)))
+        tokens[token] = (project, scopes, Date().addingTimeInterval(Double(tokenLifetime)))
         stats.tokensIssued += 1
         return (token, tokenLifetime)
     }
 
-    /// The project a live token was issued for, or nil if unknown or expired.
-    func project(forToken token: String) -> String? {
+    /// The project and scopes of a live token, or nil if unknown or expired.
+    func token(_ token: String) -> (project: String, scopes: Set<String>)? {
         guard let entry = tokens[token], entry.expiresAt > Date() else { return nil }
-        return entry.project
+        return (entry.project, entry.scopes)
     }
 
     /// Makes every issued token stale at once, as if they had all expired.

@@ -13,6 +13,11 @@ enum GoogleErrors {
         return json(["error": error], status: .init(code: code), headers: headers)
     }
 
+    /// A Google API error without FCM's detail (Remote Config's, say).
+    static func google(_ code: Int, status: String, message: String, retryAfter: String? = nil) -> Response {
+        fcm(code, status: status, message: message, errorCode: nil, retryAfter: retryAfter)
+    }
+
     static func invalidArgument(_ message: String) -> Response {
         fcm(400, status: "INVALID_ARGUMENT", message: message, errorCode: "INVALID_ARGUMENT")
     }

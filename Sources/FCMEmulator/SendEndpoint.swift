@@ -27,9 +27,12 @@ struct SendEndpoint {
                 retryAfter: fault.retryAfter)
         }
         guard let authorization = request.headers[.authorization], authorization.hasPrefix("Bearer "),
-            let tokenProject = await state.project(forToken: String(authorization.dropFirst("Bearer ".count)))
+            let token = await state.token(String(authorization.dropFirst("Bearer ".count)))
         else { return GoogleErrors.unauthenticated }
-        guard tokenProject == project else {
+        guard !token.scopes.isDisjoint(with: Self.scopes) else {
+            return GoogleErrors.google(403, status: "PERMISSION_DENIED", message: "Request had insufficient authentication scopes.")
+        }
+        guard token.project == project else {
             return GoogleErrors.fcm(
                 403, status: "PERMISSION_DENIED", message: "SenderId mismatch", errorCode: "SENDER_ID_MISMATCH")
         }
@@ -41,6 +44,8 @@ struct SendEndpoint {
         let name = await state.record(project: project, request: String(buffer: body), validateOnly: validateOnly)
         return GoogleErrors.json(["name": name])
     }
+
+    static let scopes: Set<String> = ["https://www.googleapis.com/auth/firebase.messaging", "https://www.googleapis.com/auth/cloud-platform"]
 
     static func canonicalStatus(_ code: Int) -> String {
         switch code {

@@ -31,8 +31,8 @@ struct TokenEndpoint {
         switch await check(assertion) {
         case .failure(let reason):
             return GoogleErrors.oauth("invalid_grant", reason.reason)
-        case .success(let project):
-            let (token, lifetime) = await state.issueToken(project: project)
+        case .success(let (project, scopes)):
+            let (token, lifetime) = await state.issueToken(project: project, scopes: scopes)
             return GoogleErrors.json(["access_token": token, "expires_in": lifetime, "token_type": "Bearer"])
         }
     }
@@ -40,7 +40,7 @@ struct TokenEndpoint {
     struct Refusal: Error { var reason: String }
 
     /// RS256 signature by a registered key, then Google's claim rules.
-    func check(_ assertion: String) async -> Result<String, Refusal> {
+    func check(_ assertion: String) async -> Result<(String, Set<String>), Refusal> {
         let parts = assertion.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerData = Self.base64URL(parts[0]),
             let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any]
@@ -77,13 +77,18 @@ struct TokenEndpoint {
                     reason:
                         "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values."))
         }
-        let scopes = (claims.scope ?? "").split(separator: " ")
-        guard
-            scopes.contains("https://www.googleapis.com/auth/firebase.messaging")
-                || scopes.contains("https://www.googleapis.com/auth/cloud-platform")
-        else { return .failure(Refusal(reason: "Invalid OAuth scope or ID token audience provided.")) }
-        return .success(account.project)
+        let scopes = Set((claims.scope ?? "").split(separator: " ").map(String.init))
+        guard !scopes.isDisjoint(with: Self.knownScopes) else {
+            return .failure(Refusal(reason: "Invalid OAuth scope or ID token audience provided."))
+        }
+        return .success((account.project, scopes))
     }
+
+    /// The scopes this emulator serves: FCM's, Remote Config's, and the one that covers both.
+    static let knownScopes: Set<String> = [
+        "https://www.googleapis.com/auth/firebase.messaging", "https://www.googleapis.com/auth/firebase.remoteconfig",
+        "https://www.googleapis.com/auth/cloud-platform",
+    ]
 
     static func formFields(_ body: String) -> [String: String] {
         var fields: [String: String] = [:]

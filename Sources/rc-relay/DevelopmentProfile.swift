@@ -5,7 +5,8 @@ import RelayCore
 import RelayServer
 import ServiceLifecycle
 
-/// `rc-relay serve` with no configuration: an in-process FCM emulator, a generated secret, pings shown in the log.
+/// `rc-relay serve` with no configuration: an in-process FCM and Remote Config emulator, a generated secret, catch-up
+/// polling every 10 s, pings shown in the log.
 enum DevelopmentProfile {
     /// Runs the emulator and the relay on 127.0.0.1 until SIGINT or SIGTERM.
     static func run(environment: [String: String], logger: Logger) async throws {
@@ -32,8 +33,17 @@ enum DevelopmentProfile {
             let ownTokens = environment["RC_RELAY_ADMIN_TOKENS"].map { !$0.split(separator: " ").isEmpty } ?? false
             let secret = environment["RC_RELAY_DEV_SECRET"] ?? WebhookSecret.generate()
             let adminToken = "dev-" + String(WebhookSecret.generate().dropFirst(6).filter { $0.isLetter || $0.isNumber }.prefix(32))
+            // Remote Config's history: 42 versions. Catch-up polling adopts 42 on start, the banner's webhook announces
+            // 42, and a publish through the emulator makes 43, which the poll pings.
+            for number in 1...42 {
+                try await state.templates.publish(
+                    project: "demo-project", template: Data(#"{"parameters": {"welcome": {"defaultValue": {"value": "v\#(number)"}}}}"#.utf8),
+                    origin: "CONSOLE")
+            }
             let yaml = """
                 fcm: {project: demo-project, credentialsFile: "\(keyFile.path)", baseURL: "\(emulatorURL)"}
+                remoteConfig: {baseURL: "\(emulatorURL)"}
+                poll: {intervalSeconds: 10, graceSeconds: 5}
                 webhook: {secrets: ["\(secret)"]}
                 admin: {tokens: ["\(adminToken)"]}
                 log: {pings: true}
@@ -67,6 +77,9 @@ enum DevelopmentProfile {
 
             Send a signed CloudEvent for version 42 (paste into a shell; needs openssl):
             \(curlExample(url: relayURL + RelaySettings.webhookPath, secret: secret.map { "'\($0)'" } ?? #""${RC_RELAY_WEBHOOK_SECRETS%% *}""#))
+
+            Or publish a template in the emulator's Remote Config: no webhook comes, so catch-up polling pings it within 15 s:
+            curl -s -X POST \(emulatorURL)/emulator/remote-config/demo-project/publish -d '{"parameters": {"welcome": {"defaultValue": {"value": "hi"}}}}'
 
             Pings the emulator recorded: curl -s \(emulatorURL)/emulator/messages
             The admin API\(adminToken == nil ? " (your RC_RELAY_ADMIN_TOKENS)" : " (token shown once)"): curl -s -H \(bearer) \(relayURL)/admin/deliveries

@@ -255,3 +255,32 @@ private func refusal(_ yaml: String, environment: [String: String] = [:], argume
     #expect(EnvironmentOverrides.all.first { $0.key == "fcm.metadataURL" }?.variable == "RC_RELAY_FCM_METADATA_URL")
     #expect(EnvironmentOverrides.all.first { $0.key == "server.maxBodyBytes" }?.variable == "RC_RELAY_MAX_BODY_BYTES")
 }
+
+@Test func pollOnlyModeNeedsOnlyCredentialsAndAnInterval() async throws {
+    let key = try await keyFile()
+    let settings = try ConfigurationLoader(environment: [:]).load(yaml: "fcm: {credentialsFile: \"\(key)\"}\npoll: {intervalSeconds: 60}")
+    #expect(settings.webhookAuth == .none)
+    #expect(settings.poll?.interval == .seconds(60))
+    #expect(settings.poll?.grace == .seconds(60))
+    #expect(settings.remoteConfigBaseURL == "https://firebaseremoteconfig.googleapis.com")
+    // Polling beside webhooks keeps the webhook's default; no polling means no poll settings.
+    #expect(try ConfigurationLoader(environment: [:]).load(yaml: base(key) + "\npoll: {intervalSeconds: 60}").webhookAuth == .hmac)
+    #expect(try ConfigurationLoader(environment: [:]).load(yaml: base(key)).poll == nil)
+}
+
+@Test func pollingMistakesAreNamed() async throws {
+    let key = try await keyFile()
+    let nothingRelayed = refusal("fcm: {credentialsFile: \"\(key)\"}\nwebhook: {auth: none}")
+    #expect(nothingRelayed?.all.map(\.key) == ["webhook.auth"])
+    #expect(nothingRelayed?.problem.contains("nothing would ever be relayed") == true)
+    let noInterval = refusal(base(key) + "\npoll: {graceSeconds: 30}")
+    #expect(noInterval?.all.map(\.key) == ["poll.intervalSeconds"])
+    let tooOften = refusal(base(key) + "\npoll: {intervalSeconds: 1}")
+    #expect(tooOften?.all.map(\.key) == ["poll.intervalSeconds"])
+    let badURL = refusal(base(key) + "\nremoteConfig: {baseURL: \"ftp://example.com\"}")
+    #expect(badURL?.all.map(\.key) == ["remoteConfig.baseURL"])
+    #expect(refusal(base(key) + "\npoll: {intervalSecs: 60}")?.fix.contains("intervalSeconds") == true)
+    // `any` needs both ways configured: secrets and ID-token checks.
+    let anyWithoutOIDC = refusal(base(key).replacingOccurrences(of: "webhook: {", with: "webhook: {auth: any, "))
+    #expect(anyWithoutOIDC?.all.map(\.key).contains { $0.hasPrefix("oidc") } == true)
+}

@@ -146,6 +146,8 @@ struct RelaySetup: Sendable {
     private(set) var sleeper: @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) }
     /// The delivery engine's time: retries, the answer's wait, parked events, the drain.
     private(set) var engineClock: any DeliveryClock = SystemDeliveryClock()
+    private(set) var webhookYAML: String? = "{secrets: [SECRET]}"
+    private(set) var seeding: @Sendable (EmulatorState) async throws -> Void = { _ in }
 
     func routes(_ yaml: String?) -> RelaySetup { changed { $0.routesYAML = yaml } }
     /// Adds environment variables; a name given again takes the new value.
@@ -161,6 +163,10 @@ struct RelaySetup: Sendable {
     func sleep(_ sleep: @escaping @Sendable (Duration) async -> Void) -> RelaySetup { changed { $0.sleeper = sleep } }
     /// The engine on the test's clock (a ``ManualDeliveryClock`` the test moves).
     func clock(_ clock: any DeliveryClock) -> RelaySetup { changed { $0.engineClock = clock } }
+    /// The `webhook:` section; nil leaves it out (poll-only mode). "SECRET" stands for the generated secret.
+    func webhook(_ yaml: String?) -> RelaySetup { changed { $0.webhookYAML = yaml } }
+    /// Runs before the relay starts, with the emulator up (templates to publish, faults to queue).
+    func seed(_ seed: @escaping @Sendable (EmulatorState) async throws -> Void) -> RelaySetup { changed { $0.seeding = seed } }
 
     private func changed(_ change: (inout RelaySetup) -> Void) -> RelaySetup {
         var copy = self
@@ -195,7 +201,7 @@ struct RelaySetup: Sendable {
                 gameBKeyFile: gameBKeyFile.path)
             let yaml = """
                 server: {port: 0}
-                webhook: {secrets: ["\(secret)"]}
+                \(webhookYAML.map { "webhook: " + $0.replacingOccurrences(of: "SECRET", with: "\"\(secret)\"") } ?? "")
                 fcm: {\(usesKeyFile ? "credentialsFile: \"\(keyFile.path)\", " : "")baseURL: "\(emulatorURL)"}
                 \(adminYAML.map { "admin: \($0)" } ?? "")
                 \(routesYAML.map { "routes:\n\($0)" } ?? "")
@@ -209,6 +215,7 @@ struct RelaySetup: Sendable {
             ]
             let resolved = fastRetries.merging(variables) { $1 }
                 .mapValues { $0 == "EMULATOR" ? emulatorURL : $0 == "KEYFILE" ? keyFile.path : $0 }
+            try await seeding(state)
             let loader = ConfigurationLoader(environment: resolved)
             let configPath = keyFile.deletingPathExtension().appendingPathExtension("config.yaml").path
             let settings: RelaySettings

@@ -84,7 +84,9 @@ private func tokenSource(_ relay: LiveRelay, refreshMargin: Duration = .seconds(
         #expect(header["kid"] as? String == key.privateKeyID)
         #expect(claims["iss"] as? String == key.clientEmail)
         #expect(claims["aud"] as? String == key.tokenURI)
-        #expect(claims["scope"] as? String == "https://www.googleapis.com/auth/firebase.messaging")
+        #expect(
+            claims["scope"] as? String
+                == "https://www.googleapis.com/auth/firebase.messaging https://www.googleapis.com/auth/firebase.remoteconfig")
         let iat = try #require(claims["iat"] as? Int)
         let exp = try #require(claims["exp"] as? Int)
         #expect(exp - iat == 3600)

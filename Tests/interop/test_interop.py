@@ -10,6 +10,7 @@ from cloudevents.core.bindings.http import to_binary_event, to_structured_event
 from cloudevents.core.v1.event import CloudEvent
 from cryptography.hazmat.primitives import serialization
 from google.auth import jwt as google_jwt
+from google.auth.transport.requests import AuthorizedSession
 from google.auth.transport.requests import Request as GoogleRequest
 from google.oauth2 import service_account
 
@@ -86,7 +87,8 @@ def test_google_auth_verifies_the_assertion_rc_relay_signs(relay):
     public_pem = private.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     claims = google_jwt.decode(assertions[0], certs={key["private_key_id"]: public_pem.decode()}, audience=key["token_uri"])
     assert claims["iss"] == key["client_email"]
-    assert claims["scope"] == "https://www.googleapis.com/auth/firebase.messaging"
+    assert claims["scope"].split(" ") == ["https://www.googleapis.com/auth/firebase.messaging",
+                                          "https://www.googleapis.com/auth/firebase.remoteconfig"]
     assert claims["exp"] - claims["iat"] <= 3600
     assert google_jwt.decode_header(assertions[0])["kid"] == key["private_key_id"]
 
@@ -125,8 +127,45 @@ def test_development_profile_prints_a_working_signed_curl(tmp_path):
         admin = re.search(r"(curl -s -H 'Authorization: Bearer \S+' http://\S+/admin/deliveries)", output).group(1)
         listed = json.loads(subprocess.run(["bash", "-c", admin], capture_output=True, text=True, timeout=30).stdout)
         assert [(d["route"], d["versionNumber"], d["status"]) for d in listed["deliveries"]] == [("default", "42", "accepted")]
+        # A publish in the emulator's Remote Config, announced by no webhook: catch-up polling pings it.
+        publish = re.search(r"(curl -s -X POST http://\S+/emulator/remote-config/demo-project/publish -d '[^']+')", output).group(1)
+        published = json.loads(subprocess.run(["bash", "-c", publish], capture_output=True, text=True, timeout=30).stdout)
+        assert published["versionNumber"] == "43"
+        proc.wait_for(lambda l: "poll: relaying a version no webhook announced" in l, timeout=120)
+        proc.wait_for(lambda l: "ping accepted by FCM" in l and "43" in l)
+        assert requests.get(messages_url, timeout=10).json()[1]["message"]["data"]["CONFIG_VERSION"] == "43"
     finally:
         proc.stop()
+
+
+def test_google_auth_session_reads_the_emulators_remote_config(emulator):
+    """Google's own client, with the Remote Config scope, reads the emulator's versions and templates as it would
+    Google's; a token with only FCM's scope is refused as Google refuses it."""
+    credentials = service_account.Credentials.from_service_account_file(
+        str(emulator["key_file"]), scopes=["https://www.googleapis.com/auth/firebase.remoteconfig"])
+    session = AuthorizedSession(credentials)
+    base = emulator["url"]
+    for greeting in ("Hello", "Hola", "Bonjour"):
+        template = {"parameters": {"welcome": {"defaultValue": {"value": greeting}, "valueType": "STRING"}}}
+        assert requests.post(f"{base}/emulator/remote-config/demo-project/publish", json=template, timeout=10).ok
+    assert requests.post(f"{base}/emulator/remote-config/demo-project/rollback?versionNumber=1", timeout=10).ok
+    first = session.get(f"{base}/v1/projects/demo-project/remoteConfig:listVersions?pageSize=3", timeout=10).json()
+    assert [v["versionNumber"] for v in first["versions"]] == ["4", "3", "2"]
+    assert first["versions"][0]["updateType"] == "ROLLBACK" and first["versions"][0]["rollbackSource"] == "1"
+    rest = session.get(f"{base}/v1/projects/demo-project/remoteConfig:listVersions",
+                       params={"pageSize": 3, "pageToken": first["nextPageToken"]}, timeout=10).json()
+    assert [v["versionNumber"] for v in rest["versions"]] == ["1"] and "nextPageToken" not in rest
+    current = session.get(f"{base}/v1/projects/demo-project/remoteConfig", timeout=10)
+    assert current.json()["parameters"]["welcome"]["defaultValue"]["value"] == "Hello"  # rolled back to version 1
+    assert current.json()["version"]["versionNumber"] == "4" and current.headers["etag"] == "etag-demo-project-4"
+    second = session.get(f"{base}/v1/projects/demo-project/remoteConfig", params={"versionNumber": 2}, timeout=10).json()
+    assert second["parameters"]["welcome"]["defaultValue"]["value"] == "Hola"
+    missing = session.get(f"{base}/v1/projects/demo-project/remoteConfig", params={"versionNumber": 99}, timeout=10)
+    assert missing.status_code == 404 and missing.json()["error"]["status"] == "NOT_FOUND"
+    messaging_only = service_account.Credentials.from_service_account_file(
+        str(emulator["key_file"]), scopes=["https://www.googleapis.com/auth/firebase.messaging"])
+    refused = AuthorizedSession(messaging_only).get(f"{base}/v1/projects/demo-project/remoteConfig", timeout=10)
+    assert refused.status_code == 403 and refused.json()["error"]["status"] == "PERMISSION_DENIED"
 
 
 def test_development_profile_uses_secrets_and_tokens_from_the_environment_without_printing_them(tmp_path):

@@ -225,6 +225,31 @@ def test_both_requires_the_signature_and_the_token(emulator, tmp_path, keys):
         stop_relay(relay)
 
 
+def test_any_takes_either_proof_and_refuses_neither(emulator, tmp_path, keys):
+    """Eventarc (ID token) and a CI job (signature) at once: each proves itself its own way."""
+    relay = oidc_relay(emulator, tmp_path, keys, auth="any")
+    try:
+        def event(version, headers=None, bearer=None):
+            body = json.dumps({"versionNumber": str(version)}).encode()
+            all_headers = {**CE, "ce-id": f"ev-any-{version}", **({"authorization": f"Bearer {bearer}"} if bearer else {}),
+                           **(headers(body) if headers else {})}
+            return requests.post(relay["webhook"], data=body, headers=all_headers, timeout=30)
+
+        assert event(1, bearer=token(keys)).status_code == 200
+        assert event(2, headers=signed_headers).status_code == 200
+        # A token that fails does not sink a request that is signed, and a signature that fails is refused.
+        assert event(3, headers=signed_headers, bearer=token(keys, aud="https://elsewhere.example.com")).status_code == 200
+        neither = event(4)
+        assert neither.status_code == 401 and neither.json()["type"] == "urn:rc-relay:problem:invalid-signature"
+        forged_token = event(5, bearer=token(keys, email="someone@else.iam.gserviceaccount.com"))
+        assert forged_token.status_code == 401 and forged_token.json()["type"] == "urn:rc-relay:problem:invalid-id-token"
+        bad_signature = event(6, headers=lambda body: signed_headers(body, secret="whsec_" + base64.b64encode(b"x" * 32).decode()))
+        assert bad_signature.status_code == 401 and bad_signature.json()["type"] == "urn:rc-relay:problem:invalid-signature"
+        assert len(recorded(emulator)) == 3, recorded(emulator)
+    finally:
+        stop_relay(relay)
+
+
 def test_unreachable_keys_answer_503_so_the_sender_retries(emulator, tmp_path, keys):
     keys.url = "http://127.0.0.1:9/certs"
     relay = oidc_relay(emulator, tmp_path, keys)

@@ -12,7 +12,7 @@ import RelayCore
 package final class DeliveryHistory: Sendable {
     /// What started a ping.
     package enum Origin: String, Sendable {
-        case webhook, spool, send, retry
+        case webhook, spool, send, retry, poll
     }
 
     package struct Entry: Sendable {

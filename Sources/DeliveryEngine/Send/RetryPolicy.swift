@@ -54,6 +54,20 @@ public struct RetryPolicy: Sendable, Equatable {
         }
     }
 
+    /// The decision after a Remote Config call failed: FCM's rules, since both are Google APIs answering alike. An
+    /// answer too large to read is permanent (it would be as large again).
+    public func decision(
+        afterRemoteConfig error: RemoteConfigError, attempt: Int, now: Date = Date(), random: () -> Double = { Double.random(in: 0...1) }
+    ) -> Decision {
+        switch error {
+        case .rejected(let response): decision(after: FCMError.rejected(response), attempt: attempt, now: now, random: random)
+        case .token(let token): decision(after: FCMError.token(token), attempt: attempt, now: now, random: random)
+        case .transport(let reason): decision(after: FCMError.transport(reason), attempt: attempt, now: now, random: random)
+        case .invalidResponse(let reason): decision(after: FCMError.invalidResponse(reason), attempt: attempt, now: now, random: random)
+        case .tooLarge: .permanent
+        }
+    }
+
     /// Full jitter: uniform in 0 ... min(maximumDelay, baseDelay × 2^(attempt−1)).
     func jittered(_ attempt: Int, random: () -> Double) -> Duration {
         let ceiling = min(maximumDelay, baseDelay * (1 << min(attempt - 1, 30)))

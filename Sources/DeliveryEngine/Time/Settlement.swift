@@ -70,3 +70,10 @@ package final class Settlement<T: Sendable>: Sendable {
         state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(returning: nil)
     }
 }
+
+extension DeliveryClock {
+    /// Waits `duration` on this clock (a ``ManualDeliveryClock`` moves only when its test moves it).
+    package func sleep(for duration: Duration) async {
+        _ = await Settlement<Bool>().value(within: duration, on: self)
+    }
+}

@@ -13,7 +13,7 @@ public struct MetadataServerExchange: TokenExchange {
     let timeout: TimeAmount
 
     public init(
-        baseURL: String = defaultBaseURL, httpClient: HTTPClient, scopes: [String] = [ServiceAccountExchange.messagingScope],
+        baseURL: String = defaultBaseURL, httpClient: HTTPClient, scopes: [String] = ServiceAccountExchange.relayScopes,
         timeout: Duration = .seconds(10)
     ) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL

@@ -7,6 +7,9 @@ import NIOCore
 /// Access tokens from a service-account key: an RS256 JWT assertion exchanged at the key's `token_uri` (RFC 7523).
 public struct ServiceAccountExchange: TokenExchange {
     public static let messagingScope = "https://www.googleapis.com/auth/firebase.messaging"
+    /// What the relay asks for: sending pings, and reading Remote Config's versions and templates (catch-up polling,
+    /// change-aware routes). A scope grants nothing by itself; the account's IAM roles decide.
+    public static let relayScopes = [messagingScope, RemoteConfigClient.scope]
 
     let key: ServiceAccountKey
     let keys: JWTKeyCollection
@@ -16,7 +19,7 @@ public struct ServiceAccountExchange: TokenExchange {
     let logger: Logger
 
     public init(
-        key: ServiceAccountKey, path: String = "(inline)", httpClient: HTTPClient, scopes: [String] = [messagingScope],
+        key: ServiceAccountKey, path: String = "(inline)", httpClient: HTTPClient, scopes: [String] = relayScopes,
         timeout: Duration = .seconds(10), logger: Logger
     ) async throws(CredentialsError) {
         let privateKey: Insecure.RSA.PrivateKey

@@ -12,6 +12,8 @@ struct ProjectDirectory: Sendable {
         var tokenSource: CachingTokenSource
         /// Where its credentials come from, for the admin API: `keyFile` or `metadataServer`, and the path or URL.
         var credentials: (kind: String, source: String)
+        /// Remote Config's API with the project's credentials (catch-up polling).
+        var remoteConfig: RemoteConfigClient
 
         /// What delivering `version` means for this project: a ping per matching route.
         func plan(for version: TemplateVersion, project: String) -> DeliveryPlan {

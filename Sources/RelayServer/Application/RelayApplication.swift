@@ -43,20 +43,21 @@ public enum RelayApplication {
             throw error
         }
         let drain = DrainState()
+        let relayed = RelayedVersions(directory: settings.spoolDirectory, logger: logger)
         let reloader = Reloader(configuration: store, reader: reader, rebuild: rebuild)
         let api = RelayAPI(
             probes: Probes(configuration: store, drain: drain, engine: engine, metrics: metrics, cacheFor: settings.readinessCache),
             admin: AdminController(configuration: store, engine: engine, reloader: reloader))
         let ingest = IngestRoutes(
             intake: WebhookIntake(configuration: store, drain: drain, metrics: metrics),
-            controller: WebhookController(configuration: store, engine: engine, metrics: metrics))
+            controller: WebhookController(configuration: store, engine: engine, relayed: relayed, metrics: metrics))
         let server = httpServer(settings)
         let main = Application(
             router: try makeRouter(api, ingest: ingest, configuration: store, listener: settings.adminPort == nil ? .only : .main, logger: logger),
             server: server,
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "rc-relay"),
             // Shut down in reverse: the engine drains while the HTTP client is still up.
-            services: [HTTPClientService(client: httpClient), engine],
+            services: [HTTPClientService(client: httpClient), engine] + poller(settings, store, engine, relayed, clock, metrics, logger),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? settings.port) },
             logger: logger)
         var services: [any Service] = [main]
@@ -77,7 +78,20 @@ public enum RelayApplication {
         return RelayProcess(services: services, logger: logger, stopWithin: settings.shutdownDelay + settings.drainGrace + RelayProcess.stopMargin)
     }
 
-    /// The one outbound HTTP client: FCM, OAuth, the metadata server, JWKS.
+    /// Catch-up polling, when `poll.intervalSeconds` is set (stopped before the engine, which it feeds).
+    static func poller(
+        _ settings: RelaySettings, _ store: ConfigurationStore, _ engine: DeliveryEngine, _ relayed: RelayedVersions, _ clock: any DeliveryClock,
+        _ metrics: RelayMetrics, _ logger: Logger
+    ) -> [any Service] {
+        guard let poll = settings.poll else { return [] }
+        return [
+            CatchUpPoller(
+                settings: .init(interval: poll.interval, grace: poll.grace), configuration: store, engine: engine, relayed: relayed, clock: clock,
+                metrics: metrics, logger: logger)
+        ]
+    }
+
+    /// The one outbound HTTP client: FCM, Remote Config, OAuth, the metadata server, JWKS.
     static func makeHTTPClient(_ settings: RelaySettings) -> HTTPClient {
         var client = HTTPClient.Configuration(
             timeout: .init(
@@ -186,7 +200,10 @@ public enum RelayApplication {
                 case .keyFile(let path, _): ("keyFile", path)
                 case .metadataServer(let baseURL): ("metadataServer", baseURL)
                 }
-            pipelines.append((id, .init(routes: project.routes, send: send, tokenSource: source, credentials: credentials)))
+            let remoteConfig = RemoteConfigClient(
+                httpClient: httpClient, baseURL: settings.remoteConfigBaseURL, tokenSource: source, timeout: settings.remoteConfigTimeout)
+            pipelines.append(
+                (id, .init(routes: project.routes, send: send, tokenSource: source, credentials: credentials, remoteConfig: remoteConfig)))
         }
         return ProjectDirectory(pipelines)
     }

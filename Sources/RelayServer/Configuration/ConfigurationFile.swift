@@ -11,6 +11,20 @@ struct ConfigurationFile: Decodable {
     var admin: Admin?
     var routes: [RouteDefinition]?
     var projects: [Project]?
+    var remoteConfig: RemoteConfig?
+    var poll: Poll?
+
+    /// Remote Config's REST API (catch-up polling reads it).
+    struct RemoteConfig: Decodable {
+        var baseURL: String?
+        var timeoutSeconds: Int?
+    }
+
+    /// Catch-up polling of Remote Config's version list.
+    struct Poll: Decodable {
+        var intervalSeconds: Double?
+        var graceSeconds: Double?
+    }
 
     /// One of several Firebase projects served by one process.
     struct Project: Decodable {
@@ -91,7 +105,7 @@ struct ConfigurationFile: Decodable {
     }()
 
     private static let fileKeys: [String: Set<String>] = [
-        "": ["server", "webhook", "fcm", "log", "oidc", "delivery", "admin", "routes", "projects"],
+        "": ["server", "webhook", "fcm", "log", "oidc", "delivery", "admin", "routes", "projects", "remoteConfig", "poll"],
         "admin": ["tokens", "host", "port"],
         "admin.tokens[]": ["value", "env", "file"],
         "delivery": [
@@ -100,6 +114,8 @@ struct ConfigurationFile: Decodable {
             "maxQueuedPings",
         ],
         "projects[]": ["id", "credentialsFile", "routes"],
+        "remoteConfig": ["baseURL", "timeoutSeconds"],
+        "poll": ["intervalSeconds", "graceSeconds"],
         "server": [
             "host", "port", "maxBodyBytes", "trustedProxies", "shutdownDelaySeconds", "idleTimeoutSeconds",
             "requestReadTimeoutSeconds", "readinessCacheSeconds",

@@ -34,13 +34,20 @@ extension ConfigurationLoader {
             return tolerance
         }
         let auth = problems.check(RelaySettings.WebhookAuth.hmac) { () throws(ConfigurationError) in
-            let authText = file.webhook?.auth ?? "hmac"
+            // Poll-only mode needs no webhook section: a service account and a project are the whole set-up.
+            let authText = file.webhook?.auth ?? (file.webhook == nil && file.oidc == nil && file.poll?.intervalSeconds != nil ? "none" : "hmac")
             guard let auth = RelaySettings.WebhookAuth(rawValue: authText) else {
                 throw ConfigurationError(
                     key: "webhook.auth", problem: "'\(authText)' is not an authentication mode",
-                    fix: "use hmac (Standard Webhooks), oidc (Google ID tokens, as Eventarc sends) or both")
+                    fix: "use hmac (Standard Webhooks), oidc (Google ID tokens, as Eventarc sends), both, any (either proves it) or none (poll only)")
             }
             return auth
+        }
+        if auth == .none, file.poll?.intervalSeconds == nil {
+            problems.note(
+                ConfigurationError(
+                    key: "webhook.auth", problem: "none takes no webhooks, and poll.intervalSeconds is not set, so nothing would ever be relayed",
+                    fix: "set poll.intervalSeconds (poll-only mode), or choose hmac, oidc, both or any"))
         }
         let secrets =
             auth.needsHMAC || file.webhook?.secrets != nil ? resolveSecrets(file.webhook?.secrets ?? [], problems) : []
@@ -60,6 +67,22 @@ extension ConfigurationLoader {
             let timeout = file.fcm?.timeoutSeconds ?? 10
             guard (1...120).contains(timeout) else {
                 throw ConfigurationError(key: "fcm.timeoutSeconds", problem: "\(timeout) is outside 1 to 120", fix: "use 10")
+            }
+            return timeout
+        }
+        let remoteConfigURL = problems.check(RelaySettings.defaultRemoteConfigBaseURL) { () throws(ConfigurationError) in
+            let baseURL = file.remoteConfig?.baseURL ?? RelaySettings.defaultRemoteConfigBaseURL
+            guard let url = URL(string: baseURL), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+                throw ConfigurationError(
+                    key: "remoteConfig.baseURL", problem: "'\(baseURL)' is not an http(s) URL", fix: "use \(RelaySettings.defaultRemoteConfigBaseURL)"
+                )
+            }
+            return baseURL
+        }
+        let remoteConfigTimeout = problems.check(10) { () throws(ConfigurationError) in
+            let timeout = file.remoteConfig?.timeoutSeconds ?? 10
+            guard (1...120).contains(timeout) else {
+                throw ConfigurationError(key: "remoteConfig.timeoutSeconds", problem: "\(timeout) is outside 1 to 120", fix: "use 10")
             }
             return timeout
         }
@@ -87,6 +110,17 @@ extension ConfigurationLoader {
         func count(_ value: Int?, _ key: String, _ fallback: Int, _ range: ClosedRange<Int>) -> Int {
             problems.check(fallback) { () throws(ConfigurationError) in try self.count(value, key: key, default: fallback, range: range) }
         }
+        let poll: RelaySettings.PollSettings? = file.poll?.intervalSeconds.map { interval in
+            RelaySettings.PollSettings(
+                interval: duration(interval, "poll.intervalSeconds", 300, 10...86_400),
+                grace: duration(file.poll?.graceSeconds, "poll.graceSeconds", 60, 0...86_400))
+        }
+        if file.poll != nil, file.poll?.intervalSeconds == nil {
+            problems.note(
+                ConfigurationError(
+                    key: "poll.intervalSeconds", problem: "the poll section is there but says no interval, so nothing is polled",
+                    fix: "set it (300 reads one small version list per project every 5 minutes), or remove the section"))
+        }
         return RelaySettings(
             host: file.server?.host ?? RelaySettings.defaultHost, port: port,
             maxBodyBytes: maxBody,
@@ -105,6 +139,7 @@ extension ConfigurationLoader {
             webhookAuth: auth, verifier: StandardWebhookVerifier(secrets: secrets, tolerance: .seconds(tolerance)), oidc: oidc,
             projects: projects, fcmBaseURL: baseURL,
             validateOnly: file.fcm?.validateOnly ?? false, fcmTimeout: .seconds(timeout),
+            remoteConfigBaseURL: remoteConfigURL, remoteConfigTimeout: .seconds(remoteConfigTimeout), poll: poll,
             retryPolicy: problems.check(RetryPolicy()) { () throws(ConfigurationError) in try resolveRetryPolicy(file.delivery) },
             outboundConcurrency: problems.check(64) { () throws(ConfigurationError) in try resolveConcurrency(file.delivery) },
             answerWithin: duration(file.delivery?.answerWithinSeconds, "delivery.answerWithinSeconds", 5, 0.05...600),

@@ -39,6 +39,11 @@ public struct RelaySettings: Sendable {
     public var fcmBaseURL: String
     public var validateOnly: Bool
     public var fcmTimeout: Duration
+    /// Remote Config's REST API: catch-up polling lists its versions.
+    public var remoteConfigBaseURL: String
+    public var remoteConfigTimeout: Duration
+    /// Catch-up polling; nil: off.
+    public var poll: PollSettings?
     /// How failed sends are retried.
     public var retryPolicy: RetryPolicy
     /// At most this many FCM requests at once.
@@ -67,9 +72,21 @@ public struct RelaySettings: Sendable {
         case oidc
         /// Both, each checked.
         case both
+        /// Either: a request passes when it proves itself by one of the two (Eventarc and a CI job at once).
+        case any
+        /// No webhook at all: poll-only mode (`/webhooks/remote-config` does not exist).
+        case none
 
-        var needsHMAC: Bool { self != .oidc }
-        var needsOIDC: Bool { self != .hmac }
+        /// Whether webhook secrets must be configured.
+        var needsHMAC: Bool { self == .hmac || self == .both || self == .any }
+        /// Whether ID-token checks must be configured.
+        var needsOIDC: Bool { self == .oidc || self == .both || self == .any }
+    }
+
+    /// How often Remote Config's version list is read, and how long a webhook has to announce a version first.
+    public struct PollSettings: Sendable {
+        public var interval: Duration
+        public var grace: Duration
     }
 
     /// Where ID-token keys come from and what the token must say.
@@ -111,5 +128,6 @@ public struct RelaySettings: Sendable {
     static let defaultPubSubPath = "/pubsub/remote-config"
     static let defaultMaxBodyBytes = 65_536
     static let defaultFCMBaseURL = "https://fcm.googleapis.com"
+    static let defaultRemoteConfigBaseURL = "https://firebaseremoteconfig.googleapis.com"
     static let googleJWKSURL = "https://www.googleapis.com/oauth2/v3/certs"
 }

@@ -8,6 +8,8 @@ import RelayCore
 struct WebhookController: Sendable {
     let configuration: ConfigurationStore
     let engine: DeliveryEngine
+    /// Told each version delivered or spooled, so catch-up polling does not relay it again.
+    let relayed: RelayedVersions
     let metrics: RelayMetrics
 
     /// The answer's JSON body (``IngestAnswer``): `200` when settled, `202` when spooled and still delivering.
@@ -92,6 +94,7 @@ struct WebhookController: Sendable {
             case .settled(let reports):
                 return try settled(reports, duplicate: false, source: source, requestID: requestID, summary: summary, logger: logger)
             case .spooled:
+                relayed.note(project, record.version.versionNumber)
                 logger.info("delivery continues in the background; the event is spooled")
                 metrics.webhook(source: source, outcome: "in-progress")
                 return .inProgress(IngestAnswer.inProgress(requestID: requestID, event: summary))
@@ -112,6 +115,7 @@ struct WebhookController: Sendable {
                 detail: "the ping for route(s) \(dead.joined(separator: ", ")) ran out of retries; a retry of this event delivers it",
                 deliveries: reports)
         }
+        relayed.note(summary.project, summary.versionNumber)
         let failed = reports.contains { $0.status == .failed }
         metrics.webhook(source: source, outcome: duplicate ? "duplicate" : failed ? "failed" : "delivered")
         return .delivered(IngestAnswer.delivered(failed: failed, requestID: requestID, duplicate: duplicate, event: summary, reports: reports))

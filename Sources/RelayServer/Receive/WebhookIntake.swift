@@ -59,19 +59,24 @@ struct WebhookIntake: Sendable {
                 kind: .notReady, detail: "rc-relay is stopping; retry, and another instance (or this one after its restart) will take it",
                 retryAfter: 5)
         }
-        let idTokens = ingest == .pubSub || settings.webhookAuth.needsOIDC ? configuration.idTokens : nil
-        if let idTokens {
-            do throws(OIDCError) {
-                let sender = try await idTokens.verify(authorization: headers[.authorization])
+        let auth = settings.webhookAuth
+        if ingest == .webhook, auth == .none {
+            throw Refusal(kind: .notFound, detail: "webhooks are off: webhook.auth is none (poll-only mode)")
+        }
+        let idTokens = ingest == .pubSub || auth.needsOIDC ? configuration.idTokens : nil
+        var provedByToken = false
+        if let idTokens, ingest == .pubSub || auth != .any {
+            let sender = try await verifyToken(headers[.authorization], with: idTokens, logger: logger)
+            logger[metadataKey: "sender"] = "\(sender)"
+            provedByToken = true
+        } else if let idTokens, headers[.authorization] != nil {
+            // `any`: a valid ID token is enough; a request whose token fails may still be signed.
+            do throws(Refusal) {
+                let sender = try await verifyToken(headers[.authorization], with: idTokens, logger: logger)
                 logger[metadataKey: "sender"] = "\(sender)"
+                provedByToken = true
             } catch {
-                if case .keysUnavailable(let reason) = error {
-                    // The HTTP client's text stays in the log: it names hosts and addresses a caller has no need of.
-                    logger.warning("ID-token keys unavailable", metadata: ["reason": "\(reason)"])
-                    throw Refusal(
-                        kind: .verificationUnavailable, detail: "the keys that sign ID tokens could not be fetched; retry later", retryAfter: 30)
-                }
-                throw Refusal(kind: .invalidIDToken, detail: error.description)
+                guard headers[.webhookSignature] != nil else { throw error }
             }
         }
         let bytes = try await read(request.body, declared: headers[.contentLength].flatMap(Int.init), limit: settings.maxBodyBytes)
@@ -80,7 +85,7 @@ struct WebhookIntake: Sendable {
         }
         let signature = StandardWebhookVerifier.Headers(
             id: headers[.webhookID], timestamp: headers[.webhookTimestamp], signature: headers[.webhookSignature])
-        if ingest == .webhook, settings.webhookAuth.needsHMAC {
+        if ingest == .webhook, auth.needsHMAC, !(auth == .any && provedByToken) {
             do throws(VerificationError) {
                 try settings.verifier.verify(signature, body: bytes)
             } catch {
@@ -102,6 +107,21 @@ struct WebhookIntake: Sendable {
             return VerifiedEvent(event: event, webhookID: signature.id, logger: logger)
         } catch {
             throw Refusal(kind: Refusal.kind(of: error), detail: error.description)
+        }
+    }
+
+    /// The verified sender of a Google-signed ID token.
+    private func verifyToken(_ authorization: String?, with idTokens: IDTokenVerifier, logger: Logger) async throws(Refusal) -> String {
+        do throws(OIDCError) {
+            return try await idTokens.verify(authorization: authorization)
+        } catch {
+            if case .keysUnavailable(let reason) = error {
+                // The HTTP client's text stays in the log: it names hosts and addresses a caller has no need of.
+                logger.warning("ID-token keys unavailable", metadata: ["reason": "\(reason)"])
+                throw Refusal(
+                    kind: .verificationUnavailable, detail: "the keys that sign ID tokens could not be fetched; retry later", retryAfter: 30)
+            }
+            throw Refusal(kind: .invalidIDToken, detail: error.description)
         }
     }
 

@@ -71,11 +71,12 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         }
     }
 
-    /// What the webhook and Pub/Sub endpoints answer with (`openapi.yaml` documents each status).
+    /// What the webhook and Pub/Sub endpoints answer with (`openapi.yaml` documents each status). `not-found`: Pub/Sub
+    /// push without `oidc`, or webhooks with `webhook.auth: none`.
     public static let ingest: [ProblemKind] = [
         .invalidSignature, .timestampOutOfTolerance, .invalidIDToken, .verificationUnavailable, .bodyTooLarge,
         .unsupportedMediaType, .malformedEvent, .unknownEventType, .unknownProject, .eventConflict, .deliveryFailed,
-        .deliveryInProgress, .notReady,
+        .deliveryInProgress, .notReady, .notFound,
     ]
 
     /// The `type` URI: a URN, so it is stable and names no host.

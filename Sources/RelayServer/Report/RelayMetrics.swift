@@ -1,5 +1,6 @@
 import CoreMetrics
 import DeliveryEngine
+import FCMClient
 import Foundation
 import Prometheus
 
@@ -12,6 +13,7 @@ public final class RelayMetrics: Sendable {
 
     let ready: CoreMetrics.Gauge
     private let counter: LabelledCounters
+    private let timers = Locked<[String: CoreMetrics.Timer]>([:])
 
     public init() {
         registry = PrometheusCollectorRegistry()
@@ -22,6 +24,7 @@ public final class RelayMetrics: Sendable {
         ]
         factory.durationHistogramBuckets = [
             "rc_relay_fcm_request_duration_seconds": fast,
+            "rc_relay_remote_config_request_duration_seconds": fast,
             // Delivery includes retries: minutes, not milliseconds, at the far end.
             "rc_relay_delivery_latency_seconds": fast + [.seconds(30), .seconds(60), .seconds(300), .seconds(900)],
         ]
@@ -40,6 +43,24 @@ public final class RelayMetrics: Sendable {
     /// An access-token request's outcome: success or failure.
     func tokenRefresh(succeeded: Bool) {
         counter("rc_relay_token_refreshes_total", [("outcome", succeeded ? "success" : "failure")]).increment()
+    }
+
+    /// One Remote Config request: `call` is `listVersions` or `get`; `status` its HTTP status (nil: none came back).
+    func remoteConfigCall(_ call: String, status: Int?, duration: Duration) {
+        counter("rc_relay_remote_config_requests_total", [("call", call), ("status", status.map(String.init) ?? "none")]).increment()
+        let timer = timers.withLock { timers in
+            if let timer = timers[call] { return timer }
+            let timer = CoreMetrics.Timer(label: "rc_relay_remote_config_request_duration_seconds", dimensions: [("call", call)], factory: factory)
+            timers[call] = timer
+            return timer
+        }
+        timer.record(duration: duration)
+    }
+
+    /// One catch-up poll of one project. `outcome`: `current` (nothing missed), `relayed` (a missed version was
+    /// pinged), `waiting` (a new version is inside its grace period), `failed` (Remote Config gave no usable answer).
+    func poll(outcome: String) {
+        counter("rc_relay_polls_total", [("outcome", outcome)]).increment()
     }
 
     /// The Prometheus text exposition.

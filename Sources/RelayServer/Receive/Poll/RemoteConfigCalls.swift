@@ -1,0 +1,40 @@
+import DeliveryEngine
+import FCMClient
+import Foundation
+import Logging
+
+/// Remote Config calls as the relay makes them: retried by FCM's rules (``RetryPolicy``) on the delivery clock,
+/// within a deadline of the caller's, and counted in the metrics. The client makes one attempt; this decides again.
+struct RemoteConfigCalls: Sendable {
+    let client: RemoteConfigClient
+    let policy: RetryPolicy
+    let clock: any DeliveryClock
+    let metrics: RelayMetrics
+
+    /// `call` (`listVersions` or `get`, the metric's label) retried until it answers, fails for good, runs out of
+    /// attempts, or the next wait would pass `within`.
+    func run<T: Sendable>(
+        _ call: String, within: Duration, logger: Logger, _ attempt: @Sendable () async throws(RemoteConfigError) -> T
+    ) async throws(RemoteConfigError) -> T {
+        let deadline = clock.instant() + within
+        var attempts = 0
+        while true {
+            attempts += 1
+            let started = clock.instant()
+            do {
+                let value = try await attempt()
+                metrics.remoteConfigCall(call, status: 200, duration: clock.instant() - started)
+                return value
+            } catch {
+                let status: Int? = if case .rejected(let response) = error { response.httpStatus } else { nil }
+                metrics.remoteConfigCall(call, status: status, duration: clock.instant() - started)
+                guard case .retry(let delay) = policy.decision(afterRemoteConfig: error, attempt: attempts, now: clock.now()),
+                    attempts < policy.maximumAttempts, clock.instant() + delay < deadline
+                else { throw error }
+                logger.notice(
+                    "Remote Config call failed; retrying", metadata: ["call": "\(call)", "error": "\(error)", "retry_in": "\(delay)"])
+                await clock.sleep(for: delay)
+            }
+        }
+    }
+}
