@@ -44,11 +44,12 @@ import Testing
             let held = DeliveryTasks.maximumIdle + 40
             let started = Locked(0)
             for id in 0..<held {
-                #expect(tasks.add {
-                    started.withLock { $0 += 1 }
-                    _ = await ledger.gate.value(within: .seconds(3600), on: SystemDeliveryClock())
-                    ledger.ran(id)
-                })
+                #expect(
+                    tasks.add {
+                        started.withLock { $0 += 1 }
+                        _ = await ledger.gate.value(within: .seconds(3600), on: SystemDeliveryClock())
+                        ledger.ran(id)
+                    })
             }
             while started.withLock({ $0 }) < held { await Task.yield() }
             ledger.gate.settle(true)
@@ -73,10 +74,11 @@ import Testing
                 await tasks.run()
                 ended.withLock { $0 = true }
             }
-            #expect(tasks.add {
-                await clock.sleep(for: .seconds(5))
-                ledger.ran(1)
-            })
+            #expect(
+                tasks.add {
+                    await clock.sleep(for: .seconds(5))
+                    ledger.ran(1)
+                })
             await clock.waitForPending()
             tasks.close()
             #expect(!tasks.add { ledger.ran(2) })

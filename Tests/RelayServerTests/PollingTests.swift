@@ -2,8 +2,9 @@ import AsyncHTTPClient
 import DeliveryEngine
 import FCMEmulator
 import Foundation
-@testable import RelayServer
 import Testing
+
+@testable import RelayServer
 
 /// Catch-up polling against the emulator's Remote Config: what it pings is read from the FCM messages the emulator
 /// recorded, and polls happen when the test moves the clock.

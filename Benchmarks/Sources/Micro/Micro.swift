@@ -46,4 +46,37 @@ benchmark("all four: verify + decode + route + encode") {
     for ping in routes.pings(for: event.version, project: "demo-project") { blackHole(ping.message.json) }
 }
 
+// Change-aware routing: two templates at Remote Config's limits (2,000 parameters, 50 conditions), the second with a
+// conditional value changed in 1 parameter of 20, compared and routed. Issue #17's target: at most 5 ms.
+func largeTemplate(changed: Bool) -> Data {
+    let conditions = (0..<50).map { ["name": "c\($0)", "expression": "device.language in ['l\($0)']"] }
+    var parameters: [String: Any] = [:]
+    for index in 0..<2000 {
+        let condition = "c\(index % 50)"
+        let value = changed && index % 20 == 0 ? "changed-\(index)" : "value-\(index)"
+        parameters["parameter_\(index)"] = [
+            "defaultValue": ["value": "default-\(index)"], "conditionalValues": [condition: ["value": value]], "valueType": "STRING",
+        ]
+    }
+    return try! JSONSerialization.data(withJSONObject: ["conditions": conditions, "parameters": parameters])
+}
+let beforeJSON = largeTemplate(changed: false)
+let afterJSON = largeTemplate(changed: true)
+let beforeTemplate = try! RemoteConfigTemplate(json: beforeJSON)
+let afterTemplate = try! RemoteConfigTemplate(json: afterJSON)
+let audienceRoutes = try! RouteTable([
+    RouteDefinition(name: "everyone", topic: "PUSH_RC", audience: Dictionary(uniqueKeysWithValues: (0..<50).map { ("c\($0)", "lang_\($0)") }))
+])
+
+benchmark("diff: 2,000 parameters, 50 conditions (parsed)") {
+    blackHole(TemplateDiff(from: beforeTemplate, to: afterTemplate))
+}
+benchmark("diff and route: 2,000 parameters, 50 conditions, audience map") {
+    let diff = TemplateDiff(from: beforeTemplate, to: afterTemplate)
+    blackHole(audienceRoutes.pings(for: event.version, project: "demo-project", change: .known(diff)))
+}
+benchmark("parse: one 2,000-parameter template (once per version; cached)") {
+    blackHole(try! RemoteConfigTemplate(json: afterJSON))
+}
+
 Benchmark.main()

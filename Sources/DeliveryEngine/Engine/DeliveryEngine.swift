@@ -22,12 +22,12 @@ package final class DeliveryEngine: Service {
     let clock: any DeliveryClock
     let logger: Logger
     /// The plan for a spooled event under the configuration in force (nil: its project is no longer configured).
-    let replan: @Sendable (SpoolRecord) -> DeliveryPlan?
+    let replan: @Sendable (SpoolRecord) async -> DeliveryPlan?
     private let tasks = DeliveryTasks()
 
     package init(
         settings: EngineSettings, spool: (any Spool)?, metrics factory: any MetricsFactory, clock: any DeliveryClock = SystemDeliveryClock(),
-        logger: Logger, replan: @escaping @Sendable (SpoolRecord) -> DeliveryPlan?
+        logger: Logger, replan: @escaping @Sendable (SpoolRecord) async -> DeliveryPlan?
     ) {
         let metrics = DeliveryMetrics(factory: factory)
         self.settings = settings
@@ -60,8 +60,13 @@ package final class DeliveryEngine: Service {
         let dispatcher = dispatcher(plan.send)
         let batch = DeliveryBatch(version: record.version, eventID: record.eventID, origin: origin, receivedAt: record.receivedAt)
         return await recent.deliver(record, wait: wait, onDisk: onDisk) { routes, control in
-            // A spooled or parked event sends only the routes still due.
-            let due = routes.map { routes in plan.pings.filter { routes.contains($0.route) } } ?? plan.pings
+            // A spooled or parked event sends only the routes still due; a route due in part is sent whole, since its
+            // parts may be cut otherwise now (never fewer pings than needed).
+            let due =
+                routes.map { routes in
+                    let bases = Set(routes.map(Ping.baseRoute))
+                    return plan.pings.filter { bases.contains(Ping.baseRoute($0.route)) }
+                } ?? plan.pings
             return await dispatcher.deliver(due, batch: batch, control: control, logger: logger)
         }
     }
@@ -111,7 +116,7 @@ package final class DeliveryEngine: Service {
             logger[metadataKey: "event_id"] = "\(record.eventID ?? "-")"
             logger[metadataKey: "project"] = "\(record.project)"
             logger[metadataKey: "version"] = "\(record.version.versionNumber)"
-            guard let plan = replan(record) else {
+            guard let plan = await replan(record) else {
                 logger.error("spooled event kept on disk: its project is no longer configured")
                 continue
             }

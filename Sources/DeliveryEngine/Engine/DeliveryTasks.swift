@@ -22,11 +22,16 @@ final class DeliveryTasks: Sendable {
 
         mutating func takeQueued() -> Job? {
             guard head < queued.count else { return nil }
-            defer {
-                head += 1
-                if head == queued.count { (queued, head) = ([], 0) }
+            let job = queued[head]
+            head += 1
+            // Taken jobs are dropped once they are half the array, so it never holds more than twice what waits.
+            if head == queued.count {
+                (queued, head) = ([], 0)
+            } else if head >= 64, head * 2 >= queued.count {
+                queued.removeFirst(head)
+                head = 0
             }
-            return queued[head]
+            return job
         }
     }
 
@@ -48,11 +53,12 @@ final class DeliveryTasks: Sendable {
             if state.closed { return .refuse }
             if let worker = state.idle.popLast() { return .hand(worker) }
             state.queued.append(job)
+            startWorker.yield()  // under the lock: a close cannot come between the queuing and the start
             return .start
         }
         switch next {
         case .hand(let worker): worker.resume(returning: job)
-        case .start: startWorker.yield()
+        case .start: break
         case .refuse: return false
         }
         return true
@@ -62,11 +68,11 @@ final class DeliveryTasks: Sendable {
     func close() {
         let idle = state.withLock { state in
             state.closed = true
+            startWorker.finish()  // after every start yielded under the lock: those are still delivered
             defer { state.idle = [] }
             return state.idle
         }
         for worker in idle { worker.resume(returning: nil) }
-        startWorker.finish()
     }
 
     /// Runs every job added until closed; returns when all have ended. Called once.

@@ -29,6 +29,8 @@ package final class DeliveryHistory: Sendable {
         package var settledAt: Date?
         /// Nil while pending.
         package var report: DeliveryReport?
+        /// Why a change-aware route fired to this audience.
+        package var decision: String? = nil
 
         package init(
             id: String, project: String, route: String, version: TemplateVersion, eventID: String?, origin: Origin, retryOf: String?,
@@ -81,6 +83,7 @@ package final class DeliveryHistory: Sendable {
                 id: id, project: ping.project, route: ping.route, version: batch.version, eventID: batch.eventID,
                 origin: batch.origin, retryOf: batch.retryOf, toDevice: toDevice, validateOnly: validateOnly,
                 receivedAt: batch.receivedAt, settledAt: nil, report: nil)
+            state.entries[id]?.decision = ping.decision
             state.order.append(id)
             if state.order.count - state.head > capacity {
                 state.entries[state.order[state.head]] = nil

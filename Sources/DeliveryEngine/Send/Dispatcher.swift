@@ -68,7 +68,10 @@ struct Dispatcher: Sendable {
     ) async -> DeliveryReport {
         var logger = logger
         // Only a ping waiting to retry stands down for a newer one; a first attempt always goes out.
-        if supersedes { latest.record(project: ping.project, route: ping.route, version: version, now: clock.now()) }
+        // Keyed by route and audience: a newer version's ping stands in for an older one only if it reaches the same
+        // devices (a narrowed ping must not silence a whole-audience one).
+        let audience = "\(ping.route)|\(ping.message.target.key)"
+        if supersedes { latest.record(project: ping.project, route: audience, version: version, now: clock.now()) }
         let body = ping.message.json
         if plan.logPings { logger.info("ping", metadata: ["message": "\(Self.loggable(ping.message, encoded: body))"]) }
         let message = ByteBuffer(bytes: body)
@@ -117,7 +120,7 @@ struct Dispatcher: Sendable {
                     metrics.retries.increment()
                     control.onRetry(delay)
                     _ = await control.pause(for: delay)
-                    if supersedes, latest.isSuperseded(project: ping.project, route: ping.route, version: version, now: clock.now()) {
+                    if supersedes, latest.isSuperseded(project: ping.project, route: audience, version: version, now: clock.now()) {
                         logger.notice("ping superseded: a newer version's ping took over", metadata: ["attempts": "\(attempts.count)"])
                         return DeliveryReport(route: ping.route, status: .superseded, error: report.error, attempts: attempts)
                     }

@@ -72,8 +72,14 @@ package final class Settlement<T: Sendable>: Sendable {
 }
 
 extension DeliveryClock {
-    /// Waits `duration` on this clock (a ``ManualDeliveryClock`` moves only when its test moves it).
+    /// Waits `duration` on this clock (a ``ManualDeliveryClock`` moves only when its test moves it), or until the
+    /// task is cancelled.
     package func sleep(for duration: Duration) async {
-        _ = await Settlement<Bool>().value(within: duration, on: self)
+        let cut = Settlement<Bool>()
+        await withTaskCancellationHandler {
+            _ = await cut.value(within: duration, on: self)
+        } onCancel: {
+            cut.settle(true)
+        }
     }
 }

@@ -32,6 +32,8 @@ public struct RemoteConfigClient: Sendable {
     public struct VersionPage: Sendable {
         public var versions: [Data]
         public var nextPageToken: String?
+        /// Entries of the list that were not JSON objects, left out.
+        public var skipped = 0
     }
 
     /// A template at a version: Google's JSON object (its `version` member included) and its `ETag`.
@@ -40,36 +42,41 @@ public struct RemoteConfigClient: Sendable {
         public var etag: String?
     }
 
-    /// `GET …/remoteConfig:listVersions`, newest first. `pageSize` is capped at 300.
-    public func listVersions(project: String, pageSize: Int, pageToken: String? = nil) async throws(RemoteConfigError) -> VersionPage {
+    /// `GET …/remoteConfig:listVersions`, newest first. `pageSize` is capped at 300; `timeout` shortens the
+    /// configured one (a caller's deadline).
+    public func listVersions(project: String, pageSize: Int, pageToken: String? = nil, timeout: Duration? = nil) async throws(RemoteConfigError)
+        -> VersionPage
+    {
         var query = "pageSize=\(min(max(1, pageSize), Self.maximumPageSize))"
         if let pageToken { query += "&pageToken=\(Self.escape(pageToken))" }
-        let (body, _) = try await get("/v1/projects/\(Self.escape(project))/remoteConfig:listVersions?\(query)")
+        let (body, _) = try await get("/v1/projects/\(Self.escape(project))/remoteConfig:listVersions?\(query)", timeout: timeout)
         guard let page = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any],
-            let listed = (page["versions"] ?? [Any]()) as? [[String: Any]],
-            let versions = try? listed.map({ try JSONSerialization.data(withJSONObject: $0) })
+            let listed = (page["versions"] ?? [Any]()) as? [Any]
         else { throw .invalidResponse("the version list is not JSON of Google's shape") }
+        let objects = listed.compactMap { $0 as? [String: Any] }
+        let versions = objects.compactMap { try? JSONSerialization.data(withJSONObject: $0) }
         let next = (page["nextPageToken"] as? String).flatMap { $0.isEmpty ? nil : $0 }
-        return VersionPage(versions: versions, nextPageToken: next)
+        return VersionPage(versions: versions, nextPageToken: next, skipped: listed.count - versions.count)
     }
 
     /// `GET …/remoteConfig?versionNumber=N`: the template published as version `versionNumber`.
-    public func template(project: String, versionNumber: Int64) async throws(RemoteConfigError) -> FetchedTemplate {
-        let (body, etag) = try await get("/v1/projects/\(Self.escape(project))/remoteConfig?versionNumber=\(versionNumber)")
+    public func template(project: String, versionNumber: Int64, timeout: Duration? = nil) async throws(RemoteConfigError) -> FetchedTemplate {
+        let (body, etag) = try await get("/v1/projects/\(Self.escape(project))/remoteConfig?versionNumber=\(versionNumber)", timeout: timeout)
         guard (try? JSONSerialization.jsonObject(with: body)) is [String: Any] else { throw .invalidResponse("the template is not a JSON object") }
         return FetchedTemplate(json: body, etag: etag)
     }
 
     /// A GET with a bearer token; a 401 drops the cached token and tries once more, as ``FCMSender`` does.
-    private func get(_ path: String) async throws(RemoteConfigError) -> (Data, String?) {
+    private func get(_ path: String, timeout: Duration?) async throws(RemoteConfigError) -> (Data, String?) {
+        let limit = timeout.map { TimeAmount.milliseconds(max(1, Int64($0 / .milliseconds(1)))) }.map { min($0, self.timeout) } ?? self.timeout
         do {
-            return try await attempt(path)
+            return try await attempt(path, timeout: limit)
         } catch .rejected(let response) where response.httpStatus == 401 {
-            return try await attempt(path)
+            return try await attempt(path, timeout: limit)
         }
     }
 
-    private func attempt(_ path: String) async throws(RemoteConfigError) -> (Data, String?) {
+    private func attempt(_ path: String, timeout: TimeAmount) async throws(RemoteConfigError) -> (Data, String?) {
         let token: AccessToken
         do {
             token = try await tokenSource.token()

@@ -31,9 +31,11 @@ struct RemoteConfigEndpoints {
         }
         guard let stored else {
             // A project that never published has an empty template and no version.
-            return GoogleErrors.json(["conditions": [], "parameters": [:]], headers: [.contentType: "application/json; charset=UTF-8", .eTag: "etag-\(project)-0"])
+            return GoogleErrors.json(
+                ["conditions": [], "parameters": [:]], headers: [.contentType: "application/json; charset=UTF-8", .eTag: "etag-\(project)-0"])
         }
-        return GoogleErrors.json(stored.templateObject, headers: [.contentType: "application/json; charset=UTF-8", .eTag: stored.etag(project: project)])
+        return GoogleErrors.json(
+            stored.templateObject, headers: [.contentType: "application/json; charset=UTF-8", .eTag: stored.etag(project: project)])
     }
 
     func listVersions(_ request: Request, context: EmulatorContext, project: String) async -> Response {
@@ -49,7 +51,8 @@ struct RemoteConfigEndpoints {
         var versions = await state.templates.versions(project: project)
         if let text = query["endVersionNumber"].map(String.init) {
             guard let end = Int(text) else {
-                return GoogleErrors.google(400, status: "INVALID_ARGUMENT", message: "Invalid value at 'end_version_number' (TYPE_INT64), \"\(text)\"")
+                return GoogleErrors.google(
+                    400, status: "INVALID_ARGUMENT", message: "Invalid value at 'end_version_number' (TYPE_INT64), \"\(text)\"")
             }
             versions = versions.filter { $0.versionNumber <= end }
         }

@@ -5,6 +5,15 @@ public struct FCMMessage: Sendable, Equatable, Encodable {
         case topic(String)
         case condition(String)
         case token(String)
+
+        /// The target as one string, distinct per audience.
+        public var key: String {
+            switch self {
+            case .topic(let topic): "topic:\(topic)"
+            case .condition(let condition): "condition:\(condition)"
+            case .token(let token): "token:\(token)"
+            }
+        }
     }
 
     public var target: Target

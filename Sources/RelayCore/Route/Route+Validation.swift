@@ -70,6 +70,50 @@ extension Route {
         return out
     }
 
+    /// Entries a `when.changed` list or an `audience` map may hold, and the longest name or pattern.
+    static let maximumChangeEntries = 200
+    static let maximumNameLength = 256
+
+    static func changeRule(_ changed: RouteDefinition.Changed?) throws(RouteError) -> ChangeRule? {
+        guard let changed else { return nil }
+        let parameters = changed.parameters ?? []
+        let conditions = changed.conditions ?? []
+        guard !parameters.isEmpty || !conditions.isEmpty else {
+            throw RouteError(
+                key: "when.changed", problem: "it names no parameter and no condition, so the route would never fire",
+                fix: "list parameters (names or globs such as 'checkout_*') or conditions, or remove when.changed")
+        }
+        for (key, names) in [("when.changed.parameters", parameters), ("when.changed.conditions", conditions)] {
+            guard names.count <= maximumChangeEntries else {
+                throw RouteError(key: key, problem: "it lists \(names.count) entries", fix: "use at most \(maximumChangeEntries); a glob covers many")
+            }
+            if let bad = names.first(where: { $0.isEmpty || $0.count > maximumNameLength }) {
+                throw RouteError(
+                    key: key, problem: bad.isEmpty ? "an entry is empty" : "an entry is longer than \(maximumNameLength) characters",
+                    fix: "write the name as Remote Config shows it")
+            }
+        }
+        return ChangeRule(parameters: parameters, conditions: conditions)
+    }
+
+    static func audience(_ map: [String: String]?) throws(RouteError) -> [String: String] {
+        guard let map else { return [:] }
+        guard map.count <= maximumChangeEntries else {
+            throw RouteError(key: "audience", problem: "it maps \(map.count) conditions", fix: "map at most \(maximumChangeEntries)")
+        }
+        for (condition, topic) in map.sorted(by: { $0.key < $1.key }) {
+            guard !condition.isEmpty, condition.count <= maximumNameLength else {
+                throw RouteError(key: "audience", problem: "a condition name is empty or too long", fix: "write the name as Remote Config shows it")
+            }
+            guard TopicRules.isValidTopic(topic) else {
+                throw RouteError(
+                    key: "audience.\(condition.prefix(100))", problem: "'\(topic.prefix(100))' is not a valid FCM topic name",
+                    fix: "use 1 to 900 characters from a-z A-Z 0-9 - _ . ~ %")
+            }
+        }
+        return map
+    }
+
     static func filter(_ values: [String]?, key: String, known: Set<String>) throws(RouteError) -> Set<String>? {
         guard let values else { return nil }
         for value in values where !known.contains(value) {

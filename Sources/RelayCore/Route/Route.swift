@@ -5,6 +5,10 @@ public struct Route: Sendable {
     public let data: [(key: String, value: DataTemplate)]
     public let updateTypes: Set<String>?
     public let origins: Set<String>?
+    /// `when.changed`: the changes the route is for; nil: every change.
+    public let changeRule: ChangeRule?
+    /// `audience`: Remote Config condition name → FCM topic.
+    public let audience: [String: String]
     public let android: FCMMessage.Android
     public let apns: FCMMessage.APNs
     public let webpush: FCMMessage.WebPush
@@ -23,11 +27,16 @@ public struct Route: Sendable {
     /// Validates a definition against FCM's rules; every error names the key within the route.
     public init(_ definition: RouteDefinition, index: Int) throws(RouteError) {
         self.name = definition.name ?? "route-\(index)"
+        if name.isEmpty || name.contains("#") {
+            throw RouteError(key: "name", problem: "'\(name.prefix(100))' is empty or holds '#'", fix: "use letters, digits, - and _")
+        }
         self.definition = definition
         self.target = try Self.target(definition)
         self.data = try Self.data(definition.data ?? [:])
         self.updateTypes = try Self.filter(definition.when?.updateTypes, key: "when.updateTypes", known: Self.knownUpdateTypes)
         self.origins = try Self.filter(definition.when?.origins, key: "when.origins", known: Self.knownOrigins)
+        self.changeRule = try Self.changeRule(definition.when?.changed)
+        self.audience = try Self.audience(definition.audience)
         self.android = try Self.android(definition.android)
         self.apns = try Self.apns(definition.apns)
         self.webpush = try Self.webpush(definition.webpush)

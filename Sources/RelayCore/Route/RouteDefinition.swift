@@ -5,6 +5,9 @@ public struct RouteDefinition: Sendable, Equatable, Codable {
     public var condition: String?
     public var data: [String: DataValue]?
     public var when: Filter?
+    /// Remote Config condition names → the FCM topic of the devices each describes: a change confined to conditional
+    /// values of mapped conditions pings only those topics.
+    public var audience: [String: String]?
     public var android: Android?
     public var apns: APNs?
     public var webpush: WebPush?
@@ -13,10 +16,20 @@ public struct RouteDefinition: Sendable, Equatable, Codable {
     public struct Filter: Sendable, Equatable, Codable {
         public var updateTypes: [String]?
         public var origins: [String]?
-        public init(updateTypes: [String]? = nil, origins: [String]? = nil) {
+        /// Only versions that change one of these (the template is fetched and compared with the one before).
+        public var changed: Changed?
+        public init(updateTypes: [String]? = nil, origins: [String]? = nil, changed: Changed? = nil) {
             self.updateTypes = updateTypes
             self.origins = origins
+            self.changed = changed
         }
+    }
+
+    /// `when.changed`: parameter names or globs, and condition names.
+    public struct Changed: Sendable, Equatable, Codable {
+        public var parameters: [String]?
+        public var conditions: [String]?
+        public init(parameters: [String]? = nil, conditions: [String]? = nil) { (self.parameters, self.conditions) = (parameters, conditions) }
     }
 
     public struct Android: Sendable, Equatable, Codable {
@@ -46,8 +59,9 @@ public struct RouteDefinition: Sendable, Equatable, Codable {
 
     public init(
         name: String? = nil, topic: String? = nil, condition: String? = nil, data: [String: String]? = nil,
-        when: Filter? = nil, android: Android? = nil, apns: APNs? = nil, webpush: WebPush? = nil
+        when: Filter? = nil, audience: [String: String]? = nil, android: Android? = nil, apns: APNs? = nil, webpush: WebPush? = nil
     ) {
+        self.audience = audience
         self.name = name
         self.topic = topic
         self.condition = condition

@@ -1,14 +1,31 @@
 /// One FCM send the relay owes for an event: which route, which project, which message.
 public struct Ping: Sendable, Equatable {
+    /// The route's name; a route whose narrowed audience needs several pings (FCM's five-topic limit) names each
+    /// part `name#1`, `name#2`, … (route names cannot hold `#`).
     public var route: String
     public var project: String
     public var message: FCMMessage
+    /// Why the route fired to this audience, for a change-aware route (``RouteDecision/reason``).
+    public var decision: String?
 
-    public init(route: String, project: String, message: FCMMessage) {
+    public init(route: String, project: String, message: FCMMessage, decision: String? = nil) {
         self.route = route
         self.project = project
         self.message = message
+        self.decision = decision
     }
+
+    /// The route a ping or a part of one belongs to (`name#2` → `name`).
+    public static func baseRoute(_ name: String) -> String { String(name.prefix { $0 != "#" }) }
+}
+
+/// What is known of a version's change when it is routed.
+public enum TemplateChange: Sendable, Equatable {
+    /// No route asks (none is change-aware), so nothing was fetched.
+    case notNeeded
+    case known(TemplateDiff)
+    /// It could not be known; why (change-aware routes then ping their whole audience).
+    case unknown(String)
 }
 
 /// Every configured route, in order; turns an event into its pings.
@@ -45,8 +62,33 @@ public struct RouteTable: Sendable {
 
     /// The pings for one version, in route order; routes whose filters do not match are skipped.
     public func pings(for version: TemplateVersion, project: String) -> [Ping] {
-        routes.filter { $0.matches(version) }.map {
-            Ping(route: $0.name, project: project, message: $0.message(for: version, project: project))
+        pings(for: version, project: project, change: .notNeeded)
+    }
+
+    /// Whether any route needs to know what a version changed.
+    public var isChangeAware: Bool { routes.contains(where: \.isChangeAware) }
+
+    /// The pings for one version knowing what it changed: a change-aware route fires only for the changes it is for,
+    /// to its narrowed audience where the change allows, and to its whole audience when the change is unknown.
+    public func pings(for version: TemplateVersion, project: String, change: TemplateChange) -> [Ping] {
+        routes.filter { $0.matches(version) }.flatMap { route -> [Ping] in
+            guard route.isChangeAware else {
+                return [Ping(route: route.name, project: project, message: route.message(for: version, project: project))]
+            }
+            let decision: RouteDecision
+            switch change {
+            case .known(let diff): decision = route.decide(diff)
+            case .unknown(let why): decision = route.decide(nil, unavailable: why)
+            case .notNeeded: decision = route.decide(nil, unavailable: "not fetched")
+            }
+            guard decision.fires else { return [] }
+            let template = route.message(for: version, project: project)
+            return decision.targets.enumerated().map { index, target in
+                var message = template
+                message.target = target
+                let name = decision.targets.count == 1 ? route.name : "\(route.name)#\(index + 1)"
+                return Ping(route: name, project: project, message: message, decision: decision.reason)
+            }
         }
     }
 }

@@ -45,6 +45,13 @@ struct Reloader: Sendable {
             return .failure(ConfigurationError(key: "--config", problem: "\(error)", fix: "check the file with rc-relay check-config"))
         }
         let old = configuration.current.settings  // read inside the one-at-a-time section
+        if settings.webhookAuth == .none, old.poll == nil {
+            // Webhooks would stop at once, and polling only starts with a restart: nothing would be relayed meanwhile.
+            return .failure(
+                ConfigurationError(
+                    key: "webhook.auth", problem: "poll-only mode needs catch-up polling, which this process did not start with",
+                    fix: "restart rc-relay to switch to poll-only mode"))
+        }
         configuration.replace(with: built)
         return .success(Reloaded(loadedAt: built.loadedAt, restartRequired: Self.restartRequired(old, settings)))
     }
@@ -65,6 +72,8 @@ struct Reloader: Sendable {
         check("delivery.dedupMaxEvents", old.dedupMaxEvents != new.dedupMaxEvents)
         check("delivery.historySize", old.historySize != new.historySize)
         check("fcm.timeoutSeconds", old.fcmTimeout != new.fcmTimeout)
+        check("poll.intervalSeconds", old.poll?.interval != new.poll?.interval)
+        check("poll.graceSeconds", old.poll?.grace != new.poll?.grace)
         check("log.level", old.logLevel != new.logLevel)
         check("log.format", old.logFormat != new.logFormat)
         return keys

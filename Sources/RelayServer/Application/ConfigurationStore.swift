@@ -1,6 +1,8 @@
 import DeliveryEngine
 import FCMClient
 import Foundation
+import Logging
+import RelayCore
 
 /// Everything built from the settings that a reload replaces at once: routes, credentials, verifiers, tokens.
 /// Deliveries under way keep the configuration they started with.
@@ -35,8 +37,10 @@ final class ConfigurationStore: Sendable {
     }
 
     /// The plan for a spooled event under the configuration in force; nil when its project is no longer configured.
-    func plan(for record: SpoolRecord) -> DeliveryPlan? {
-        current.projects[record.project]?.plan(for: record.version, project: record.project)
+    func plan(for record: SpoolRecord, planner: Planner, logger: Logger) async -> DeliveryPlan? {
+        let current = current
+        guard let pipeline = current.projects[record.project] else { return nil }
+        return await planner.plan(record.version, project: record.project, pipeline: pipeline, settings: current.settings, logger: logger)
     }
 }
 

@@ -15,9 +15,10 @@ struct ProjectDirectory: Sendable {
         /// Remote Config's API with the project's credentials (catch-up polling).
         var remoteConfig: RemoteConfigClient
 
-        /// What delivering `version` means for this project: a ping per matching route.
-        func plan(for version: TemplateVersion, project: String) -> DeliveryPlan {
-            DeliveryPlan(pings: routes.pings(for: version, project: project), send: send)
+        /// What delivering `version` means for this project, knowing what it changed: a ping per matching route (or
+        /// per part of a route's narrowed audience).
+        func plan(for version: TemplateVersion, project: String, change: TemplateChange) -> DeliveryPlan {
+            DeliveryPlan(pings: routes.pings(for: version, project: project, change: change), send: send)
         }
     }
 

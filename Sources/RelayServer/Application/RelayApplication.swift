@@ -33,31 +33,32 @@ public enum RelayApplication {
         }
         let store: ConfigurationStore
         let engine: DeliveryEngine
+        let planner = Planner(changes: TemplateChanges(metrics: metrics), clock: clock, metrics: metrics)
         do {
             store = ConfigurationStore(try await rebuild(settings), source: source)
             engine = DeliveryEngine(
                 settings: engineSettings(settings), spool: try makeSpool(settings.spoolDirectory), metrics: metrics.factory, clock: clock,
-                logger: logger, replan: { store.plan(for: $0) })
+                logger: logger, replan: { await store.plan(for: $0, planner: planner, logger: logger) })
         } catch {
             try? await httpClient.shutdown()
             throw error
         }
         let drain = DrainState()
-        let relayed = RelayedVersions(directory: settings.spoolDirectory, logger: logger)
+        let relayed = RelayedVersions(directory: settings.spoolDirectory, writesEachNote: settings.poll != nil, logger: logger)
         let reloader = Reloader(configuration: store, reader: reader, rebuild: rebuild)
         let api = RelayAPI(
             probes: Probes(configuration: store, drain: drain, engine: engine, metrics: metrics, cacheFor: settings.readinessCache),
             admin: AdminController(configuration: store, engine: engine, reloader: reloader))
         let ingest = IngestRoutes(
             intake: WebhookIntake(configuration: store, drain: drain, metrics: metrics),
-            controller: WebhookController(configuration: store, engine: engine, relayed: relayed, metrics: metrics))
+            controller: WebhookController(configuration: store, engine: engine, planner: planner, relayed: relayed, metrics: metrics))
         let server = httpServer(settings)
         let main = Application(
             router: try makeRouter(api, ingest: ingest, configuration: store, listener: settings.adminPort == nil ? .only : .main, logger: logger),
             server: server,
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "rc-relay"),
             // Shut down in reverse: the engine drains while the HTTP client is still up.
-            services: [HTTPClientService(client: httpClient), engine] + poller(settings, store, engine, relayed, clock, metrics, logger),
+            services: [HTTPClientService(client: httpClient), engine] + poller(settings, store, engine, planner, relayed, clock, metrics, logger),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? settings.port) },
             logger: logger)
         var services: [any Service] = [main]
@@ -80,13 +81,15 @@ public enum RelayApplication {
 
     /// Catch-up polling, when `poll.intervalSeconds` is set (stopped before the engine, which it feeds).
     static func poller(
-        _ settings: RelaySettings, _ store: ConfigurationStore, _ engine: DeliveryEngine, _ relayed: RelayedVersions, _ clock: any DeliveryClock,
+        _ settings: RelaySettings, _ store: ConfigurationStore, _ engine: DeliveryEngine, _ planner: Planner, _ relayed: RelayedVersions,
+        _ clock: any DeliveryClock,
         _ metrics: RelayMetrics, _ logger: Logger
     ) -> [any Service] {
         guard let poll = settings.poll else { return [] }
         return [
             CatchUpPoller(
-                settings: .init(interval: poll.interval, grace: poll.grace), configuration: store, engine: engine, relayed: relayed, clock: clock,
+                settings: .init(interval: poll.interval, grace: poll.grace), configuration: store, engine: engine, planner: planner, relayed: relayed,
+                clock: clock,
                 metrics: metrics, logger: logger)
         ]
     }

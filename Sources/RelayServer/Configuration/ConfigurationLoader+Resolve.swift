@@ -55,37 +55,28 @@ extension ConfigurationLoader {
         let credentials = problems.check(RelaySettings.Credentials.metadataServer(baseURL: MetadataServerExchange.defaultBaseURL)) {
             () throws(ConfigurationError) in try resolveCredentials(file.fcm)
         }
-        let baseURL = problems.check(RelaySettings.defaultFCMBaseURL) { () throws(ConfigurationError) in
-            let baseURL = file.fcm?.baseURL ?? RelaySettings.defaultFCMBaseURL
-            guard let url = URL(string: baseURL), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
-                throw ConfigurationError(
-                    key: "fcm.baseURL", problem: "'\(baseURL)' is not an http(s) URL", fix: "use \(RelaySettings.defaultFCMBaseURL)")
+        func baseURL(_ value: String?, key: String, default fallback: String) -> String {
+            problems.check(fallback) { () throws(ConfigurationError) in
+                let text = value ?? fallback
+                guard let url = URL(string: text), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+                    throw ConfigurationError(key: key, problem: "'\(text)' is not an http(s) URL", fix: "use \(fallback)")
+                }
+                return text
             }
-            return baseURL
         }
-        let timeout = problems.check(10) { () throws(ConfigurationError) in
-            let timeout = file.fcm?.timeoutSeconds ?? 10
-            guard (1...120).contains(timeout) else {
-                throw ConfigurationError(key: "fcm.timeoutSeconds", problem: "\(timeout) is outside 1 to 120", fix: "use 10")
+        func timeoutSeconds(_ value: Int?, key: String) -> Int {
+            problems.check(10) { () throws(ConfigurationError) in
+                let timeout = value ?? 10
+                guard (1...120).contains(timeout) else {
+                    throw ConfigurationError(key: key, problem: "\(timeout) is outside 1 to 120", fix: "use 10")
+                }
+                return timeout
             }
-            return timeout
         }
-        let remoteConfigURL = problems.check(RelaySettings.defaultRemoteConfigBaseURL) { () throws(ConfigurationError) in
-            let baseURL = file.remoteConfig?.baseURL ?? RelaySettings.defaultRemoteConfigBaseURL
-            guard let url = URL(string: baseURL), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
-                throw ConfigurationError(
-                    key: "remoteConfig.baseURL", problem: "'\(baseURL)' is not an http(s) URL", fix: "use \(RelaySettings.defaultRemoteConfigBaseURL)"
-                )
-            }
-            return baseURL
-        }
-        let remoteConfigTimeout = problems.check(10) { () throws(ConfigurationError) in
-            let timeout = file.remoteConfig?.timeoutSeconds ?? 10
-            guard (1...120).contains(timeout) else {
-                throw ConfigurationError(key: "remoteConfig.timeoutSeconds", problem: "\(timeout) is outside 1 to 120", fix: "use 10")
-            }
-            return timeout
-        }
+        let fcmURL = baseURL(file.fcm?.baseURL, key: "fcm.baseURL", default: RelaySettings.defaultFCMBaseURL)
+        let timeout = timeoutSeconds(file.fcm?.timeoutSeconds, key: "fcm.timeoutSeconds")
+        let remoteConfigURL = baseURL(file.remoteConfig?.baseURL, key: "remoteConfig.baseURL", default: RelaySettings.defaultRemoteConfigBaseURL)
+        let remoteConfigTimeout = timeoutSeconds(file.remoteConfig?.timeoutSeconds, key: "remoteConfig.timeoutSeconds")
         let level = problems.check(Logger.Level.info) { () throws(ConfigurationError) in
             let levelText = file.log?.level ?? "info"
             guard let level = Logger.Level(rawValue: levelText.lowercased()) else {
@@ -137,7 +128,7 @@ extension ConfigurationLoader {
             historySize: count(file.delivery?.historySize, "delivery.historySize", 1000, 1...100_000),
             maxQueuedPings: count(file.delivery?.maxQueuedPings, "delivery.maxQueuedPings", 10_000, 1...10_000_000),
             webhookAuth: auth, verifier: StandardWebhookVerifier(secrets: secrets, tolerance: .seconds(tolerance)), oidc: oidc,
-            projects: projects, fcmBaseURL: baseURL,
+            projects: projects, fcmBaseURL: fcmURL,
             validateOnly: file.fcm?.validateOnly ?? false, fcmTimeout: .seconds(timeout),
             remoteConfigBaseURL: remoteConfigURL, remoteConfigTimeout: .seconds(remoteConfigTimeout), poll: poll,
             retryPolicy: problems.check(RetryPolicy()) { () throws(ConfigurationError) in try resolveRetryPolicy(file.delivery) },

@@ -8,6 +8,8 @@ import RelayCore
 struct WebhookController: Sendable {
     let configuration: ConfigurationStore
     let engine: DeliveryEngine
+    /// Routes the version (fetching what it changed when a route asks).
+    let planner: Planner
     /// Told each version delivered or spooled, so catch-up polling does not relay it again.
     let relayed: RelayedVersions
     let metrics: RelayMetrics
@@ -57,8 +59,12 @@ struct WebhookController: Sendable {
             id: eventID, format: event.format.rawValue, project: project, versionNumber: event.version.versionNumber,
             updateType: event.version.updateType)
         let source = event.format.rawValue
-        let plan = pipeline.plan(for: record.version, project: project)
-        switch await engine.deliver(record, plan: plan, wait: configuration.settings.answerWithin, logger: logger) {
+        let started = ContinuousClock.now
+        let plan = await planner.plan(
+            record.version, since: relayed.newest(project), project: project, pipeline: pipeline, settings: configuration.settings, logger: logger)
+        // The answer's wait counts from the request, not from the end of routing.
+        let wait = max(configuration.settings.answerWithin - (ContinuousClock.now - started), configuration.settings.answerWithin / 10)
+        switch await engine.deliver(record, plan: plan, wait: wait, logger: logger) {
         case .settled(let reports, let duplicate):
             return try settled(reports, duplicate: duplicate, source: source, requestID: requestID, summary: summary, logger: logger)
         case .conflict(let key):
@@ -94,7 +100,7 @@ struct WebhookController: Sendable {
             case .settled(let reports):
                 return try settled(reports, duplicate: false, source: source, requestID: requestID, summary: summary, logger: logger)
             case .spooled:
-                relayed.note(project, record.version.versionNumber)
+                relayed.note(project, record.version.versionNumber, logger: logger)
                 logger.info("delivery continues in the background; the event is spooled")
                 metrics.webhook(source: source, outcome: "in-progress")
                 return .inProgress(IngestAnswer.inProgress(requestID: requestID, event: summary))
@@ -115,7 +121,7 @@ struct WebhookController: Sendable {
                 detail: "the ping for route(s) \(dead.joined(separator: ", ")) ran out of retries; a retry of this event delivers it",
                 deliveries: reports)
         }
-        relayed.note(summary.project, summary.versionNumber)
+        relayed.note(summary.project, summary.versionNumber, logger: logger)
         let failed = reports.contains { $0.status == .failed }
         metrics.webhook(source: source, outcome: duplicate ? "duplicate" : failed ? "failed" : "delivered")
         return .delivered(IngestAnswer.delivered(failed: failed, requestID: requestID, duplicate: duplicate, event: summary, reports: reports))

@@ -34,7 +34,9 @@ struct WebhookIntake: Sendable {
             return try await accept(request, ingest: ingest, logger: &logger)
         } catch {
             metrics.webhook(source: ingest == .pubSub ? "pubsub" : "unknown", outcome: error.kind.rawValue)
-            if error.kind == .notFound {
+            if error.kind == .notFound, ingest == .webhook {
+                logger.notice("webhook refused: webhooks are off (webhook.auth is none, poll-only mode)")
+            } else if error.kind == .notFound {
                 logger.notice("Pub/Sub push refused: oidc is not configured, so the endpoint does not exist")
             } else {
                 logger.notice(

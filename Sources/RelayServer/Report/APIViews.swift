@@ -25,7 +25,7 @@ extension Components.Schemas.DeliveryRecord {
             status: report.flatMap { .init(rawValue: $0.status.rawValue) } ?? .pending, receivedAt: entry.receivedAt,
             settledAt: entry.settledAt, messageName: report?.messageName,
             error: report?.error.map(Components.Schemas.DeliveryError.init),
-            attempts: (report?.attempts ?? []).map(Components.Schemas.Attempt.init))
+            attempts: (report?.attempts ?? []).map(Components.Schemas.Attempt.init), decision: entry.decision)
     }
 }
 

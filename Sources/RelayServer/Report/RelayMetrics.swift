@@ -63,6 +63,11 @@ public final class RelayMetrics: Sendable {
         counter("rc_relay_polls_total", [("outcome", outcome)]).increment()
     }
 
+    /// A version routed by change-aware routes: whether what it changed was known (else whole audiences were pinged).
+    func templateChange(known: Bool) {
+        counter("rc_relay_template_changes_total", [("outcome", known ? "known" : "unknown")]).increment()
+    }
+
     /// The Prometheus text exposition.
     func exposition() -> [UInt8] {
         var buffer: [UInt8] = []

@@ -23,17 +23,19 @@ final class CatchUpPoller: Service {
     let settings: Settings
     let configuration: ConfigurationStore
     let engine: DeliveryEngine
+    let planner: Planner
     let relayed: RelayedVersions
     let clock: any DeliveryClock
     let metrics: RelayMetrics
     let logger: Logger
+    private let sightings = Locked<[String: (version: Int64, at: Date)]>([:])
 
     init(
-        settings: Settings, configuration: ConfigurationStore, engine: DeliveryEngine, relayed: RelayedVersions, clock: any DeliveryClock,
-        metrics: RelayMetrics, logger: Logger
+        settings: Settings, configuration: ConfigurationStore, engine: DeliveryEngine, planner: Planner, relayed: RelayedVersions,
+        clock: any DeliveryClock, metrics: RelayMetrics, logger: Logger
     ) {
-        (self.settings, self.configuration, self.engine, self.relayed, self.clock, self.metrics) =
-            (settings, configuration, engine, relayed, clock, metrics)
+        (self.settings, self.configuration, self.engine, self.planner, self.relayed, self.clock, self.metrics) =
+            (settings, configuration, engine, planner, relayed, clock, metrics)
         var logger = logger
         logger[metadataKey: "source"] = "poll"
         self.logger = logger
@@ -43,7 +45,8 @@ final class CatchUpPoller: Service {
         let stop = Settlement<Bool>()
         await withGracefulShutdownHandler {
             repeat {
-                await pollOnce()
+                // A stop cancels a poll under way: its Remote Config call and any wait to retry end at once.
+                await cancelWhenGracefulShutdown { await self.pollOnce() }
                 relayed.persist(logger: logger)
             } while await stop.value(within: settings.interval, on: clock) == nil
         } onGracefulShutdown: {
@@ -56,7 +59,7 @@ final class CatchUpPoller: Service {
     func pollOnce() async {
         let current = configuration.current
         for id in current.projects.ids {
-            guard let pipeline = current.projects[id] else { continue }
+            guard !Task.isCancelled, let pipeline = current.projects[id] else { continue }
             var logger = logger
             logger[metadataKey: "project"] = "\(id)"
             metrics.poll(outcome: await poll(id, pipeline, settings: current.settings, logger: logger).rawValue)
@@ -65,20 +68,23 @@ final class CatchUpPoller: Service {
 
     enum Outcome: String {
         case current, relayed, waiting, failed
+        /// Relayed, and its delivery still under way (no spool to hand it to), or not started yet: the next poll joins.
+        case pending
     }
 
     private func poll(_ project: String, _ pipeline: ProjectDirectory.Pipeline, settings current: RelaySettings, logger: Logger) async -> Outcome {
         let calls = RemoteConfigCalls(client: pipeline.remoteConfig, policy: current.retryPolicy, clock: clock, metrics: metrics)
         let known = relayed.newest(project)
         let versions: [TemplateVersion]
+        let listedNothing: Bool
         do {
-            versions = try await newer(than: known, project: project, calls: calls, logger: logger)
+            (versions, listedNothing) = try await newer(than: known, project: project, calls: calls, logger: logger)
         } catch {
             logger.warning("poll failed: Remote Config gave no version list; the next poll tries again", metadata: ["error": "\(error)"])
             return .failed
         }
         guard let newest = versions.max(by: { $0.versionNumber < $1.versionNumber }) else {
-            if known == nil { relayed.note(project, 0) }  // nothing published yet: the first publish is news
+            if known == nil, listedNothing { relayed.note(project, 0) }  // nothing published yet: the first publish is news
             return .current
         }
         guard let known else {
@@ -87,7 +93,9 @@ final class CatchUpPoller: Service {
             logger.info("poll: adopted the current version without a ping", metadata: ["version": "\(newest.versionNumber)"])
             return .current
         }
-        if let published = newest.updateTime.flatMap(Self.date), clock.now() < published + seconds(settings.grace) {
+        // An unreadable updateTime counts from when the poll first saw the version, so the webhook still gets its grace.
+        let published = newest.updateTime.flatMap(Self.date) ?? firstSeen(project, newest.versionNumber)
+        if clock.now() < published + seconds(settings.grace) {
             logger.debug("poll: a new version is inside its grace period; waiting for its webhook", metadata: ["version": "\(newest.versionNumber)"])
             return .waiting
         }
@@ -96,21 +104,28 @@ final class CatchUpPoller: Service {
         logger.notice(
             "poll: relaying a version no webhook announced",
             metadata: ["missed": "\(versions.count)", "last_relayed": "\(known)"])
-        return await relay(newest, project: project, pipeline: pipeline, wait: current.answerWithin, logger: logger) ? .relayed : .failed
+        return await relay(newest, since: known, project: project, pipeline: pipeline, settings: current, logger: logger)
     }
 
     /// The versions newer than `known`, newest first, from as many pages as it takes (bounded, and never a page
     /// token twice: a list that loops ends there). With nothing known, just the newest.
-    private func newer(than known: Int64?, project: String, calls: RemoteConfigCalls, logger: Logger) async throws(RemoteConfigError) -> [TemplateVersion] {
+    private func newer(than known: Int64?, project: String, calls: RemoteConfigCalls, logger: Logger) async throws(RemoteConfigError) -> (
+        [TemplateVersion], listedNothing: Bool
+    ) {
+        let deadline = clock.instant() + settings.interval * 0.9  // one bound for the whole poll: retries end before the next
         var found: [TemplateVersion] = []
+        var listed = 0
         var token: String?
         var seen: Set<String> = []
         for _ in 0..<settings.maximumPages {
             let size = known == nil ? 1 : settings.pageSize
-            let page = try await calls.run("listVersions", within: settings.interval, logger: logger) { [token] () async throws(RemoteConfigError) in
-                try await calls.client.listVersions(project: project, pageSize: size, pageToken: token)
+            let page = try await calls.run("listVersions", within: max(.zero, deadline - clock.instant()), logger: logger) {
+                [token] timeLeft async throws(RemoteConfigError) in
+                try await calls.client.listVersions(project: project, pageSize: size, pageToken: token, timeout: timeLeft)
             }
             var reachedKnown = known == nil
+            listed += page.versions.count + page.skipped
+            if page.skipped > 0 { logger.warning("poll: listed versions that are not objects were skipped", metadata: ["count": "\(page.skipped)"]) }
             for data in page.versions {
                 guard let version = try? JSONDecoder().decode(TemplateVersion.self, from: data) else {
                     logger.warning("poll: a listed version is not a template version; skipped", metadata: ["bytes": "\(data.count)"])
@@ -118,43 +133,55 @@ final class CatchUpPoller: Service {
                 }
                 if let known, version.versionNumber <= known { reachedKnown = true } else { found.append(version) }
             }
-            guard !reachedKnown, let next = page.nextPageToken else { return found }
+            guard !reachedKnown, let next = page.nextPageToken else { return (found, listed == 0) }
             guard seen.insert(next).inserted else {
                 logger.error("poll: listVersions returned a page token it gave before; using the versions read so far")
-                return found
+                return (found, listed == 0)
             }
             token = next
         }
         logger.warning("poll: more versions than one poll reads; using the newest", metadata: ["pages": "\(settings.maximumPages)"])
-        return found
+        return (found, listed == 0)
     }
 
     /// Delivers `version` as a `poll` event; true once it is delivered or safely spooled (then it counts as relayed).
-    private func relay(_ version: TemplateVersion, project: String, pipeline: ProjectDirectory.Pipeline, wait: Duration, logger: Logger) async -> Bool {
+    private func relay(
+        _ version: TemplateVersion, since known: Int64, project: String, pipeline: ProjectDirectory.Pipeline, settings: RelaySettings, logger: Logger
+    ) async -> Outcome {
         let record = SpoolRecord(
             keys: ["\(project)/version/\(version.versionNumber)"], project: project, eventID: nil, format: "poll", version: version,
             receivedAt: clock.now())
-        let plan = pipeline.plan(for: version, project: project)
-        switch await engine.deliver(record, plan: plan, origin: .poll, wait: wait, logger: logger) {
+        let plan = await planner.plan(version, since: known, project: project, pipeline: pipeline, settings: settings, logger: logger)
+        switch await engine.deliver(record, plan: plan, origin: .poll, wait: settings.answerWithin, logger: logger) {
         case .settled(let reports, let duplicate):
             guard !reports.contains(where: \.unfinished) else {
                 logger.warning("poll: the version's pings ran out of retries; the next poll tries again")
-                return false
+                return .failed
             }
             if duplicate { logger.info("poll: a webhook had announced the version already") }
             relayed.note(project, version.versionNumber)
-            return true
+            return .relayed
         case .pending(let delivery, _):
             guard engine.hasSpool, let acknowledgement = try? engine.acknowledge(delivery) else {
                 logger.info("poll: the version's delivery continues; the next poll joins it")
-                return false
+                return .pending
             }
-            if case .settled(let reports) = acknowledgement, reports.contains(where: \.unfinished) { return false }
+            if case .settled(let reports) = acknowledgement, reports.contains(where: \.unfinished) { return .failed }
             relayed.note(project, version.versionNumber)
-            return true
+            return .relayed
         case .conflict, .saturated, .stopping:
             logger.warning("poll: the delivery could not start now; the next poll tries again")
-            return false
+            return .pending
+        }
+    }
+
+    /// When the poll first saw a version (kept for the newest version of each project only).
+    private func firstSeen(_ project: String, _ version: Int64) -> Date {
+        sightings.withLock { sightings in
+            if let seen = sightings[project], seen.version == version { return seen.at }
+            let now = clock.now()
+            sightings[project] = (version, now)
+            return now
         }
     }
 

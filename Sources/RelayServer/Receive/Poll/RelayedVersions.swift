@@ -14,15 +14,19 @@ final class RelayedVersions: Sendable {
 
     private let state: Locked<State>
     private let file: URL?
+    /// Write on every note (catch-up polling runs, so the file must not lag behind webhooks after a crash).
+    private let writesEachNote: Bool
     /// Projects kept at most (the configuration's; a bound against a file that grew by other hands).
     static let maximumProjects = 1000
 
     /// `directory`: the spool directory, or nil. A file that cannot be read is logged and set aside, never trapped on.
-    init(directory: String?, logger: Logger) {
+    init(directory: String?, writesEachNote: Bool = false, logger: Logger) {
+        self.writesEachNote = writesEachNote
         file = directory.map { URL(fileURLWithPath: $0).appendingPathComponent("state").appendingPathComponent("relayed-versions.json") }
         var newest: [String: Int64] = [:]
         if let file, FileManager.default.fileExists(atPath: file.path) {
-            if let text = BoundedFile.text(file.path, limit: 1 << 20), let decoded = try? JSONDecoder().decode([String: Int64].self, from: Data(text.utf8)),
+            if let text = BoundedFile.text(file.path, limit: 1 << 20),
+                let decoded = try? JSONDecoder().decode([String: Int64].self, from: Data(text.utf8)),
                 decoded.count <= Self.maximumProjects
             {
                 newest = decoded.filter { $0.value >= 0 }
@@ -38,12 +42,16 @@ final class RelayedVersions: Sendable {
     func newest(_ project: String) -> Int64? { state.withLock { $0.newest[project] } }
 
     /// Notes that `version` of `project` was relayed (or adopted on start); an older version changes nothing.
-    func note(_ project: String, _ version: Int64) {
-        state.withLock { state in
-            guard version > state.newest[project] ?? -1, state.newest.count < Self.maximumProjects || state.newest[project] != nil else { return }
+    func note(_ project: String, _ version: Int64, logger: Logger? = nil) {
+        let changed = state.withLock { state in
+            guard version > state.newest[project] ?? -1, state.newest.count < Self.maximumProjects || state.newest[project] != nil else {
+                return false
+            }
             state.newest[project] = version
             state.dirty = true
+            return true
         }
+        if changed, writesEachNote, let logger { persist(logger: logger) }
     }
 
     /// Writes what changed since the last write (temporary file, fsync, rename); a failure is logged and tried again
@@ -59,7 +67,16 @@ final class RelayedVersions: Sendable {
         do {
             try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
             let data = try JSONEncoder().encode(snapshot)
-            try data.write(to: file, options: .atomic)
+            // A temporary file, fsynced, then renamed: a crash leaves the old state or the new, never half of one.
+            let temporary = file.deletingLastPathComponent().appendingPathComponent(".relayed-versions.\(UUID().uuidString)")
+            guard FileManager.default.createFile(atPath: temporary.path, contents: data) else { throw CocoaError(.fileWriteUnknown) }
+            let handle = try FileHandle(forWritingTo: temporary)
+            try handle.synchronize()
+            try handle.close()
+            if rename(temporary.path, file.path) != 0 {
+                try? FileManager.default.removeItem(at: temporary)
+                throw CocoaError(.fileWriteUnknown)
+            }
         } catch {
             state.withLock { $0.dirty = true }
             logger.error("relayed-versions state could not be written", metadata: ["file": "\(file.path)", "error": "\(error)"])

@@ -12,9 +12,10 @@ struct RemoteConfigCalls: Sendable {
     let metrics: RelayMetrics
 
     /// `call` (`listVersions` or `get`, the metric's label) retried until it answers, fails for good, runs out of
-    /// attempts, or the next wait would pass `within`.
+    /// attempts, or the next wait would pass `within`. Each attempt is given the time left, to cut its HTTP timeout
+    /// to (in real time: a test's clock cannot stop a request).
     func run<T: Sendable>(
-        _ call: String, within: Duration, logger: Logger, _ attempt: @Sendable () async throws(RemoteConfigError) -> T
+        _ call: String, within: Duration, logger: Logger, _ attempt: @Sendable (_ timeLeft: Duration) async throws(RemoteConfigError) -> T
     ) async throws(RemoteConfigError) -> T {
         let deadline = clock.instant() + within
         var attempts = 0
@@ -22,7 +23,7 @@ struct RemoteConfigCalls: Sendable {
             attempts += 1
             let started = clock.instant()
             do {
-                let value = try await attempt()
+                let value = try await attempt(max(deadline - started, .seconds(1)))
                 metrics.remoteConfigCall(call, status: 200, duration: clock.instant() - started)
                 return value
             } catch {

@@ -1,0 +1,39 @@
+import DeliveryEngine
+import FCMClient
+import Logging
+import RelayCore
+
+/// The route stage: a version's pings for one project. When a route is change-aware (`when.changed`, `audience`), what
+/// the version changed is fetched first (``TemplateChanges``); otherwise nothing is asked of Remote Config and routing
+/// costs what it always did.
+struct Planner: Sendable {
+    let changes: TemplateChanges
+    let clock: any DeliveryClock
+    let metrics: RelayMetrics
+
+    /// What delivering `version` means for the project: its pings, and how they are sent. `since`: the newest version
+    /// relayed before it, if known (a change-aware route then sees every change since, skipped versions included).
+    func plan(
+        _ version: TemplateVersion, since: Int64? = nil, project: String, pipeline: ProjectDirectory.Pipeline, settings: RelaySettings,
+        within: Duration? = nil, logger: Logger
+    ) async -> DeliveryPlan {
+        let change = await change(version, since: since, project: project, pipeline: pipeline, settings: settings, within: within, logger: logger)
+        return pipeline.plan(for: version, project: project, change: change)
+    }
+
+    /// What `version` changed, when a route asks; `.notNeeded` when none does. Remote Config calls end within
+    /// `within` (default: half of `delivery.answerWithinSeconds`).
+    func change(
+        _ version: TemplateVersion, since: Int64? = nil, project: String, pipeline: ProjectDirectory.Pipeline, settings: RelaySettings,
+        within: Duration? = nil, logger: Logger
+    ) async -> TemplateChange {
+        guard pipeline.routes.isChangeAware else { return .notNeeded }
+        let calls = RemoteConfigCalls(client: pipeline.remoteConfig, policy: settings.retryPolicy, clock: clock, metrics: metrics)
+        let change = await changes.change(
+            for: version, since: since, project: project, calls: calls, within: within ?? settings.answerWithin / 2, logger: logger)
+        if case .unknown(let why) = change {
+            logger.warning("what the version changed is unknown: change-aware routes ping their whole audience", metadata: ["reason": "\(why)"])
+        }
+        return change
+    }
+}

@@ -1,0 +1,148 @@
+import AsyncHTTPClient
+import FCMEmulator
+import Foundation
+import Testing
+
+@testable import RelayServer
+
+/// Change-aware routes end to end: templates published in the emulator's Remote Config, a webhook for the newest
+/// version, and the FCM messages the emulator recorded.
+@Suite struct ChangeAwareRoutingTests {
+    static let routes = """
+          - {name: everyone, topic: PUSH_RC, audience: {ios_ja: lang_ja, early_adopters: early}, data: {CONFIG_STATE: STALE}}
+          - {name: checkout, topic: CHECKOUT, when: {changed: {parameters: ["checkout_*"]}}, data: {CONFIG_STATE: STALE}}
+        """
+
+    /// The welcome template, then each edit of its JSON object published as the next version.
+    static func publishing(_ edits: [(inout [String: Any]) -> Void]) -> @Sendable (EmulatorState) async throws -> Void {
+        let bodies = edits.map { edit -> Data in
+            var object = (try? JSONSerialization.jsonObject(with: PollingTests.template())) as? [String: Any] ?? [:]
+            edit(&object)
+            return (try? JSONSerialization.data(withJSONObject: object)) ?? Data()
+        }
+        return { state in
+            try await state.templates.publish(project: "demo-project", template: try PollingTests.template())
+            for body in bodies { try await state.templates.publish(project: "demo-project", template: body) }
+        }
+    }
+
+    static func setup(_ edits: [(inout [String: Any]) -> Void]) -> RelaySetup {
+        RelaySetup.standard.routes(routes).environment(["RC_RELAY_REMOTE_CONFIG_BASE_URL": "EMULATOR"]).seed(publishing(edits))
+    }
+
+    static func japaneseGreeting(_ object: inout [String: Any]) {
+        var parameters = object["parameters"] as! [String: Any]
+        var welcome = parameters["welcome_message"] as! [String: Any]
+        welcome["conditionalValues"] = ["ios_ja": ["value": "いらっしゃいませ"]]
+        parameters["welcome_message"] = welcome
+        object["parameters"] = parameters
+    }
+
+    static func newDefault(_ object: inout [String: Any]) {
+        var parameters = object["parameters"] as! [String: Any]
+        parameters["welcome_message"] = ["defaultValue": ["value": "Hello"]]
+        object["parameters"] = parameters
+    }
+
+    static func topics(_ relay: LiveRelay) async -> [String] {
+        await relay.recordedMessages().map { ($0["topic"] as? String) ?? ($0["condition"] as? String) ?? "?" }
+    }
+
+    static func metric(_ relay: LiveRelay, _ prefix: String) async throws -> String {
+        let text = try await relay.send(HTTPClientRequest(url: relay.relayURL + "/metrics")).text
+        return text.split(separator: "\n").filter { $0.hasPrefix(prefix) }.joined(separator: "\n")
+    }
+
+    /// Sends the signed webhook for `version` and expects it accepted.
+    static func publishWebhook(_ relay: LiveRelay, version: Int, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let answer = try await relay.post(#"{"versionNumber": "\#(version)"}"#)
+        #expect(answer.status == 200, sourceLocation: sourceLocation)
+    }
+
+    // MARK: Tests
+
+    @Test func aChangeForOneLanguagePingsOnlyThatLanguage() async throws {
+        try await withLiveRelay(Self.setup([Self.japaneseGreeting])) { relay in
+            let answer = try await relay.post(#"{"versionNumber": "2"}"#)
+            #expect(answer.status == 200)
+            #expect(await Self.topics(relay) == ["lang_ja"])  // not PUSH_RC, and not CHECKOUT: no checkout_* changed
+            let record = try #require(try await relay.admin(.GET, "/admin/deliveries").deliveries.first)
+            #expect(record.decision?.contains("audience narrowed to conditions ios_ja") == true)
+            let changes = try await Self.metric(relay, "rc_relay_template_changes_total")
+            #expect(changes.contains("outcome=\"known\"} 1"))
+        }
+    }
+
+    @Test func aChangedDefaultPingsEveryone() async throws {
+        try await withLiveRelay(Self.setup([Self.newDefault])) { relay in
+            try await Self.publishWebhook(relay, version: 2)
+            #expect(await Self.topics(relay) == ["PUSH_RC"])
+        }
+    }
+
+    @Test func aChangeRuleFiresForItsParameters() async throws {
+        let checkout: (inout [String: Any]) -> Void = { object in
+            var parameters = object["parameters"] as! [String: Any]
+            parameters["checkout_button"] = ["defaultValue": ["value": "green"]]
+            object["parameters"] = parameters
+        }
+        try await withLiveRelay(Self.setup([checkout])) { relay in
+            try await Self.publishWebhook(relay, version: 2)
+            #expect(Set(await Self.topics(relay)) == ["PUSH_RC", "CHECKOUT"])
+        }
+    }
+
+    @Test func aChangeInAVersionNoWebhookAnnouncedStillCounts() async throws {
+        let checkout: (inout [String: Any]) -> Void = { object in
+            var parameters = object["parameters"] as! [String: Any]
+            parameters["checkout_button"] = ["defaultValue": ["value": "green"]]
+            object["parameters"] = parameters
+        }
+        // 2: Japanese greeting; 3: a checkout parameter (its webhook never comes); 4: both.
+        try await withLiveRelay(Self.setup([Self.japaneseGreeting, checkout, { checkout(&$0); Self.japaneseGreeting(&$0) }])) { relay in
+            try await Self.publishWebhook(relay, version: 2)
+            try await Self.publishWebhook(relay, version: 4)
+            // 4 against 3 changed only the greeting; against 2, the last relayed, it added checkout_button too.
+            let topics = await Self.topics(relay)
+            #expect(topics.first == "lang_ja" && Set(topics.dropFirst()) == ["PUSH_RC", "CHECKOUT"] && topics.count == 3)
+        }
+    }
+
+    @Test func whenTheTemplateCannotBeFetchedEveryoneIsPinged() async throws {
+        try await withLiveRelay(Self.setup([Self.japaneseGreeting])) { relay in
+            await relay.emulator.inject(.init(status: 403, endpoint: "remoteConfig", count: 2))
+            try await Self.publishWebhook(relay, version: 2)
+            // Never fewer pings than needed: the whole audience of every route, the change rule's included.
+            #expect(Set(await Self.topics(relay)) == ["PUSH_RC", "CHECKOUT"])
+            let records = try await relay.admin(.GET, "/admin/deliveries").deliveries
+            #expect(records.allSatisfy { $0.decision?.contains("the change is unknown") == true && $0.decision?.contains("403") == true })
+            let changes = try await Self.metric(relay, "rc_relay_template_changes_total")
+            #expect(changes.contains("outcome=\"unknown\"} 1"))
+        }
+    }
+
+    @Test func aTemplateThatIsNotGooglesShapeMeansEveryone() async throws {
+        try await withLiveRelay(Self.setup([Self.japaneseGreeting])) { relay in
+            await relay.emulator.inject(.init(endpoint: "remoteConfig", count: 2, body: #"{"parameters": [1, 2, 3]}"#))
+            try await Self.publishWebhook(relay, version: 2)
+            #expect(Set(await Self.topics(relay)) == ["PUSH_RC", "CHECKOUT"])
+        }
+    }
+
+    @Test func withoutAChangeAwareRouteRemoteConfigIsNotAsked() async throws {
+        try await withLiveRelay(.standard.environment(["RC_RELAY_REMOTE_CONFIG_BASE_URL": "EMULATOR"]).seed(Self.publishing([Self.japaneseGreeting]))) {
+            relay in
+            try await Self.publishWebhook(relay, version: 2)
+            #expect(await relay.emulator.stats.remoteConfigRequests == 0)
+        }
+    }
+
+    @Test func templatesAreCachedAcrossVersions() async throws {
+        try await withLiveRelay(Self.setup([Self.japaneseGreeting, Self.newDefault])) { relay in
+            try await Self.publishWebhook(relay, version: 2)
+            try await Self.publishWebhook(relay, version: 3)
+            #expect(await relay.emulator.stats.remoteConfigRequests == 3)  // 1, 2, then only 3: 2 is cached
+            #expect(await Self.topics(relay) == ["lang_ja", "PUSH_RC"])  // 3 against 2: a default changed
+        }
+    }
+}
