@@ -96,7 +96,9 @@ private let languages = ["ios_ja": "lang_ja", "early_adopters": "early"]
     #expect(decision.targets == [.topic("lang_ja")])
     // A default that changes reaches everyone; so does a condition with no topic of its own.
     let everyone = try template { setParameter(&$0, "welcome_message", ["defaultValue": ["value": "Hello"]]) }
-    #expect(try route(RouteDefinition(name: "r", topic: "PUSH_RC", audience: languages)).decide(TemplateDiff(from: try template(), to: everyone)).targets == [.topic("PUSH_RC")])
+    #expect(
+        try route(RouteDefinition(name: "r", topic: "PUSH_RC", audience: languages)).decide(TemplateDiff(from: try template(), to: everyone)).targets
+            == [.topic("PUSH_RC")])
     let unmapped = try route(RouteDefinition(name: "r", topic: "PUSH_RC", audience: ["early_adopters": "early"])).decide(diff)
     #expect(unmapped.targets == [.topic("PUSH_RC")] && unmapped.reason.contains("ios_ja has no audience topic"))
 }
@@ -129,7 +131,8 @@ private let languages = ["ios_ja": "lang_ja", "early_adopters": "early"]
 }
 
 @Test func aChangeRuleFiresOnlyForWhatItNames() throws {
-    let checkout = try route(RouteDefinition(name: "checkout", topic: "PUSH_RC", when: .init(changed: .init(parameters: ["check?ut_*", "tutorial_steps"]))))
+    let checkout = try route(
+        RouteDefinition(name: "checkout", topic: "PUSH_RC", when: .init(changed: .init(parameters: ["check?ut_*", "tutorial_steps"]))))
     let grouped = try template { object in
         var groups = object["parameterGroups"] as! [String: Any]
         var onboarding = groups["onboarding"] as! [String: Any]
@@ -180,4 +183,24 @@ private let languages = ["ios_ja": "lang_ja", "early_adopters": "early"]
     let other = #"{"parameters": {"a": {"defaultValue": {"personalizationValue": {"personalizationId": "p2"}}}}}"#
     let diff = TemplateDiff(from: try! RemoteConfigTemplate(json: Data(personalised.utf8)), to: try! RemoteConfigTemplate(json: Data(other.utf8)))
     #expect(diff.parameters.first?.defaultChanged == true)
+}
+
+@Test func changedParametersAreWholeOrAStar() throws {
+    let value = try DataTemplate("{{changedParameters}}")
+    let version = TemplateVersion(versionNumber: 2)
+    #expect(value.render(version, project: "p", changedParameters: ["a", "b_2"]) == "a,b_2")
+    #expect(value.render(version, project: "p", changedParameters: []) == "")
+    #expect(value.render(version, project: "p") == "*")  // unknown
+    #expect(value.render(version, project: "p", changedParameters: ["a,b"]) == "*")  // not a name Remote Config allows
+    // 52 names of 10 bytes and their commas pass 512 bytes: never a list cut short.
+    let many = (0..<52).map { String(format: "param_%04d", $0) }
+    #expect(value.render(version, project: "p", changedParameters: many) == "*")
+    #expect(value.render(version, project: "p", changedParameters: Array(many.prefix(46))).split(separator: ",").count == 46)
+    #expect(value.maximumByteCount == 512)
+    // Only a change seen whole lists names: a condition change may move any parameter.
+    let japanese = try template { conditional(&$0, "welcome_message", "ios_ja", "いらっしゃいませ") }
+    #expect(TemplateChange.known(TemplateDiff(from: try template(), to: japanese)).changedParameters == ["welcome_message"])
+    let reordered = try template { object in object["conditions"] = Array((object["conditions"] as! [Any]).reversed()) }
+    #expect(TemplateChange.known(TemplateDiff(from: try template(), to: reordered)).changedParameters == nil)
+    #expect(TemplateChange.unknown("down").changedParameters == nil)
 }

@@ -99,7 +99,15 @@ import Testing
             object["parameters"] = parameters
         }
         // 2: Japanese greeting; 3: a checkout parameter (its webhook never comes); 4: both.
-        try await withLiveRelay(Self.setup([Self.japaneseGreeting, checkout, { checkout(&$0); Self.japaneseGreeting(&$0) }])) { relay in
+        try await withLiveRelay(
+            Self.setup([
+                Self.japaneseGreeting, checkout,
+                {
+                    checkout(&$0)
+                    Self.japaneseGreeting(&$0)
+                },
+            ])
+        ) { relay in
             try await Self.publishWebhook(relay, version: 2)
             try await Self.publishWebhook(relay, version: 4)
             // 4 against 3 changed only the greeting; against 2, the last relayed, it added checkout_button too.
@@ -130,7 +138,8 @@ import Testing
     }
 
     @Test func withoutAChangeAwareRouteRemoteConfigIsNotAsked() async throws {
-        try await withLiveRelay(.standard.environment(["RC_RELAY_REMOTE_CONFIG_BASE_URL": "EMULATOR"]).seed(Self.publishing([Self.japaneseGreeting]))) {
+        try await withLiveRelay(.standard.environment(["RC_RELAY_REMOTE_CONFIG_BASE_URL": "EMULATOR"]).seed(Self.publishing([Self.japaneseGreeting])))
+        {
             relay in
             try await Self.publishWebhook(relay, version: 2)
             #expect(await relay.emulator.stats.remoteConfigRequests == 0)
@@ -143,6 +152,92 @@ import Testing
             try await Self.publishWebhook(relay, version: 3)
             #expect(await relay.emulator.stats.remoteConfigRequests == 3)  // 1, 2, then only 3: 2 is cached
             #expect(await Self.topics(relay) == ["lang_ja", "PUSH_RC"])  // 3 against 2: a default changed
+        }
+    }
+
+    static func reorderedConditions(_ object: inout [String: Any]) {
+        object["conditions"] = Array((object["conditions"] as! [Any]).reversed())
+    }
+
+    @Test func changedParametersTellAppsWhatChangedAndAStarWhenAnythingMayHave() async throws {
+        let routes = """
+              - {name: everyone, topic: PUSH_RC, data: {CONFIG_STATE: STALE, CHANGED: "{{changedParameters}}"}}
+            """
+        let setup = RelaySetup.standard.routes(routes).environment(["RC_RELAY_REMOTE_CONFIG_BASE_URL": "EMULATOR"])
+        // 2: one parameter's Japanese value; 3: the conditions re-ordered (any parameter may resolve otherwise).
+        try await withLiveRelay(setup.seed(Self.publishing([Self.japaneseGreeting, Self.reorderedConditions]))) { relay in
+            try await Self.publishWebhook(relay, version: 2)
+            try await Self.publishWebhook(relay, version: 3)
+            let data = await relay.recordedMessages().map { ($0["data"] as? [String: String])?["CHANGED"] }
+            #expect(data == ["welcome_message", "*"])
+        }
+        // When the template cannot be fetched, nothing is claimed: `*`.
+        try await withLiveRelay(setup.seed(Self.publishing([Self.japaneseGreeting]))) { relay in
+            await relay.emulator.inject(.init(status: 500, endpoint: "remoteConfig", count: 20))
+            try await Self.publishWebhook(relay, version: 2)
+            #expect(await relay.recordedMessages().map { ($0["data"] as? [String: String])?["CHANGED"] } == ["*"])
+        }
+    }
+
+    @Test func previewExplainsAVersionAndEveryRoutesDecisionWithoutSending() async throws {
+        try await withLiveRelay(Self.setup([Self.japaneseGreeting, Self.newDefault])) { relay in
+            let answer = try await relay.admin(.POST, "/admin/preview", json: #"{"version": {"versionNumber": "2"}}"#)
+            #expect(answer.status == 200)
+            let preview = try answer.decode(Contract.Preview.self)
+            #expect(preview.change?.known == true && preview.change?.since == "1")
+            #expect(preview.change?.parameters?.map(\.name) == ["welcome_message"])
+            #expect(preview.change?.parameters?.first?.conditions == ["ios_ja"])
+            #expect(preview.change?.changedParameters == ["welcome_message"])
+            #expect(preview.routes.map(\.route) == ["everyone", "checkout"])
+            #expect(preview.routes.map(\.fires) == [true, false])
+            #expect(preview.routes.first?.targets == ["topic:lang_ja"])
+            #expect(preview.requests.map(\.route) == ["everyone"])
+            // Version 3 measured from 1: the default changed, so everyone.
+            let since = try await relay.admin(.POST, "/admin/preview", json: #"{"version": {"versionNumber": "3"}, "since": "1"}"#)
+            let fromOne = try since.decode(Contract.Preview.self)
+            #expect(fromOne.change?.since == "1" && fromOne.routes.first?.targets == ["topic:PUSH_RC"])
+            // Against itself: nothing changed, so a change rule does not fire.
+            let itself = try await relay.admin(.POST, "/admin/preview", json: #"{"version": {"versionNumber": "3"}, "since": "3"}"#)
+            let none = try itself.decode(Contract.Preview.self)
+            #expect(none.change?.known == true && none.change?.parameters?.isEmpty == true && none.routes.map(\.fires) == [true, false])
+            for bad in [#""since": "0""#, #""since": 2"#, #""since": "12x""#, #""since": "0012""#] {
+                let refused = try await relay.admin(.POST, "/admin/preview", json: #"{"version": {"versionNumber": "3"}, \#(bad)}"#)
+                #expect(refused.status == 400, "\(bad)")
+            }
+            #expect(await relay.emulator.messages.isEmpty)
+            // A preview is not a routed version: the metric counts only those.
+            let changes = try await Self.metric(relay, "rc_relay_template_changes_total")
+            #expect(!changes.contains("} 1") && !changes.contains("} 2"), "\(changes)")
+        }
+    }
+
+    @Test func explainFetchesTheChangeOnlyWhenAsked() async throws {
+        let setup = RelaySetup.standard.environment(["RC_RELAY_REMOTE_CONFIG_BASE_URL": "EMULATOR"]).seed(Self.publishing([Self.japaneseGreeting]))
+        try await withLiveRelay(setup) { relay in
+            let plain = try await relay.admin(.POST, "/admin/preview", json: #"{"version": {"versionNumber": "2"}}"#).decode(Contract.Preview.self)
+            #expect(plain.change == nil && plain.routes.first?.reason == "no change rule")
+            #expect(await relay.emulator.stats.remoteConfigRequests == 0)
+            let asked = try await relay.admin(.POST, "/admin/preview", json: #"{"version": {"versionNumber": "2"}, "explain": true}"#)
+            let explained = try asked.decode(Contract.Preview.self)
+            #expect(explained.change?.known == true && explained.change?.parameters?.map(\.name) == ["welcome_message"])
+            // A version Remote Config no longer has (or never had): the change is unknown, and says why.
+            let gone = try await relay.admin(.POST, "/admin/preview", json: #"{"version": {"versionNumber": "40"}, "explain": true}"#)
+            let unknown = try gone.decode(Contract.Preview.self)
+            #expect(unknown.change?.known == false && unknown.change?.reason?.contains("40") == true)
+            #expect(unknown.routes.first?.fires == true)
+        }
+    }
+
+    @Test func aRetriedNarrowedPingGoesToTheAudienceItWentTo() async throws {
+        try await withLiveRelay(Self.setup([Self.japaneseGreeting])) { relay in
+            await relay.emulator.inject(.init(status: 400, errorCode: "INVALID_ARGUMENT"))
+            try await Self.publishWebhook(relay, version: 2)
+            let failed = try #require(try await relay.admin(.GET, "/admin/deliveries?status=failed").deliveries.first)
+            #expect(failed.route == "everyone")
+            let retried = try await relay.admin(.POST, "/admin/deliveries/\(failed.id)/retry")
+            #expect(retried.status == 200)
+            #expect(try retried.record.status == .accepted)
+            #expect(await Self.topics(relay) == ["lang_ja"])
         }
     }
 }

@@ -51,8 +51,38 @@ enum Contract {
             var route: String
             var url: String
         }
+        /// `change`.
+        struct Change: Decodable {
+            struct Parameter: Decodable {
+                var name: String
+                var kind: String
+                var defaultChanged: Bool
+                var valueTypeChanged: Bool
+                var conditions: [String]
+            }
+            struct Condition: Decodable {
+                var name: String
+                var kind: String
+            }
+            var known: Bool
+            var since: String?
+            var reason: String?
+            var parameters: [Parameter]?
+            var conditions: [Condition]?
+            var conditionsReordered: Bool?
+            var changedParameters: [String]?
+        }
+        /// `routes[]`.
+        struct Decision: Decodable {
+            var route: String
+            var fires: Bool
+            var reason: String
+            var targets: [String]
+        }
         var project: String
         var versionNumber: String
+        var change: Change?
+        var routes: [Decision]
         var requests: [Request]
     }
 

@@ -31,6 +31,9 @@ package final class DeliveryHistory: Sendable {
         package var report: DeliveryReport?
         /// Why a change-aware route fired to this audience.
         package var decision: String? = nil
+        /// The topic or condition the ping went to (a change-aware route may narrow its audience); nil for a device,
+        /// whose token is not kept.
+        package var audience: FCMMessage.Target? = nil
 
         package init(
             id: String, project: String, route: String, version: TemplateVersion, eventID: String?, origin: Origin, retryOf: String?,
@@ -84,6 +87,7 @@ package final class DeliveryHistory: Sendable {
                 origin: batch.origin, retryOf: batch.retryOf, toDevice: toDevice, validateOnly: validateOnly,
                 receivedAt: batch.receivedAt, settledAt: nil, report: nil)
             state.entries[id]?.decision = ping.decision
+            state.entries[id]?.audience = toDevice ? nil : ping.message.target
             state.order.append(id)
             if state.order.count - state.head > capacity {
                 state.entries[state.order[state.head]] = nil

@@ -4,7 +4,7 @@ import Foundation
 public struct DataTemplate: Sendable, Equatable {
     /// The version fields a value can use. Each is cut to a fixed budget so a route's size is known at load time.
     public enum Field: String, Sendable, CaseIterable {
-        case version, updateType, updateOrigin, updateTime, project, authorEmail, description, rollbackSource
+        case version, updateType, updateOrigin, updateTime, project, authorEmail, description, rollbackSource, changedParameters
 
         /// The most UTF-8 bytes the field can add to a message.
         public var budget: Int {
@@ -14,10 +14,11 @@ public struct DataTemplate: Sendable, Equatable {
             case .updateTime: 40
             case .authorEmail: 254
             case .description: 256
+            case .changedParameters: 512
             }
         }
 
-        func value(_ version: TemplateVersion, project: String) -> String {
+        func value(_ version: TemplateVersion, project: String, changedParameters: [String]?) -> String {
             switch self {
             case .version: String(version.versionNumber)
             case .updateType: version.updateType ?? ""
@@ -27,7 +28,16 @@ public struct DataTemplate: Sendable, Equatable {
             case .authorEmail: version.updateUser?.email ?? ""
             case .description: version.description ?? ""
             case .rollbackSource: version.rollbackSource.map(String.init) ?? ""
+            case .changedParameters: Self.list(changedParameters, budget: budget)
             }
+        }
+
+        /// `{{changedParameters}}`: the names, comma-separated, when they are known and fit the budget whole; `*`
+        /// (anything may have changed) otherwise. Never a cut list: an app must not skip a fetch it needs.
+        static func list(_ names: [String]?, budget: Int) -> String {
+            guard let names, !names.contains(where: { $0.contains(",") || $0 == "*" }) else { return "*" }
+            let joined = names.joined(separator: ",")
+            return joined.utf8.count <= budget ? joined : "*"
         }
     }
 
@@ -70,13 +80,18 @@ public struct DataTemplate: Sendable, Equatable {
         }
     }
 
-    /// Fills the placeholders; each field is cut to its budget on a character boundary.
-    public func render(_ version: TemplateVersion, project: String) -> String {
+    /// Whether the value uses `field`.
+    public func uses(_ field: Field) -> Bool { parts.contains(.field(field)) }
+
+    /// Fills the placeholders; each field is cut to its budget on a character boundary. `changedParameters`: the
+    /// parameters the version changed, nil when unknown.
+    public func render(_ version: TemplateVersion, project: String, changedParameters: [String]? = nil) -> String {
         var out = ""
         for part in parts {
             switch part {
             case .literal(let text): out += text
-            case .field(let field): out += Self.truncated(field.value(version, project: project), to: field.budget)
+            case .field(let field):
+                out += Self.truncated(field.value(version, project: project, changedParameters: changedParameters), to: field.budget)
             }
         }
         return out

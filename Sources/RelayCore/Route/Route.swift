@@ -56,10 +56,16 @@ public struct Route: Sendable {
         return true
     }
 
+    /// Whether a data value uses `{{changedParameters}}`, so the route needs to know what a version changed.
+    public var rendersChanges: Bool { data.contains { $0.value.uses(.changedParameters) } }
+
     /// The FCM message for one version, sent to the route's target or, when given, to one device token.
-    public func message(for version: TemplateVersion, project: String, token: String? = nil) -> FCMMessage {
+    /// `changedParameters`: what the version changed, for `{{changedParameters}}` (nil: unknown, rendered `*`).
+    public func message(for version: TemplateVersion, project: String, token: String? = nil, changedParameters: [String]? = nil)
+        -> FCMMessage
+    {
         var rendered: [String: String] = [:]
-        for (key, template) in data { rendered[key] = template.render(version, project: project) }
+        for (key, template) in data { rendered[key] = template.render(version, project: project, changedParameters: changedParameters) }
         return FCMMessage(
             target: token.map(FCMMessage.Target.token) ?? target, data: rendered, android: android, apns: apns,
             webpush: webpush)

@@ -26,6 +26,13 @@ public enum TemplateChange: Sendable, Equatable {
     case known(TemplateDiff)
     /// It could not be known; why (change-aware routes then ping their whole audience).
     case unknown(String)
+
+    /// The parameters whose value may now differ for some device, for `{{changedParameters}}`: nil (anything may have
+    /// changed) when the change is unknown or touched conditions, which can change any parameter.
+    public var changedParameters: [String]? {
+        guard case .known(let diff) = self, diff.conditions.isEmpty, !diff.conditionsReordered else { return nil }
+        return diff.changedParameterNames
+    }
 }
 
 /// Every configured route, in order; turns an event into its pings.
@@ -75,20 +82,26 @@ public struct RouteTable: Sendable {
             guard route.isChangeAware else {
                 return [Ping(route: route.name, project: project, message: route.message(for: version, project: project))]
             }
-            let decision: RouteDecision
-            switch change {
-            case .known(let diff): decision = route.decide(diff)
-            case .unknown(let why): decision = route.decide(nil, unavailable: why)
-            case .notNeeded: decision = route.decide(nil, unavailable: "not fetched")
-            }
+            let decision = route.decide(change)
             guard decision.fires else { return [] }
-            let template = route.message(for: version, project: project)
+            let template = route.message(for: version, project: project, changedParameters: change.changedParameters)
             return decision.targets.enumerated().map { index, target in
                 var message = template
                 message.target = target
                 let name = decision.targets.count == 1 ? route.name : "\(route.name)#\(index + 1)"
                 return Ping(route: name, project: project, message: message, decision: decision.reason)
             }
+        }
+    }
+}
+
+extension Route {
+    /// The decision for a version whose change is `change` (``decide(_:unavailable:)``).
+    public func decide(_ change: TemplateChange) -> RouteDecision {
+        switch change {
+        case .known(let diff): decide(diff)
+        case .unknown(let why): decide(nil, unavailable: why)
+        case .notNeeded: decide(nil, unavailable: "not fetched")
         }
     }
 }

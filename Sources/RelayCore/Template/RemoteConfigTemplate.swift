@@ -83,7 +83,9 @@ public struct RemoteConfigTemplate: Sendable, Equatable {
     private static func parameter(_ fields: [String: Any], key: String, group: String?) throws(TemplateError) -> Parameter {
         var conditional: [String: Value] = [:]
         if let listed = fields["conditionalValues"] {
-            guard let map = listed as? [String: Any] else { throw .malformed("parameter '\(key.prefix(100))' has conditionalValues that are not an object") }
+            guard let map = listed as? [String: Any] else {
+                throw .malformed("parameter '\(key.prefix(100))' has conditionalValues that are not an object")
+            }
             for (condition, value) in map { conditional[condition] = try Self.value(value, key: key) }
         }
         return Parameter(

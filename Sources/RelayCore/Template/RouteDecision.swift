@@ -34,13 +34,14 @@ public struct RouteDecision: Sendable, Equatable {
 }
 
 extension Route {
-    /// Whether the route needs to know what changed: it has a change rule or an audience map.
-    public var isChangeAware: Bool { changeRule != nil || !audience.isEmpty }
+    /// Whether the route needs to know what changed: it has a change rule or an audience map, or its data names the
+    /// changed parameters.
+    public var isChangeAware: Bool { changeRule != nil || !audience.isEmpty || rendersChanges }
 
     /// The decision for a version whose change is `diff`; nil `diff` means it could not be known (`unavailable` says
     /// why), and then the route fires to its whole audience: never fewer pings than needed.
     public func decide(_ diff: TemplateDiff?, unavailable: String? = nil) -> RouteDecision {
-        guard isChangeAware else { return RouteDecision(fires: true, targets: [target], reason: "no change rule") }
+        guard changeRule != nil || !audience.isEmpty else { return RouteDecision(fires: true, targets: [target], reason: "no change rule") }
         guard let diff else {
             return RouteDecision(fires: true, targets: [target], reason: "whole audience: the change is unknown (\(unavailable ?? "no template"))")
         }
@@ -59,7 +60,8 @@ extension Route {
             let group = topics[start..<min(start + TopicRules.maxConditionTopics, topics.count)]
             return group.count == 1 ? .topic(group.first!) : .condition(group.map { "'\($0)' in topics" }.joined(separator: " || "))
         }
-        return RouteDecision(fires: true, targets: targets, reason: "\(why), audience narrowed to conditions \(confined.sorted().joined(separator: ", "))")
+        return RouteDecision(
+            fires: true, targets: targets, reason: "\(why), audience narrowed to conditions \(confined.sorted().joined(separator: ", "))")
     }
 
     private static func broadReason(_ diff: TemplateDiff, audience: [String: String]) -> String {

@@ -11,7 +11,7 @@ struct AdminBodyRoutes: Sendable {
 
     func register(on router: Router<RelayRequestContext>) {
         router.post("/admin/preview") { request, _ in
-            await answer(request) { body throws(Refusal) in JSONResponse.make(try admin.preview(try Self.preview(body))) }
+            await answer(request) { body throws(Refusal) in JSONResponse.make(try await admin.preview(try Self.preview(body))) }
         }
         router.post("/admin/send") { request, _ in
             await answer(request) { body throws(Refusal) in JSONResponse.make(try await admin.send(try Self.send(body))) }
@@ -38,11 +38,14 @@ struct AdminBodyRoutes: Sendable {
         }
     }
 
-    /// What a preview asks for: a version or an event, and perhaps a project.
+    /// What a preview asks for: a version or an event, perhaps a project, and whether to explain what the version
+    /// changed (since `since`, default the version before it) when no route needs it.
     struct PreviewAsk: Sendable {
         var project: String?
         var version: TemplateVersion?
         var event: RemoteConfigEvent?
+        var since: Int64?
+        var explain = false
     }
 
     /// What a send asks for.
@@ -57,12 +60,21 @@ struct AdminBodyRoutes: Sendable {
     private struct PreviewFields: Decodable {
         var project: String?
         var version: TemplateVersion?
+        var since: String?
+        var explain: Bool?
     }
 
     static func preview(_ body: Data) throws(Refusal) -> PreviewAsk {
         let object = try Self.object(body)
         let fields: PreviewFields = try Self.decode(body)
-        var ask = PreviewAsk(project: try Self.project(fields.project))
+        var ask = PreviewAsk(project: try Self.project(fields.project), explain: fields.explain ?? false)
+        if let since = fields.since {
+            // As openapi.yaml says: 1 to 18 digits, not starting with 0.
+            guard (1...18).contains(since.utf8.count), since.utf8.allSatisfy({ (48...57).contains($0) }), since.first != "0",
+                let number = Int64(since)
+            else { throw Refusal(kind: .invalidRequest, detail: "since must be a version number (1 to 18 digits)") }
+            ask.since = number
+        }
         switch (object["version"], object["event"]) {
         case (let version?, nil) where !(version is NSNull):
             ask.version = fields.version

@@ -8,6 +8,7 @@ import RelayCore
 struct AdminController: Sendable {
     let configuration: ConfigurationStore
     let engine: DeliveryEngine
+    let planner: Planner
     let reloader: Reloader
 
     private var logger: Logger { RequestInfo.current?.logger ?? Logger(label: "rc-relay") }
@@ -41,28 +42,90 @@ struct AdminController: Sendable {
             projects: projects)
     }
 
-    /// The FCM requests an event would cause, as `POST /admin/preview` answers them.
+    /// The FCM requests an event would cause, what the version changed and each route's decision, as
+    /// `POST /admin/preview` answers them.
     struct Preview: Encodable {
         struct Request: Encodable {
             var route: String
             var url: String
             var body: [String: FCMMessage]
         }
+        struct Change: Encodable {
+            struct Parameter: Encodable {
+                var name: String
+                var kind: String
+                var defaultChanged: Bool
+                var valueTypeChanged: Bool
+                var conditions: [String]
+            }
+            struct Condition: Encodable {
+                var name: String
+                var kind: String
+            }
+            var known: Bool
+            var since: String?
+            var reason: String?
+            var parameters: [Parameter] = []
+            var conditions: [Condition] = []
+            var conditionsReordered = false
+            /// What `{{changedParameters}}` lists; absent when anything may have changed.
+            var changedParameters: [String]?
+        }
+        struct Decision: Encodable {
+            var route: String
+            var fires: Bool
+            var reason: String
+            var targets: [String]
+        }
         var project: String
         var versionNumber: String
+        var change: Change?
+        var routes: [Decision]
         var requests: [Request]
     }
 
-    func preview(_ ask: AdminBodyRoutes.PreviewAsk) throws(Refusal) -> Preview {
+    func preview(_ ask: AdminBodyRoutes.PreviewAsk) async throws(Refusal) -> Preview {
         guard let version = ask.version ?? ask.event?.version else {
             throw Refusal(kind: .invalidRequest, detail: "give either version (a template version) or event (a structured CloudEvent)")
         }
         let (project, pipeline) = try self.pipeline(ask.project ?? ask.event?.project)
-        let baseURL = configuration.current.settings.fcmBaseURL
-        let requests = pipeline.routes.pings(for: version, project: project).map { ping in
-            Preview.Request(route: ping.route, url: "\(baseURL)/v1/projects/\(project)/messages:send", body: ["message": ping.message])
+        let settings = configuration.current.settings
+        let change = await planner.change(
+            version, from: ask.since, project: project, pipeline: pipeline, settings: settings, always: ask.explain, preview: true,
+            logger: logger)
+        let decisions = pipeline.routes.routes.map { route in
+            guard route.matches(version) else {
+                return Preview.Decision(route: route.name, fires: false, reason: "when.updateTypes or when.origins does not take it", targets: [])
+            }
+            let decision = route.decide(change)
+            return Preview.Decision(route: route.name, fires: decision.fires, reason: decision.reason, targets: decision.targets.map(\.key))
         }
-        return Preview(project: project, versionNumber: String(version.versionNumber), requests: requests)
+        let requests = pipeline.routes.pings(for: version, project: project, change: change).map { ping in
+            Preview.Request(route: ping.route, url: "\(settings.fcmBaseURL)/v1/projects/\(project)/messages:send", body: ["message": ping.message])
+        }
+        return Preview(
+            project: project, versionNumber: String(version.versionNumber), change: Self.change(change, of: version.versionNumber, since: ask.since),
+            routes: decisions, requests: requests)
+    }
+
+    private static func change(_ change: TemplateChange, of number: Int64, since: Int64?) -> Preview.Change? {
+        let base = since.map(String.init) ?? (number > 1 ? String(TemplateChanges.base(of: number, since: nil)) : nil)
+        switch change {
+        case .notNeeded:
+            return nil
+        case .unknown(let why):
+            return .init(known: false, since: base, reason: why)
+        case .known(let diff):
+            return .init(
+                known: true, since: base,
+                parameters: diff.parameters.map {
+                    .init(
+                        name: $0.name, kind: $0.kind.rawValue, defaultChanged: $0.defaultChanged, valueTypeChanged: $0.valueTypeChanged,
+                        conditions: $0.conditions.sorted())
+                },
+                conditions: diff.conditions.map { .init(name: $0.name, kind: $0.kind.rawValue) }, conditionsReordered: diff.conditionsReordered,
+                changedParameters: change.changedParameters)
+        }
     }
 
     func send(_ request: AdminBodyRoutes.SendAsk) async throws(Refusal) -> Components.Schemas.DeliveryList {
@@ -129,11 +192,16 @@ struct AdminController: Sendable {
             throw Refusal(kind: .notRetryable, detail: "ping \(id) went to one device, whose token is not kept; send it again with POST /admin/send")
         }
         let (project, pipeline) = try self.pipeline(entry.project)
-        guard let route = pipeline.routes.routes.first(where: { $0.name == entry.route }) else {
-            throw Refusal(kind: .notFound, detail: "route '\(entry.route)' is no longer configured for project '\(project)'")
+        let name = Ping.baseRoute(entry.route)
+        guard let route = pipeline.routes.routes.first(where: { $0.name == name }) else {
+            throw Refusal(kind: .notFound, detail: "route '\(name)' is no longer configured for project '\(project)'")
         }
-        logger.notice("admin retry", metadata: ["retry_of": "\(id)", "route": "\(route.name)", "version": "\(entry.version.versionNumber)"])
-        let ping = Ping(route: route.name, project: project, message: route.message(for: entry.version, project: project))
+        logger.notice("admin retry", metadata: ["retry_of": "\(id)", "route": "\(entry.route)", "version": "\(entry.version.versionNumber)"])
+        // The route as configured now (a fix to it is why one retries), to the audience the ping went to; what the
+        // version changed is not kept, so {{changedParameters}} is `*`.
+        var message = route.message(for: entry.version, project: project)
+        if route.isChangeAware, let audience = entry.audience { message.target = audience }
+        let ping = Ping(route: entry.route, project: project, message: message, decision: entry.decision)
         let batch = DeliveryBatch(
             version: entry.version, eventID: entry.eventID, origin: .retry, receivedAt: Date(), retryOf: id, validateOnly: entry.validateOnly)
         let reports = await engine.send([ping], batch: batch, plan: pipeline.send, logger: logger)

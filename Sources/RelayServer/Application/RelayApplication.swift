@@ -48,7 +48,7 @@ public enum RelayApplication {
         let reloader = Reloader(configuration: store, reader: reader, rebuild: rebuild)
         let api = RelayAPI(
             probes: Probes(configuration: store, drain: drain, engine: engine, metrics: metrics, cacheFor: settings.readinessCache),
-            admin: AdminController(configuration: store, engine: engine, reloader: reloader))
+            admin: AdminController(configuration: store, engine: engine, planner: planner, reloader: reloader))
         let ingest = IngestRoutes(
             intake: WebhookIntake(configuration: store, drain: drain, metrics: metrics),
             controller: WebhookController(configuration: store, engine: engine, planner: planner, relayed: relayed, metrics: metrics))

@@ -21,16 +21,18 @@ struct Planner: Sendable {
         return pipeline.plan(for: version, project: project, change: change)
     }
 
-    /// What `version` changed, when a route asks; `.notNeeded` when none does. Remote Config calls end within
-    /// `within` (default: half of `delivery.answerWithinSeconds`).
+    /// What `version` changed (since `from`, when given), when a route asks (or `always`); `.notNeeded` when none does. Remote Config calls end
+    /// within `within` (default: half of `delivery.answerWithinSeconds`). `preview`: not a version being routed, so
+    /// the outcome is not counted in the metric.
     func change(
-        _ version: TemplateVersion, since: Int64? = nil, project: String, pipeline: ProjectDirectory.Pipeline, settings: RelaySettings,
-        within: Duration? = nil, logger: Logger
+        _ version: TemplateVersion, since: Int64? = nil, from: Int64? = nil, project: String, pipeline: ProjectDirectory.Pipeline,
+        settings: RelaySettings, within: Duration? = nil, always: Bool = false, preview: Bool = false, logger: Logger
     ) async -> TemplateChange {
-        guard pipeline.routes.isChangeAware else { return .notNeeded }
+        guard always || pipeline.routes.isChangeAware else { return .notNeeded }
         let calls = RemoteConfigCalls(client: pipeline.remoteConfig, policy: settings.retryPolicy, clock: clock, metrics: metrics)
         let change = await changes.change(
-            for: version, since: since, project: project, calls: calls, within: within ?? settings.answerWithin / 2, logger: logger)
+            for: version, since: since, from: from, project: project, calls: calls, within: within ?? settings.answerWithin / 2, counted: !preview,
+            logger: logger)
         if case .unknown(let why) = change {
             logger.warning("what the version changed is unknown: change-aware routes ping their whole audience", metadata: ["reason": "\(why)"])
         }

@@ -23,27 +23,35 @@ final class TemplateChanges: Sendable {
 
     init(metrics: RelayMetrics) { self.metrics = metrics }
 
-    /// The change `version` made since `relayed` (the newest version relayed before it, when older than N−1), or why
-    /// it cannot be known; Remote Config calls end within `within`.
-    func change(for version: TemplateVersion, since relayed: Int64?, project: String, calls: RemoteConfigCalls, within: Duration, logger: Logger)
-        async -> TemplateChange
-    {
+    /// The version a change of `number` is measured from: `relayed` (the newest version relayed before it) when it
+    /// is older than N−1, else N−1.
+    static func base(of number: Int64, since relayed: Int64?) -> Int64 {
+        relayed.flatMap { (1..<(number - 1)).contains($0) ? $0 : nil } ?? number - 1
+    }
+
+    /// The change `version` made since ``base(of:since:)`` (or since `from`, any other version, when given), or why
+    /// it cannot be known; Remote Config calls end within `within`. `counted`: whether the outcome counts in the
+    /// metric (a preview's does not).
+    func change(
+        for version: TemplateVersion, since relayed: Int64?, from: Int64? = nil, project: String, calls: RemoteConfigCalls,
+        within: Duration, counted: Bool = true, logger: Logger
+    ) async -> TemplateChange {
         let number = version.versionNumber
-        guard number > 1 else {
-            metrics.templateChange(known: false)
-            return .unknown("version \(number) has no version before it")
+        let change: TemplateChange
+        if let base = from ?? (number > 1 ? Self.base(of: number, since: relayed) : nil) {
+            async let after = template(project: project, number: number, calls: calls, within: within, logger: logger)
+            async let before = template(project: project, number: base, calls: calls, within: within, logger: logger)
+            switch (await after, await before) {
+            case (.success(let new), .success(let old)): change = .known(TemplateDiff(from: old, to: new))
+            case (.failure(let reason), _), (_, .failure(let reason)): change = .unknown(reason.description)
+            }
+        } else {
+            change = .unknown("version \(number) has no version before it")
         }
-        let base = relayed.flatMap { (1..<(number - 1)).contains($0) ? $0 : nil } ?? number - 1
-        async let after = template(project: project, number: number, calls: calls, within: within, logger: logger)
-        async let before = template(project: project, number: base, calls: calls, within: within, logger: logger)
-        switch (await after, await before) {
-        case (.success(let new), .success(let old)):
-            metrics.templateChange(known: true)
-            return .known(TemplateDiff(from: old, to: new))
-        case (.failure(let reason), _), (_, .failure(let reason)):
-            metrics.templateChange(known: false)
-            return .unknown(reason.description)
+        if counted {
+            if case .known = change { metrics.templateChange(known: true) } else { metrics.templateChange(known: false) }
         }
+        return change
     }
 
     private func template(project: String, number: Int64, calls: RemoteConfigCalls, within: Duration, logger: Logger) async
