@@ -240,4 +240,49 @@ import Testing
             #expect(await Self.topics(relay) == ["lang_ja"])
         }
     }
+
+    @Test func aVersionWhoseTemplatesExpiredPingsEveryoneAndSaysWhy() async throws {
+        // 302 versions: Remote Config keeps the last 300, so 1 and 2 are gone when a late webhook for 2 arrives.
+        // (A closure of the parameter's type: an array of `@Sendable` function references would be cast at run time.)
+        let edit: (inout [String: Any]) -> Void = { Self.japaneseGreeting(&$0) }
+        let edits = Array(repeating: edit, count: 301)
+        try await withLiveRelay(Self.setup(edits)) { relay in
+            try await Self.publishWebhook(relay, version: 2)
+            #expect(Set(await Self.topics(relay)) == ["PUSH_RC", "CHECKOUT"])
+            let records = try await relay.admin(.GET, "/admin/deliveries").deliveries
+            #expect(records.count == 2 && records.allSatisfy { $0.decision?.contains("template 2 could not be fetched") == true }, "\(records)")
+        }
+    }
+
+    @Test func anOversizedTemplateOrAnOddConditionNameMeansEveryoneNeverACrash() async throws {
+        try await withLiveRelay(Self.setup([Self.japaneseGreeting])) { relay in
+            // Past the client's 4 MiB: refused while read, never buffered whole.
+            let huge = #"{"parameters": {"a": {"defaultValue": {"value": ""# + String(repeating: "x", count: 4_300_000) + #""}}}}"#
+            await relay.emulator.inject(.init(endpoint: "remoteConfig", count: 2, body: huge))
+            try await Self.publishWebhook(relay, version: 2)
+            #expect(Set(await Self.topics(relay)) == ["PUSH_RC", "CHECKOUT"])
+            let records = try await relay.admin(.GET, "/admin/deliveries").deliveries
+            #expect(records.allSatisfy { $0.decision?.contains("larger than") == true }, "\(records)")
+        }
+        // A condition named with quotes, spaces and non-ASCII is a name like any other: confined to it, but not mapped.
+        let odd: (inout [String: Any]) -> Void = { object in
+            var conditions = object["conditions"] as! [[String: Any]]
+            conditions.append(["name": "it's \"odd\" — 日本", "expression": "device.language in ['ja']"])
+            object["conditions"] = conditions
+        }
+        let oddValue: (inout [String: Any]) -> Void = { object in
+            odd(&object)
+            var parameters = object["parameters"] as! [String: Any]
+            var welcome = parameters["welcome_message"] as! [String: Any]
+            welcome["conditionalValues"] = ["it's \"odd\" — 日本": ["value": "やあ"]]
+            parameters["welcome_message"] = welcome
+            object["parameters"] = parameters
+        }
+        try await withLiveRelay(Self.setup([odd, oddValue])) { relay in
+            try await Self.publishWebhook(relay, version: 3)
+            #expect(await Self.topics(relay) == ["PUSH_RC"])  // not mapped in the audience: everyone; CHECKOUT: no checkout_*
+            let record = try #require(try await relay.admin(.GET, "/admin/deliveries").deliveries.first)
+            #expect(record.decision?.contains("has no audience topic") == true, "\(String(describing: record.decision))")
+        }
+    }
 }
