@@ -88,6 +88,8 @@ private func refusal(_ yaml: String, environment: [String: String] = [:], argume
         (base(key) + "\nserver: {port: eighty}", [:], "server.port"),
         (base(key), ["RC_RELAY_PORT": "eighty"], "server.port"),
         (base(key) + "\nserver: {webhookpath: /x}", [:], "server.webhookpath"),
+        (base(key) + "\ndelivery: {messagesPerSecond: 0}", [:], "delivery.messagesPerSecond"),
+        (base(key), ["RC_RELAY_DELIVERY_MESSAGES_PER_SECOND": "20000"], "delivery.messagesPerSecond"),
         (base(key) + "\nsevrer: {}", [:], "sevrer"),
         (base(key) + "\nlog: {level: loud}", [:], "log.level"),
         (base(key) + "\nfcm2: {}", [:], "fcm2"),

@@ -149,3 +149,40 @@ import Testing
         #expect(await relay.emulator.stats.maxConcurrentSends <= 16)
     }
 }
+
+@Test func aProjectsSendsArePacedAndA429SlowsEveryPingOfIt() async throws {
+    let clock = ManualDeliveryClock()
+    let routes = (1...4).map { "  - {name: r\($0), topic: T\($0), data: {CONFIG_STATE: STALE}}" }.joined(separator: "\n")
+    let setup = RelaySetup.standard.routes(routes).clock(clock).environment([
+        "RC_RELAY_DELIVERY_MESSAGES_PER_SECOND": "2", "RC_RELAY_DELIVERY_QUOTA_DELAY_SECONDS": "10",
+    ])
+    try await withLiveRelay(setup) { relay in
+        func metric(_ name: String) async throws -> String {
+            let text = try await relay.admin(.GET, "/metrics").text
+            return text.split(separator: "\n").first { $0.hasPrefix(name + "{") }.map(String.init) ?? ""
+        }
+        // Four pings at two a second: two go at once, two wait for their slots, 0.5 s and 1 s on.
+        let answer = Task { try await relay.post(#"{"versionNumber": "31"}"#).status }
+        await clock.waitForPending { delays in delays.contains(.milliseconds(500)) && delays.contains(.seconds(1)) }
+        try await eventually("two pings sent at once") { await relay.emulator.messages.count == 2 }
+        clock.advance(by: .seconds(1))
+        let answered = try await answer.value
+        #expect(answered == 200)
+        #expect(await relay.emulator.messages.count == 4)
+        let waits = try await metric("rc_relay_paced_waits_total")
+        #expect(waits.hasSuffix(" 2"), "\(waits)")
+
+        // A 429 on one ping halves the project's pace for all of them: the next burst is one ping, then a slot a second.
+        clock.advance(by: .seconds(60))
+        await relay.emulator.inject(.init(status: 429, errorCode: "QUOTA_EXCEEDED"))
+        let second = Task { try await relay.post(#"{"versionNumber": "32"}"#).status }
+        await clock.waitForPending { $0.contains(.seconds(10)) }  // the refused ping's quota delay
+        let cuts = try await metric("rc_relay_pace_cuts_total")
+        #expect(cuts.hasSuffix(" 1"), "\(cuts)")
+        clock.release()
+        _ = try await second.value
+        let settled = try await relay.settledDeliveries(version: 32, count: 4)
+        #expect(settled.allSatisfy { $0.status == .accepted }, "nothing is lost: \(settled.map(\.status))")
+        #expect(await relay.emulator.messages.count == 8)
+    }
+}

@@ -17,6 +17,7 @@ package final class DeliveryEngine: Service {
     package let settings: EngineSettings
     let recent: RecentEvents
     let limit: OutboundLimit
+    package let pacers: Pacers
     let latest: LatestVersions
     let metrics: DeliveryMetrics
     let clock: any DeliveryClock
@@ -37,6 +38,7 @@ package final class DeliveryEngine: Service {
         self.replan = replan
         history = DeliveryHistory(capacity: settings.historySize, clock: clock)
         limit = OutboundLimit(limit: settings.outboundConcurrency)
+        pacers = Pacers(rate: settings.messagesPerSecond, clock: clock)
         latest = LatestVersions(lifetime: settings.supersedeWindow)
         recent = RecentEvents(
             window: settings.dedupWindow, capacity: settings.dedupCapacity, maxInFlight: settings.maxInFlight,
@@ -96,7 +98,7 @@ package final class DeliveryEngine: Service {
     }
 
     private func dispatcher(_ plan: SendPlan) -> Dispatcher {
-        Dispatcher(plan: plan, limit: limit, latest: latest, history: history, metrics: metrics, clock: clock)
+        Dispatcher(plan: plan, limit: limit, pacers: pacers, latest: latest, history: history, metrics: metrics, clock: clock)
     }
 
     /// Starts the delivery of every event left on disk (files that are not an event are moved aside, never trapped on).

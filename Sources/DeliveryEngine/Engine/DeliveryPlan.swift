@@ -32,6 +32,8 @@ package struct EngineSettings: Sendable {
     package var maxInFlight = 10_000
     /// FCM requests at once, across all pings.
     package var outboundConcurrency = 64
+    /// FCM requests a second per project, on average (a 429 halves it for a while).
+    package var messagesPerSecond = 1_000.0
     /// Pings kept in the delivery history.
     package var historySize = 1000
     /// How long an acknowledged event whose retries ran out waits before it is tried again.

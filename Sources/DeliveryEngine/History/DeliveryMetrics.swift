@@ -51,6 +51,12 @@ final class DeliveryMetrics: Sendable {
         counter("rc_relay_fcm_responses_total", [("status", status.map(String.init) ?? "none"), ("error_code", code)]).increment()
     }
 
+    /// A project's FCM requests waited for their paced slot (`delivery.messagesPerSecond`).
+    func pacedWait(project: String) { counter("rc_relay_paced_waits_total", [("project", project)]).increment() }
+
+    /// A 429 from FCM halved a project's pace.
+    func paceCut(project: String) { counter("rc_relay_pace_cuts_total", [("project", project)]).increment() }
+
     /// Pings waiting for or in a `messages:send`.
     func queueChanged(by delta: Int) {
         queued.withLock { value in

@@ -11,6 +11,7 @@ struct Dispatcher: Sendable {
     /// How to send: the project's sender and the retry rules.
     let plan: SendPlan
     let limit: OutboundLimit
+    let pacers: Pacers
     let latest: LatestVersions
     let history: DeliveryHistory
     let metrics: DeliveryMetrics
@@ -78,11 +79,19 @@ struct Dispatcher: Sendable {
         let deadline = clock.instant() + policy.deadline
         var attempts: [DeliveryReport.Attempt] = []
         var lastError: DeliveryReport.ErrorDetail?
+        let pacer = pacers.pacer(for: ping.project)
         while true {
             // Stopped (a shutdown's hand-over): no attempt starts now; the event is spooled with this route still due.
             if control.isStopped {
                 logger.notice("ping interrupted by the stop; it is handed over", metadata: ["attempts": "\(attempts.count)"])
                 return DeliveryReport(route: ping.route, status: .interrupted, error: lastError, attempts: attempts)
+            }
+            // The project's pace (`delivery.messagesPerSecond`): wait for this request's slot; a stop cuts the wait short.
+            let wait = pacer.reserve()
+            if wait > .zero {
+                metrics.pacedWait(project: ping.project)
+                _ = await control.pause(for: wait)
+                if control.isStopped { continue }
             }
             logger[metadataKey: "attempt"] = "\(attempts.count + 1)"
             let result = await limit.run { () async -> Result<String, FCMError> in
@@ -104,6 +113,12 @@ struct Dispatcher: Sendable {
             case .failure(let failure):
                 let attempt = DeliveryReport.attempt(failure, at: clock.now())
                 metrics.fcmResponse(status: attempt.httpStatus, errorCode: attempt.errorCode)
+                if attempt.httpStatus == 429 {
+                    // FCM's quota is the project's: every ping of it slows down, not only this one.
+                    pacer.throttled()
+                    metrics.paceCut(project: ping.project)
+                    logger.warning("FCM quota exceeded: the project's pace is halved", metadata: ["pace_per_second": "\(Int(pacer.current))"])
+                }
                 attempts.append(attempt)
                 let report = DeliveryReport(route: ping.route, status: .failed, error: DeliveryReport.detail(failure), attempts: attempts)
                 lastError = report.error

@@ -66,6 +66,7 @@ struct Reloader: Sendable {
         check("admin.host", old.adminHost != new.adminHost)
         check("admin.port", old.adminPort != new.adminPort)
         check("delivery.concurrency", old.outboundConcurrency != new.outboundConcurrency)
+        check("delivery.messagesPerSecond", old.messagesPerSecond != new.messagesPerSecond)
         check("delivery.spoolDirectory", old.spoolDirectory != new.spoolDirectory)
         check("delivery.drainSeconds", old.drainGrace != new.drainGrace)
         check("delivery.dedupWindowSeconds", old.dedupWindow != new.dedupWindow)

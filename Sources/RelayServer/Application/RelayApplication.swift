@@ -116,6 +116,7 @@ public enum RelayApplication {
         engine.dedupCapacity = settings.dedupMaxEvents
         engine.maxInFlight = settings.maxQueuedPings
         engine.outboundConcurrency = settings.outboundConcurrency
+        engine.messagesPerSecond = settings.messagesPerSecond
         engine.historySize = settings.historySize
         engine.parkedRetryInterval = settings.retryPolicy.maximumDelay
         engine.supersedeWindow = settings.retryPolicy.deadline

@@ -72,6 +72,7 @@ struct ConfigurationFile: Decodable {
         var maxDelaySeconds: Double?
         var quotaDelaySeconds: Double?
         var concurrency: Int?
+        var messagesPerSecond: Double?
         var answerWithinSeconds: Double?
         var spoolDirectory: String?
         var drainSeconds: Double?
@@ -109,7 +110,7 @@ struct ConfigurationFile: Decodable {
         "admin": ["tokens", "host", "port"],
         "admin.tokens[]": ["value", "env", "file"],
         "delivery": [
-            "maxAttempts", "deadlineSeconds", "baseDelaySeconds", "maxDelaySeconds", "quotaDelaySeconds", "concurrency",
+            "maxAttempts", "deadlineSeconds", "baseDelaySeconds", "maxDelaySeconds", "quotaDelaySeconds", "concurrency", "messagesPerSecond",
             "answerWithinSeconds", "spoolDirectory", "drainSeconds", "dedupWindowSeconds", "dedupMaxEvents", "historySize",
             "maxQueuedPings",
         ],

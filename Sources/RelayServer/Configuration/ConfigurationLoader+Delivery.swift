@@ -45,6 +45,16 @@ extension ConfigurationLoader {
         return count
     }
 
+    func resolvePace(_ delivery: ConfigurationFile.Delivery?) throws(ConfigurationError) -> Double {
+        let pace = delivery?.messagesPerSecond ?? 1_000
+        guard (1...10_000).contains(pace) else {
+            throw ConfigurationError(
+                key: "delivery.messagesPerSecond", problem: "\(pace) is outside 1 to 10000",
+                fix: "use 1000; FCM's quota is 600,000 messages a minute (10,000 a second) per project")
+        }
+        return pace
+    }
+
     func resolveConcurrency(_ delivery: ConfigurationFile.Delivery?) throws(ConfigurationError) -> Int {
         let concurrency = delivery?.concurrency ?? 64
         guard (1...1000).contains(concurrency) else {

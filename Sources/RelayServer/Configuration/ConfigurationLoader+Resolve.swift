@@ -133,6 +133,7 @@ extension ConfigurationLoader {
             remoteConfigBaseURL: remoteConfigURL, remoteConfigTimeout: .seconds(remoteConfigTimeout), poll: poll,
             retryPolicy: problems.check(RetryPolicy()) { () throws(ConfigurationError) in try resolveRetryPolicy(file.delivery) },
             outboundConcurrency: problems.check(64) { () throws(ConfigurationError) in try resolveConcurrency(file.delivery) },
+            messagesPerSecond: problems.check(1_000) { () throws(ConfigurationError) in try resolvePace(file.delivery) },
             answerWithin: duration(file.delivery?.answerWithinSeconds, "delivery.answerWithinSeconds", 5, 0.05...600),
             spoolDirectory: file.delivery?.spoolDirectory,
             drainGrace: duration(file.delivery?.drainSeconds, "delivery.drainSeconds", 20, 0...600),

@@ -96,6 +96,7 @@ public enum EnvironmentOverrides {
         .init(key: "delivery.maxDelaySeconds"),
         .init(key: "delivery.quotaDelaySeconds"),
         .init(key: "delivery.concurrency"),
+        .init(key: "delivery.messagesPerSecond"),
         .init(key: "delivery.answerWithinSeconds"),
         .init(key: "delivery.spoolDirectory"),
         .init(key: "delivery.drainSeconds"),

@@ -48,6 +48,8 @@ public struct RelaySettings: Sendable {
     public var retryPolicy: RetryPolicy
     /// At most this many FCM requests at once.
     public var outboundConcurrency: Int
+    /// FCM requests a second per project, on average (`delivery.messagesPerSecond`).
+    public var messagesPerSecond: Double
     /// How long the webhook waits for its pings to settle before answering 202 (spooled) or 503.
     public var answerWithin: Duration
     /// Where acknowledged events wait until delivered; nil: no spool (503 instead of 202).
