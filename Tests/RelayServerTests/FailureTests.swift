@@ -179,6 +179,9 @@ import Testing
         await clock.waitForPending { $0.contains(.seconds(10)) }  // the refused ping's quota delay
         let cuts = try await metric("rc_relay_pace_cuts_total")
         #expect(cuts.hasSuffix(" 1"), "\(cuts)")
+        let info = try await relay.admin(.GET, "/admin/info").decode(Components.Schemas.Info.self)
+        #expect(info.pace?.map(\.project) == ["demo-project"])
+        #expect(info.pace?.first?.messagesPerSecond == 2 && info.pace?.first?.current == 1)  // halved, and the clock stands still
         clock.release()
         _ = try await second.value
         let settled = try await relay.settledDeliveries(version: 32, count: 4)

@@ -77,6 +77,11 @@ package final class Pacers: Sendable {
 
     package init(rate: Double, clock: any DeliveryClock) { (self.rate, self.clock) = (rate, clock) }
 
+    /// Every project that has sent, by name.
+    package var all: [(project: String, pacer: Pacer)] {
+        pacers.withLock { $0.map { ($0.key, $0.value) } }.sorted { $0.project < $1.project }
+    }
+
     package func pacer(for project: String) -> Pacer {
         pacers.withLock { pacers in
             if let pacer = pacers[project] { return pacer }

@@ -22,7 +22,9 @@ struct AdminController: Sendable {
             startedAt: store.startedAt,
             uptimeSeconds: Int(Date().timeIntervalSince(store.startedAt)),
             configuration: .init(source: store.source, loadedAt: configuration.loadedAt, reloads: store.reloads),
-            projects: configuration.projects.ids, checks: [])
+            projects: configuration.projects.ids,
+            pace: engine.pacers.all.map { .init(project: $0.project, messagesPerSecond: $0.pacer.rate, current: $0.pacer.current) },
+            checks: [])
     }
 
     func routes() -> Components.Schemas.EffectiveRoutes {
