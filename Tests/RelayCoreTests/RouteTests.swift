@@ -174,3 +174,45 @@ private func expectRefusal(_ key: String, _ definition: RouteDefinition, sourceL
     #expect(throws: ConditionError.tooDeep) { try TopicRules.conditionTopics(String(repeating: "!", count: 100_000) + "'a' in topics") }
     #expect(try TopicRules.conditionTopics("!!('a' in topics && ('b' in topics || !'c' in topics))") == ["a", "b", "c"])
 }
+
+@Test func refusesBadQuietPeriodsAndWaves() {
+    let waves = RouteDefinition.WavesDefinition.init(shards:spreadSeconds:topic:)
+    expectRefusal("debounceSeconds", RouteDefinition(topic: "PUSH_RC", debounceSeconds: -1))
+    expectRefusal("debounceSeconds", RouteDefinition(topic: "PUSH_RC", debounceSeconds: 3601))
+    expectRefusal("waves.shards", RouteDefinition(waves: waves(0, 60, "PUSH_RC_{shard}")))
+    expectRefusal("waves.shards", RouteDefinition(waves: waves(nil, 60, "PUSH_RC_{shard}")))
+    expectRefusal("waves.shards", RouteDefinition(waves: waves(1001, 60, "PUSH_RC_{shard}")))
+    expectRefusal("waves.spreadSeconds", RouteDefinition(waves: waves(10, 0, "PUSH_RC_{shard}")))
+    expectRefusal("waves.topic", RouteDefinition(waves: waves(10, 60, "PUSH_RC")))
+    expectRefusal("waves.topic", RouteDefinition(waves: waves(10, 60, nil)))
+    expectRefusal("waves.topic", RouteDefinition(waves: waves(10, 60, "PUSH_{shard}_{shard}")))
+    expectRefusal("waves.topic", RouteDefinition(waves: waves(10, 60, "PUSH RC {shard}")))
+    expectRefusal("waves.topic", RouteDefinition(waves: waves(10, 60, "/topics/PUSH_RC_{shard}")))
+    expectRefusal("waves.topic", RouteDefinition(waves: waves(1000, 60, String(repeating: "a", count: 898) + "{shard}")))
+    // A spread longer than the message TTL: the last shards' pings would arrive after the first ones expired.
+    expectRefusal("waves.spreadSeconds", RouteDefinition(waves: waves(10, 86_401, "PUSH_RC_{shard}")))
+    expectRefusal(
+        "waves.spreadSeconds", RouteDefinition(android: .init(ttlSeconds: 600), waves: waves(10, 601, "PUSH_RC_{shard}")))
+    expectRefusal(
+        "waves.spreadSeconds", RouteDefinition(webpush: .init(ttlSeconds: 60), waves: waves(10, 61, "PUSH_RC_{shard}")))
+    // A waved route sends to its shard topics only.
+    expectRefusal("waves", RouteDefinition(topic: "PUSH_RC", waves: waves(10, 60, "PUSH_RC_{shard}")))
+    expectRefusal("waves", RouteDefinition(condition: "'a' in topics", waves: waves(10, 60, "PUSH_RC_{shard}")))
+    expectRefusal("name", RouteDefinition(name: "a@b", topic: "PUSH_RC"))
+}
+
+@Test func aWavedRoutePingsEachShardTopicAtItsTurn() throws {
+    let waved = try route(
+        RouteDefinition(
+            name: "stale", data: ["V": "{{version}}"], android: .init(ttlSeconds: 600), debounceSeconds: 30,
+            waves: .init(shards: 4, spreadSeconds: 600, topic: "PUSH_RC_{shard}")))
+    let pings = try RouteTable([waved.definition]).pings(for: version42, project: "p")
+    #expect(pings.map(\.route) == ["stale@0", "stale@1", "stale@2", "stale@3"])
+    #expect(pings.map(\.message.target) == (0..<4).map { .topic("PUSH_RC_\($0)") })
+    #expect(pings.map(\.schedule) == (0..<4).map { PingSchedule(quiet: .seconds(30), shard: .init(index: $0, count: 4, spacing: .seconds(150))) })
+    #expect(pings.allSatisfy { $0.message.data == ["V": "42"] })
+    #expect(Set(pings.map { Ping.routeName($0.route) }) == ["stale"])
+    #expect(Ping.baseRoute("stale@3") == "stale@3", "each shard is due on its own")
+    // Without waves or a quiet period a ping goes at once.
+    #expect(try RouteTable([.default]).pings(for: version42, project: "p").map(\.schedule) == [.immediate])
+}

@@ -131,8 +131,11 @@ import Testing
         let started = Date()
         let answer = try await relay.post(#"{"versionNumber":29}"#)
         #expect(answer.status == 200)
-        #expect(await relay.emulator.stats.maxConcurrentSends == 2)
-        #expect(Date().timeIntervalSince(started) >= 0.6)  // 6 sends, 2 at a time, 200 ms each
+        // Never more than two at once. (On a starved machine a send can finish before the next one reaches the
+        // emulator, so fewer is possible; that the bound is reached is outboundConcurrencyIsNotCappedByTheConnectionPool's.)
+        let most = await relay.emulator.stats.maxConcurrentSends
+        #expect((1...2).contains(most), "\(most) at once")
+        #expect(Date().timeIntervalSince(started) >= 0.6)  // 6 sends, at most 2 at a time, 200 ms each
     }
 }
 

@@ -19,6 +19,8 @@ package final class DeliveryEngine: Service {
     let limit: OutboundLimit
     package let pacers: Pacers
     let latest: LatestVersions
+    /// Quiet periods and waves under way, for the admin API.
+    package let schedules: Schedules
     let metrics: DeliveryMetrics
     let clock: any DeliveryClock
     let logger: Logger
@@ -40,6 +42,7 @@ package final class DeliveryEngine: Service {
         limit = OutboundLimit(limit: settings.outboundConcurrency)
         pacers = Pacers(rate: settings.messagesPerSecond, clock: clock)
         latest = LatestVersions(lifetime: settings.supersedeWindow)
+        schedules = Schedules(clock: clock)
         recent = RecentEvents(
             window: settings.dedupWindow, capacity: settings.dedupCapacity, maxInFlight: settings.maxInFlight,
             parkedRetryInterval: settings.parkedRetryInterval, spool: spool, clock: clock, tasks: tasks,
@@ -98,7 +101,7 @@ package final class DeliveryEngine: Service {
     }
 
     private func dispatcher(_ plan: SendPlan) -> Dispatcher {
-        Dispatcher(plan: plan, limit: limit, pacers: pacers, latest: latest, history: history, metrics: metrics, clock: clock)
+        Dispatcher(plan: plan, limit: limit, pacers: pacers, latest: latest, schedules: schedules, history: history, metrics: metrics, clock: clock)
     }
 
     /// Starts the delivery of every event left on disk (files that are not an event are moved aside, never trapped on).

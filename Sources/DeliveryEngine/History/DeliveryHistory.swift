@@ -34,6 +34,12 @@ package final class DeliveryHistory: Sendable {
         /// The topic or condition the ping went to (a change-aware route may narrow its audience); nil for a device,
         /// whose token is not kept.
         package var audience: FCMMessage.Target? = nil
+        /// A pending ping waiting for its turn: until when, and what for (its route's quiet period, or its shard's
+        /// turn in a wave).
+        package var waitingUntil: Date? = nil
+        package var waitingFor: String? = nil
+        /// Its shard in its route's wave, and the wave's shards.
+        package var shard: PingSchedule.Shard? = nil
 
         package init(
             id: String, project: String, route: String, version: TemplateVersion, eventID: String?, origin: Origin, retryOf: String?,
@@ -88,6 +94,7 @@ package final class DeliveryHistory: Sendable {
                 receivedAt: batch.receivedAt, settledAt: nil, report: nil)
             state.entries[id]?.decision = ping.decision
             state.entries[id]?.audience = toDevice ? nil : ping.message.target
+            state.entries[id]?.shard = ping.schedule.shard
             state.order.append(id)
             if state.order.count - state.head > capacity {
                 state.entries[state.order[state.head]] = nil
@@ -106,6 +113,16 @@ package final class DeliveryHistory: Sendable {
         state.withLock { state in
             state.entries[id]?.report = report
             state.entries[id]?.settledAt = now
+            state.entries[id]?.waitingUntil = nil
+            state.entries[id]?.waitingFor = nil
+        }
+    }
+
+    /// The pending ping waits until `until` for `reason` (nil: it no longer waits).
+    func waiting(_ id: String, until: Date?, for reason: String?) {
+        state.withLock { state in
+            state.entries[id]?.waitingUntil = until
+            state.entries[id]?.waitingFor = reason
         }
     }
 

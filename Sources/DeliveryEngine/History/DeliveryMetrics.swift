@@ -54,6 +54,21 @@ final class DeliveryMetrics: Sendable {
     /// A project's FCM requests waited for their paced slot (`delivery.messagesPerSecond`).
     func pacedWait(project: String) { counter("rc_relay_paced_waits_total", [("project", project)]).increment() }
 
+    /// A route's wave of shard pings began (a newer version taking one over begins another).
+    func waveStarted(project: String, route: String) {
+        counter("rc_relay_waves_total", [("project", project), ("route", route)]).increment()
+    }
+
+    /// A shard's turn in a wave came: its ping goes out.
+    func waveShard(project: String, route: String) {
+        counter("rc_relay_wave_shards_total", [("project", project), ("route", route)]).increment()
+    }
+
+    /// A ping ended its quiet period: `outcome` is `sent`, or `replaced` when a newer version arrived meanwhile.
+    func quietPeriod(project: String, route: String, outcome: String) {
+        counter("rc_relay_quiet_periods_total", [("project", project), ("route", route), ("outcome", outcome)]).increment()
+    }
+
     /// A 429 from FCM halved a project's pace.
     func paceCut(project: String) { counter("rc_relay_pace_cuts_total", [("project", project)]).increment() }
 

@@ -12,9 +12,10 @@ public struct DeliveryReport: Sendable, Encodable, Equatable {
         case failed
         /// Retries ran out (attempts or deadline) while FCM kept failing.
         case dead
-        /// A newer version's ping for the same route took over while this one waited to retry.
+        /// A newer version's ping for the same route and audience took over while this one waited to retry, in its
+        /// quiet period or for its turn in a wave.
         case superseded
-        /// The relay stopped while the ping waited to retry; the event is spooled for the next start (or, with no
+        /// The relay stopped while the ping waited (to retry, or for its turn); the event is spooled for the next start (or, with no
         /// spool, left to the sender's retry).
         case interrupted
     }

@@ -13,6 +13,7 @@ struct Dispatcher: Sendable {
     let limit: OutboundLimit
     let pacers: Pacers
     let latest: LatestVersions
+    let schedules: Schedules
     let history: DeliveryHistory
     let metrics: DeliveryMetrics
     let clock: any DeliveryClock
@@ -29,10 +30,14 @@ struct Dispatcher: Sendable {
     }
 
     func deliver(_ pings: [Ping], batch: DeliveryBatch, control: DeliveryControl, logger: Logger) async -> [DeliveryReport] {
-        if pings.count == 1 { return [await deliver(pings[0], batch: batch, control: control, logger: logger)] }  // no child task needed
+        if pings.count == 1 { return [await deliver(pings[0], batch: batch, control: control, shards: [:], logger: logger)] }  // no child task needed
+        // Each waved route's shards in this delivery (all, or those a spooled event still owes): its wave's layout.
+        let shards = pings.reduce(into: [String: [Int]]()) { shards, ping in
+            if let shard = ping.schedule.shard { shards[Ping.routeName(ping.route), default: []].append(shard.index) }
+        }
         return await withTaskGroup(of: (Int, DeliveryReport).self) { group in
             for (index, ping) in pings.enumerated() {
-                group.addTask { (index, await deliver(ping, batch: batch, control: control, logger: logger)) }
+                group.addTask { (index, await deliver(ping, batch: batch, control: control, shards: shards, logger: logger)) }
             }
             var reports = [DeliveryReport?](repeating: nil, count: pings.count)
             for await (index, report) in group { reports[index] = report }
@@ -41,7 +46,9 @@ struct Dispatcher: Sendable {
     }
 
     /// One ping, recorded in the delivery log and the metrics from routing to its outcome.
-    private func deliver(_ ping: Ping, batch: DeliveryBatch, control: DeliveryControl, logger: Logger) async -> DeliveryReport {
+    private func deliver(
+        _ ping: Ping, batch: DeliveryBatch, control: DeliveryControl, shards: [String: [Int]], logger: Logger
+    ) async -> DeliveryReport {
         let validateOnly = plan.validateOnly || batch.validateOnly
         let id = history.start(ping, batch: batch, validateOnly: validateOnly)
         metrics.queueChanged(by: 1)
@@ -51,17 +58,88 @@ struct Dispatcher: Sendable {
         // Only a real delivery of a received event (or an operator's retry of one) may make older pings stand down.
         var realDelivery = !validateOnly && batch.origin != .send
         if case .token = ping.message.target { realDelivery = false }
-        var report = await send(
-            ping, version: batch.version.versionNumber, validateOnly: validateOnly, supersedes: realDelivery, control: control, logger: logger)
+        var report: DeliveryReport
+        // Quiet periods and waves are for real deliveries: a dry run or an operator's send goes at once.
+        if realDelivery, !ping.schedule.isImmediate,
+            let ended = await waitForTurn(
+                ping, version: batch.version.versionNumber, shards: shards[Ping.routeName(ping.route)] ?? [], id: id, control: control,
+                logger: logger)
+        {
+            report = DeliveryReport(route: ping.route, status: ended, attempts: [])
+        } else {
+            report = await send(
+                ping, version: batch.version.versionNumber, validateOnly: validateOnly, supersedes: realDelivery, control: control,
+                logger: logger)
+        }
+        if let shard = ping.schedule.shard {
+            schedules.ended(
+                Schedules.Key(project: ping.project, route: Ping.routeName(ping.route)), version: batch.version.versionNumber, shard: shard.index)
+        }
         report.id = id
         metrics.queueChanged(by: -1)
-        metrics.ping(route: ping.route, outcome: report.status == .accepted ? "delivered" : report.status.rawValue)
+        metrics.ping(route: Ping.routeName(ping.route), outcome: report.status == .accepted ? "delivered" : report.status.rawValue)
         if report.status == .dead { metrics.deadPings.increment() }
         if report.status == .accepted || report.status == .validated {
             metrics.deliveryLatency.recordNanoseconds(Int64(max(0, clock.now().timeIntervalSince(batch.receivedAt)) * 1e9))
         }
         history.settle(id, report)
         return report
+    }
+
+    /// Waits for the ping's quiet period and its shard's turn in the wave. Nil: it goes; else how it ended instead
+    /// (`superseded`: a newer version took its place; `interrupted`: the stop came first, and it is handed over).
+    private func waitForTurn(
+        _ ping: Ping, version: Int64, shards: [Int], id: String, control: DeliveryControl, logger: Logger
+    ) async -> DeliveryReport.Status? {
+        let route = Ping.routeName(ping.route)
+        let audience = "\(ping.route)|\(ping.message.target.key)"
+        let quiet = ping.schedule.quiet
+        if quiet > .zero {
+            let key = Schedules.Key(project: ping.project, route: audience)
+            guard schedules.enterQuiet(key, route: ping.route, audience: ping.message.target.key, version: version, until: clock.instant() + quiet)
+            else {
+                metrics.quietPeriod(project: ping.project, route: route, outcome: "replaced")
+                logger.notice("ping stands down: a newer version waits in the route's quiet period")
+                return .superseded
+            }
+            history.waiting(id, until: clock.now().addingTimeInterval(Schedules.seconds(quiet)), for: "quiet period")
+            control.onRetry(quiet)  // the sender is answered now: the ping goes later
+            _ = await control.pause(for: quiet)
+            let goes = schedules.leaveQuiet(key, version: version)
+            if control.isStopped { return .interrupted }
+            guard goes else {
+                metrics.quietPeriod(project: ping.project, route: route, outcome: "replaced")
+                logger.notice("ping stands down: a newer version arrived in its quiet period")
+                return .superseded
+            }
+            metrics.quietPeriod(project: ping.project, route: route, outcome: "sent")
+        }
+        if let shard = ping.schedule.shard {
+            let key = Schedules.Key(project: ping.project, route: route)
+            // Asked again after every wait: a newer version may have taken the wave over, or a 429 postponed it.
+            while true {
+                guard let turn = schedules.turn(key, version: version, shard: shard.index, present: shards, spacing: shard.spacing) else {
+                    logger.notice("shard ping stands down: a newer version took the wave over")
+                    return .superseded
+                }
+                if turn.began { metrics.waveStarted(project: ping.project, route: route) }
+                let wait = turn.at - clock.instant()
+                if wait <= .zero { break }
+                history.waiting(
+                    id, until: clock.now().addingTimeInterval(Schedules.seconds(wait)), for: "wave, shard \(shard.index + 1) of \(shard.count)")
+                control.onRetry(wait)
+                _ = await control.pause(for: wait)
+                if control.isStopped { return .interrupted }
+            }
+            schedules.sent(key, version: version, shard: shard.index)
+            metrics.waveShard(project: ping.project, route: route)
+        }
+        history.waiting(id, until: nil, for: nil)
+        if latest.isSuperseded(project: ping.project, route: audience, version: version, now: clock.now()) {
+            logger.notice("ping stands down: a newer version's ping went to the same audience")
+            return .superseded
+        }
+        return nil
     }
 
     private func send(
@@ -132,6 +210,10 @@ struct Dispatcher: Sendable {
                         return DeliveryReport(route: report.route, status: .dead, error: report.error, attempts: attempts)
                     }
                     logger.warning("ping will be retried", metadata: ["error": "\(failure)", "retry_in": "\(delay)"])
+                    if attempt.httpStatus == 429, ping.schedule.shard != nil {
+                        // The quota is spent: the wave's turns still to come wait as long as this ping does.
+                        schedules.postpone(Schedules.Key(project: ping.project, route: Ping.routeName(ping.route)), by: delay)
+                    }
                     metrics.retries.increment()
                     control.onRetry(delay)
                     _ = await control.pause(for: delay)

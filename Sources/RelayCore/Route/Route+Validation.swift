@@ -171,4 +171,62 @@ extension Route {
         }
         return ttl
     }
+
+    /// The longest quiet period: the webhook's sender is answered at once, but the ping waits this long at most.
+    static let maximumDebounceSeconds = 3600
+    /// The longest wave.
+    static let maximumSpreadSeconds = 86_400
+
+    static func debounce(_ seconds: Int?) throws(RouteError) -> Int {
+        let seconds = seconds ?? 0
+        guard (0...maximumDebounceSeconds).contains(seconds) else {
+            throw RouteError(
+                key: "debounceSeconds", problem: "\(seconds) is outside 0 to \(maximumDebounceSeconds) seconds",
+                fix: "use a quiet period of a few minutes at most, such as 60; 0 sends at once")
+        }
+        return seconds
+    }
+
+    static func waves(_ definition: RouteDefinition) throws(RouteError) -> Waves? {
+        guard let waves = definition.waves else { return nil }
+        if definition.topic != nil || definition.condition != nil {
+            throw RouteError(
+                key: "waves", problem: "the route sets \(definition.topic != nil ? "topic" : "condition") and waves",
+                fix: "drop it: a waved route sends to its shard topics (waves.topic) and nowhere else")
+        }
+        let shards = waves.shards ?? 0
+        guard (1...Waves.maximumShards).contains(shards) else {
+            throw RouteError(
+                key: "waves.shards", problem: "\(shards) is outside 1 to \(Waves.maximumShards)",
+                fix: "use 10 to 20 shards; each app subscribes to one shard topic")
+        }
+        let spread = waves.spreadSeconds ?? 0
+        guard (1...maximumSpreadSeconds).contains(spread) else {
+            throw RouteError(
+                key: "waves.spreadSeconds", problem: "\(spread) is outside 1 to \(maximumSpreadSeconds) seconds",
+                fix: "use a spread of a few minutes, such as 600")
+        }
+        let ttl = min(
+            try ttlSeconds(definition.android?.ttlSeconds, key: "android.ttlSeconds"),
+            try ttlSeconds(definition.webpush?.ttlSeconds, key: "webpush.ttlSeconds"))
+        guard spread <= ttl else {
+            throw RouteError(
+                key: "waves.spreadSeconds", problem: "the spread (\(spread) s) is longer than the message TTL (\(ttl) s)",
+                fix: "shorten the spread or raise android.ttlSeconds and webpush.ttlSeconds above it")
+        }
+        guard let pattern = waves.topic, pattern.components(separatedBy: Waves.placeholder).count == 2 else {
+            throw RouteError(
+                key: "waves.topic",
+                problem: waves.topic == nil ? "it is missing" : "'\(waves.topic!.prefix(100))' does not hold {shard} exactly once",
+                fix: "name the shard topics with one {shard}, such as PUSH_RC_{shard}")
+        }
+        let wave = Waves(shards: shards, spreadSeconds: spread, topicPattern: pattern)
+        let longest = wave.topic(shard: shards - 1)
+        guard !pattern.hasPrefix("/topics/"), TopicRules.isValidTopic(longest) else {
+            throw RouteError(
+                key: "waves.topic", problem: "'\(longest.prefix(100))' is not a valid FCM topic name",
+                fix: "use 1 to 900 characters from a-z A-Z 0-9 - _ . ~ % around {shard}, such as PUSH_RC_{shard}")
+        }
+        return wave
+    }
 }

@@ -12,6 +12,10 @@ public struct Route: Sendable {
     public let android: FCMMessage.Android
     public let apns: FCMMessage.APNs
     public let webpush: FCMMessage.WebPush
+    /// `debounceSeconds`: how long a version's ping waits for a newer one (zero: it goes at once).
+    public let quiet: Duration
+    /// `waves`: the shard topics its whole audience is sent to, one after another.
+    public let waves: Waves?
     /// The route as written, for the admin API.
     public let definition: RouteDefinition
 
@@ -27,11 +31,17 @@ public struct Route: Sendable {
     /// Validates a definition against FCM's rules; every error names the key within the route.
     public init(_ definition: RouteDefinition, index: Int) throws(RouteError) {
         self.name = definition.name ?? "route-\(index)"
-        if name.isEmpty || name.contains("#") {
-            throw RouteError(key: "name", problem: "'\(name.prefix(100))' is empty or holds '#'", fix: "use letters, digits, - and _")
+        if name.isEmpty || name.contains("#") || name.contains("@") {
+            throw RouteError(key: "name", problem: "'\(name.prefix(100))' is empty or holds '#' or '@'", fix: "use letters, digits, - and _")
         }
         self.definition = definition
-        self.target = try Self.target(definition)
+        self.waves = try Self.waves(definition)
+        if let waves {
+            self.target = .topic(waves.topic(shard: 0))
+        } else {
+            self.target = try Self.target(definition)
+        }
+        self.quiet = .seconds(try Self.debounce(definition.debounceSeconds))
         self.data = try Self.data(definition.data ?? [:])
         self.updateTypes = try Self.filter(definition.when?.updateTypes, key: "when.updateTypes", known: Self.knownUpdateTypes)
         self.origins = try Self.filter(definition.when?.origins, key: "when.origins", known: Self.knownOrigins)
@@ -54,6 +64,19 @@ public struct Route: Sendable {
         if let updateTypes, !updateTypes.contains(version.updateType ?? "") { return false }
         if let origins, !origins.contains(version.updateOrigin ?? "") { return false }
         return true
+    }
+
+    /// The pings of one message to the route's whole audience: one, or one per shard of its waves (named `name@0`, …).
+    public func pings(of message: FCMMessage, project: String, decision: String? = nil) -> [Ping] {
+        guard let waves else {
+            return [Ping(route: name, project: project, message: message, decision: decision, schedule: PingSchedule(quiet: quiet))]
+        }
+        return (0..<waves.shards).map { shard in
+            var message = message
+            message.target = .topic(waves.topic(shard: shard))
+            let schedule = PingSchedule(quiet: quiet, shard: .init(index: shard, count: waves.shards, spacing: waves.spacing))
+            return Ping(route: "\(name)@\(shard)", project: project, message: message, decision: decision, schedule: schedule)
+        }
     }
 
     /// Whether a data value uses `{{changedParameters}}`, so the route needs to know what a version changed.

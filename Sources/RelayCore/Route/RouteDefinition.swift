@@ -11,6 +11,20 @@ public struct RouteDefinition: Sendable, Equatable, Codable {
     public var android: Android?
     public var apns: APNs?
     public var webpush: WebPush?
+    /// A quiet period: a version's ping waits this long, and a newer version arriving meanwhile replaces it.
+    public var debounceSeconds: Int?
+    /// Staged waves: the audience split over shard topics, sent evenly across a spread.
+    public var waves: WavesDefinition?
+
+    /// `waves`: `shards` topics named by `topic` (which holds `{shard}`), sent evenly across `spreadSeconds`.
+    public struct WavesDefinition: Sendable, Equatable, Codable {
+        public var shards: Int?
+        public var spreadSeconds: Int?
+        public var topic: String?
+        public init(shards: Int? = nil, spreadSeconds: Int? = nil, topic: String? = nil) {
+            (self.shards, self.spreadSeconds, self.topic) = (shards, spreadSeconds, topic)
+        }
+    }
 
     /// Only versions matching every listed field are routed; an absent list matches everything.
     public struct Filter: Sendable, Equatable, Codable {
@@ -59,8 +73,11 @@ public struct RouteDefinition: Sendable, Equatable, Codable {
 
     public init(
         name: String? = nil, topic: String? = nil, condition: String? = nil, data: [String: String]? = nil,
-        when: Filter? = nil, audience: [String: String]? = nil, android: Android? = nil, apns: APNs? = nil, webpush: WebPush? = nil
+        when: Filter? = nil, audience: [String: String]? = nil, android: Android? = nil, apns: APNs? = nil, webpush: WebPush? = nil,
+        debounceSeconds: Int? = nil, waves: WavesDefinition? = nil
     ) {
+        self.debounceSeconds = debounceSeconds
+        self.waves = waves
         self.audience = audience
         self.name = name
         self.topic = topic

@@ -7,16 +7,24 @@ public struct Ping: Sendable, Equatable {
     public var message: FCMMessage
     /// Why the route fired to this audience, for a change-aware route (``RouteDecision/reason``).
     public var decision: String?
+    /// When it may go: after its route's quiet period, at its shard's turn (a waved route's ping per shard is named
+    /// `name@0`, `name@1`, …; route names cannot hold `@`).
+    public var schedule: PingSchedule
 
-    public init(route: String, project: String, message: FCMMessage, decision: String? = nil) {
+    public init(route: String, project: String, message: FCMMessage, decision: String? = nil, schedule: PingSchedule = .immediate) {
         self.route = route
         self.project = project
         self.message = message
         self.decision = decision
+        self.schedule = schedule
     }
 
-    /// The route a ping or a part of one belongs to (`name#2` → `name`).
+    /// The route or shard a ping or a part of one belongs to (`name#2` → `name`; `name@3` stays: each shard is due
+    /// on its own).
     public static func baseRoute(_ name: String) -> String { String(name.prefix { $0 != "#" }) }
+
+    /// The configured route's name (`name#2`, `name@3` → `name`).
+    public static func routeName(_ name: String) -> String { String(name.prefix { $0 != "#" && $0 != "@" }) }
 }
 
 /// What is known of a version's change when it is routed.
@@ -80,16 +88,18 @@ public struct RouteTable: Sendable {
     public func pings(for version: TemplateVersion, project: String, change: TemplateChange) -> [Ping] {
         routes.filter { $0.matches(version) }.flatMap { route -> [Ping] in
             guard route.isChangeAware else {
-                return [Ping(route: route.name, project: project, message: route.message(for: version, project: project))]
+                return route.pings(of: route.message(for: version, project: project), project: project)
             }
             let decision = route.decide(change)
             guard decision.fires else { return [] }
             let template = route.message(for: version, project: project, changedParameters: change.changedParameters)
+            // The whole audience goes in waves when the route has them; a narrowed audience is a part of it already.
+            if decision.targets == [route.target] { return route.pings(of: template, project: project, decision: decision.reason) }
             return decision.targets.enumerated().map { index, target in
                 var message = template
                 message.target = target
                 let name = decision.targets.count == 1 ? route.name : "\(route.name)#\(index + 1)"
-                return Ping(route: name, project: project, message: message, decision: decision.reason)
+                return Ping(route: name, project: project, message: message, decision: decision.reason, schedule: PingSchedule(quiet: route.quiet))
             }
         }
     }

@@ -125,7 +125,10 @@ struct ConfigurationFile: Decodable {
         "oidc": ["audiences", "allowedEmails", "jwksURL", "jwksFile", "clockSkewSeconds", "jwksMinRefreshSeconds"],
         "fcm": ["project", "credentialsFile", "metadataURL", "baseURL", "validateOnly", "timeoutSeconds"],
         "log": ["level", "format", "pings"],
-        "routes[]": ["name", "topic", "condition", "data", "when", "audience", "android", "apns", "webpush"],
+        "routes[]": [
+            "name", "topic", "condition", "data", "when", "audience", "android", "apns", "webpush", "debounceSeconds", "waves",
+        ],
+        "routes[].waves": ["shards", "spreadSeconds", "topic"],
         "routes[].when": ["updateTypes", "origins", "changed"],
         "routes[].when.changed": ["parameters", "conditions"],
         "routes[].android": ["priority", "collapseKey", "ttlSeconds"],

@@ -11,6 +11,7 @@ enum AllowedMethods {
         "/readyz": [.get],
         "/metrics": [.get],
         "/admin/info": [.get],
+        "/admin/schedules": [.get],
         "/admin/routes": [.get],
         "/admin/preview": [.post],
         "/admin/send": [.post],

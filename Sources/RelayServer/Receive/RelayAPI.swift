@@ -39,6 +39,10 @@ struct RelayAPI: APIProtocol {
         return .ok(.init(body: .json(info)))
     }
 
+    func getSchedules(_ input: Operations.GetSchedules.Input) async throws -> Operations.GetSchedules.Output {
+        .ok(.init(body: .json(.init(admin.engine.schedules))))
+    }
+
     func listRoutes(_ input: Operations.ListRoutes.Input) async throws -> Operations.ListRoutes.Output {
         .ok(.init(body: .json(admin.routes())))
     }

@@ -25,7 +25,8 @@ extension Components.Schemas.DeliveryRecord {
             status: report.flatMap { .init(rawValue: $0.status.rawValue) } ?? .pending, receivedAt: entry.receivedAt,
             settledAt: entry.settledAt, messageName: report?.messageName,
             error: report?.error.map(Components.Schemas.DeliveryError.init),
-            attempts: (report?.attempts ?? []).map(Components.Schemas.Attempt.init), decision: entry.decision)
+            attempts: (report?.attempts ?? []).map(Components.Schemas.Attempt.init), decision: entry.decision,
+            waitingUntil: entry.waitingUntil, waitingFor: entry.waitingFor, shard: entry.shard?.index, shards: entry.shard?.count)
     }
 }
 
@@ -41,6 +42,22 @@ extension Components.Schemas.RouteView {
             when: definition.when.map { .init(updateTypes: $0.updateTypes, origins: $0.origins) },
             android: definition.android.map { .init(priority: $0.priority, collapseKey: $0.collapseKey, ttlSeconds: $0.ttlSeconds) },
             apns: definition.apns.map { .init(collapseId: $0.collapseId) },
-            webpush: definition.webpush.map { .init(ttlSeconds: $0.ttlSeconds, urgency: $0.urgency) })
+            webpush: definition.webpush.map { .init(ttlSeconds: $0.ttlSeconds, urgency: $0.urgency) },
+            debounceSeconds: definition.debounceSeconds,
+            waves: route.waves.map { .init(shards: $0.shards, spreadSeconds: $0.spreadSeconds, topic: $0.topicPattern) })
+    }
+}
+
+extension Components.Schemas.Schedules {
+    init(_ schedules: Schedules) {
+        self.init(
+            quietPeriods: schedules.quietPeriods.map {
+                .init(project: $0.project, route: $0.route, audience: $0.audience, versionNumber: String($0.version), until: $0.until)
+            },
+            waves: schedules.waves.map {
+                .init(
+                    project: $0.project, route: $0.route, versionNumber: String($0.version), shards: $0.shards, sent: $0.sent,
+                    startedAt: $0.startedAt, nextSendAt: $0.nextSendAt)
+            })
     }
 }

@@ -1,0 +1,271 @@
+import FCMClient
+import Foundation
+import Logging
+import NIOCore
+import RelayCore
+import ServiceLifecycle
+import Testing
+
+@testable import DeliveryEngine
+
+// Quiet periods (`debounceSeconds`) and staged waves (`waves`), on the engine's clock: every time below is exact,
+// because nothing moves unless the test moves it.
+
+private let logger: Logger = {
+    var logger = Logger(label: "schedule-test")
+    logger.logLevel = .critical
+    return logger
+}()
+
+/// FCM as the test scripts it, recording when (on the engine's clock) each message was sent, and to whom.
+private final class TimedSender: MessageSender {
+    struct Sent: Equatable {
+        var at: Duration
+        var topic: String
+        var version: Int
+    }
+    private let state: Locked<(script: [FCMError?], sent: [Sent])>
+    let clock: ManualDeliveryClock
+
+    init(clock: ManualDeliveryClock, script: [FCMError?] = []) {
+        self.clock = clock
+        state = Locked((script, []))
+    }
+
+    var sent: [Sent] { state.withLock { $0.sent } }
+
+    func send(project: String, message: ByteBuffer, validateOnly: Bool) async throws(FCMError) -> String {
+        let object = try! JSONSerialization.jsonObject(with: Data(String(buffer: message).utf8)) as! [String: Any]
+        let topic = object["topic"] as? String ?? "?"
+        let version = Int((object["data"] as? [String: String])?["V"] ?? "") ?? -1
+        let at = clock.instant()
+        let failure = state.withLock { state -> FCMError? in
+            state.sent.append(Sent(at: at, topic: topic, version: version))
+            return state.script.isEmpty ? nil : state.script.removeFirst()
+        }
+        if let failure { throw failure }
+        return "projects/\(project)/messages/\(at)"
+    }
+
+    static let quotaExceeded = FCMError.rejected(
+        FCMErrorResponse(httpStatus: 429, status: "RESOURCE_EXHAUSTED", errorCode: "QUOTA_EXCEEDED", message: nil, retryAfter: nil))
+}
+
+private func route(debounce: Int? = nil, waves: RouteDefinition.WavesDefinition? = nil) -> Route {
+    try! Route(
+        RouteDefinition(
+            name: "stale", topic: waves == nil ? "PUSH_RC" : nil, data: ["V": "{{version}}"], debounceSeconds: debounce, waves: waves),
+        index: 0)
+}
+
+private func plan(_ route: Route, version: Int, sender: any MessageSender) -> DeliveryPlan {
+    DeliveryPlan(
+        pings: route.pings(of: route.message(for: record(version).version, project: "p"), project: "p"),
+        send: SendPlan(sender: sender, policy: RetryPolicy()))
+}
+
+/// An engine on `clock` for the duration of `body`, then stopped: with `frozen`, at once, on a clock that no longer
+/// moves (no drain grace, no turn comes during the stop); else with time released, so what waits goes.
+private func withEngine(
+    clock: ManualDeliveryClock, spool: (any Spool)? = nil, frozen: Bool = false,
+    replan: @escaping @Sendable (SpoolRecord) -> DeliveryPlan? = { _ in nil }, _ body: (DeliveryEngine, ServiceGroup) async throws -> Void
+) async throws {
+    var settings = EngineSettings()
+    if frozen { settings.drainGrace = .zero }
+    let engine = DeliveryEngine(settings: settings, spool: spool, metrics: noMetrics, clock: clock, logger: logger, replan: replan)
+    let group = ServiceGroup(services: [engine], gracefulShutdownSignals: [], logger: logger)
+    try await withThrowingTaskGroup(of: Void.self) { tasks in
+        tasks.addTask { try await group.run() }
+        try await body(engine, group)
+        if !frozen { clock.release() }
+        await group.triggerGracefulShutdown()
+        try await tasks.waitForAll()
+    }
+}
+
+/// Moves the clock to `instant`, one pending callback at a time, so each woken ping acts before the next wakes.
+private func advance(_ clock: ManualDeliveryClock, to instant: Duration) {
+    clock.advance(by: max(.zero, instant - clock.instant()))
+}
+
+@Test func tenVersionsInSixtySecondsWithAThirtySecondQuietPeriodMakeOnePingWithTheNewest() async throws {
+    let clock = ManualDeliveryClock()
+    let sender = TimedSender(clock: clock)
+    let stale = route(debounce: 30)
+    try await withEngine(clock: clock) { engine, _ in
+        for version in 1...10 {
+            advance(clock, to: .seconds(6 * (version - 1)))
+            guard case .pending(_, let later) = await engine.deliver(record(version), plan: plan(stale, version: version, sender: sender), wait: .seconds(5), logger: logger)
+            else {
+                Issue.record("version \(version): a ping in its quiet period is answered 'later'")
+                return
+            }
+            #expect(later == .seconds(30))
+            await clock.waitForPending { $0.contains(.seconds(30)) }  // its quiet period has begun
+            #expect(engine.schedules.quietPeriods.map(\.version) == [Int64(version)], "the newest version waits")
+        }
+        #expect(sender.sent.isEmpty, "nothing goes within the quiet period")
+        advance(clock, to: .seconds(54 + 29))
+        #expect(sender.sent.isEmpty)
+        advance(clock, to: .seconds(54 + 30))
+        try await eventually("the newest version's ping") { sender.sent.count == 1 }
+        try await eventually("every version settled") { engine.history.list(.init()).allSatisfy { $0.report != nil } }
+        #expect(sender.sent == [.init(at: .seconds(84), topic: "PUSH_RC", version: 10)])
+        let statuses = engine.history.list(.init()).map { ($0.version.versionNumber, $0.report!.status) }
+        #expect(statuses.filter { $0.1 == .superseded }.map(\.0).sorted() == Array(1...9), "\(statuses)")
+        #expect(statuses.filter { $0.1 == .accepted }.map(\.0) == [10])
+        #expect(engine.schedules.quietPeriods.isEmpty)
+    }
+}
+
+@Test func anOlderVersionArrivingInANewerOnesQuietPeriodStandsDownAtOnce() async throws {
+    let clock = ManualDeliveryClock()
+    let sender = TimedSender(clock: clock)
+    let stale = route(debounce: 30)
+    try await withEngine(clock: clock) { engine, _ in
+        _ = await engine.deliver(record(7), plan: plan(stale, version: 7, sender: sender), wait: .zero, logger: logger)
+        await clock.waitForPending { $0.contains(.seconds(30)) }  // version 7 waits out its quiet period
+        let late = await engine.deliver(record(6), plan: plan(stale, version: 6, sender: sender), wait: .seconds(5), logger: logger)
+        guard case .settled(let reports, false) = late else {
+            Issue.record("the late version settles at once: \(late)")
+            return
+        }
+        #expect(reports.map(\.status) == [.superseded])
+        advance(clock, to: .seconds(30))
+        try await eventually("version 7's ping") { sender.sent.count == 1 }
+        #expect(sender.sent.map(\.version) == [7])
+    }
+}
+
+@Test func wavesOfTenShardsOverSixtySecondsPingEachShardAtItsTurn() async throws {
+    let clock = ManualDeliveryClock()
+    let sender = TimedSender(clock: clock)
+    let waved = route(waves: .init(shards: 10, spreadSeconds: 60, topic: "PUSH_RC_{shard}"))
+    try await withEngine(clock: clock) { engine, _ in
+        _ = await engine.deliver(record(1), plan: plan(waved, version: 1, sender: sender), wait: .zero, logger: logger)
+        try await eventually("shard 0 at once") { sender.sent.count == 1 }
+        for turn in 1..<10 {
+            await clock.waitForPending { $0.filter { $0 > .zero }.count >= 10 - turn }
+            let wave = try #require(engine.schedules.waves.first)
+            #expect(wave.sent == turn && wave.shards == 10 && wave.version == 1)
+            advance(clock, to: .seconds(6 * turn))
+            try await eventually("shard \(turn)") { sender.sent.count == turn + 1 }
+        }
+        #expect(sender.sent == (0..<10).map { .init(at: .seconds(6 * $0), topic: "PUSH_RC_\($0)", version: 1) })
+        try await eventually("the wave ends with its last shard") { engine.schedules.waves.isEmpty }
+        #expect(engine.history.list(.init()).allSatisfy { $0.report?.status == .accepted })
+    }
+}
+
+@Test func aNewerVersionAtShardFourTakesTheWaveOverAndRepingsTheShardsAlreadyPinged() async throws {
+    let clock = ManualDeliveryClock()
+    let sender = TimedSender(clock: clock)
+    let waved = route(waves: .init(shards: 10, spreadSeconds: 60, topic: "PUSH_RC_{shard}"))
+    try await withEngine(clock: clock) { engine, _ in
+        _ = await engine.deliver(record(1), plan: plan(waved, version: 1, sender: sender), wait: .zero, logger: logger)
+        try await eventually("shard 0 at once") { sender.sent.count == 1 }
+        for turn in 1...3 {
+            await clock.waitForPending { $0.filter { $0 > .zero }.count >= 10 - turn }
+            advance(clock, to: .seconds(6 * turn))
+            try await eventually("shard \(turn)") { sender.sent.count == turn + 1 }
+        }
+        // Shards 0-3 have version 1; version 2 arrives before shard 4's turn (24 s).
+        advance(clock, to: .seconds(20))
+        _ = await engine.deliver(record(2), plan: plan(waved, version: 2, sender: sender), wait: .zero, logger: logger)
+        await clock.waitForPending { $0.filter { $0 > .zero }.count >= 6 + 10 }
+        let wave = try #require(engine.schedules.waves.first)
+        #expect(wave.version == 2 && wave.shards == 10 && wave.sent == 0)
+        for seconds in stride(from: 24, through: 78, by: 6) {
+            advance(clock, to: .seconds(seconds))
+            try await eventually("the turn at \(seconds) s") { sender.sent.last?.at == .seconds(seconds) }
+        }
+        try await eventually("every ping settled") { engine.history.list(.init()).allSatisfy { $0.report != nil } }
+        var versions: [String: [Int]] = [:]
+        for sent in sender.sent { versions[sent.topic, default: []].append(sent.version) }
+        for shard in 0..<4 { #expect(versions["PUSH_RC_\(shard)"] == [1, 2], "shard \(shard)") }
+        for shard in 4..<10 { #expect(versions["PUSH_RC_\(shard)"] == [2], "shard \(shard)") }
+        // Version 2 kept version 1's turns for shards 4-9, then went to 0-3 at the same spacing.
+        #expect(sender.sent.filter { $0.version == 2 }.map(\.at) == stride(from: 24, through: 78, by: 6).map { .seconds($0) })
+        let stoodDown = engine.history.list(.init()).filter { $0.report?.status == .superseded }.map(\.route).sorted()
+        #expect(stoodDown == (4..<10).map { "stale@\($0)" })
+    }
+}
+
+@Test func a429MidWavePostponesTheTurnsStillToComeAndLosesNothing() async throws {
+    let clock = ManualDeliveryClock()
+    let sender = TimedSender(clock: clock, script: [nil, nil, TimedSender.quotaExceeded])
+    let waved = route(waves: .init(shards: 10, spreadSeconds: 60, topic: "PUSH_RC_{shard}"))
+    try await withEngine(clock: clock) { engine, _ in
+        _ = await engine.deliver(record(1), plan: plan(waved, version: 1, sender: sender), wait: .zero, logger: logger)
+        try await eventually("shard 0 at once") { sender.sent.count == 1 }
+        for turn in 1...2 {
+            await clock.waitForPending { $0.filter { $0 > .zero }.count >= 10 - turn }
+            advance(clock, to: .seconds(6 * turn))
+            try await eventually("shard \(turn)") { sender.sent.count == turn + 1 }
+        }
+        // Shard 2 got the 429 at 12 s: it retries after FCM's minute, and every later turn moves a minute too. Each
+        // shard still waiting learns it at its old turn, and waits the minute (one turn at a time: a woken ping
+        // measures its next wait from the clock's time then).
+        await clock.waitForPending { $0.contains(.seconds(60)) }
+        for old in stride(from: 18, through: 54, by: 6) {
+            advance(clock, to: .seconds(old))
+            await clock.waitForPending { $0.contains(.seconds(60)) }
+        }
+        #expect(sender.sent.count == 3, "no turn came during FCM's minute")
+        for seconds in [72] + stride(from: 78, through: 114, by: 6) {
+            advance(clock, to: .seconds(seconds))
+            try await eventually("the send at \(seconds) s") { sender.sent.last?.at == .seconds(seconds) }
+        }
+        try await eventually("every ping settled") { engine.history.list(.init()).allSatisfy { $0.report != nil } }
+        let accepted = sender.sent.dropFirst(3)
+        #expect(Array(sender.sent.prefix(3).map(\.at)) == [.zero, .seconds(6), .seconds(12)])
+        #expect(accepted.map(\.topic) == (2..<10).map { "PUSH_RC_\($0)" })
+        #expect(accepted.map(\.at) == [72, 78, 84, 90, 96, 102, 108, 114].map { .seconds($0) })
+        #expect(engine.history.list(.init()).allSatisfy { $0.report?.status == .accepted })
+    }
+}
+
+@Test func aStopMidWaveSpoolsTheShardsStillDueAndTheNextStartResumesWithThem() async throws {
+    let clock = ManualDeliveryClock()
+    let sender = TimedSender(clock: clock)
+    let spool = RecordingSpool()
+    let waved = route(waves: .init(shards: 10, spreadSeconds: 60, topic: "PUSH_RC_{shard}"))
+    try await withEngine(clock: clock, spool: spool, frozen: true) { engine, _ in
+        guard case .pending(let delivery, _) = await engine.deliver(record(1), plan: plan(waved, version: 1, sender: sender), wait: .seconds(5), logger: logger)
+        else {
+            Issue.record("a wave under way is answered 'later'")
+            return
+        }
+        guard case .spooled = try engine.acknowledge(delivery) else {
+            Issue.record("expected it spooled for its 202")
+            return
+        }
+        try await eventually("shard 0 at once") { sender.sent.count == 1 }
+        for turn in 1...3 {
+            await clock.waitForPending { $0.filter { $0 > .zero }.count >= 10 - turn }
+            advance(clock, to: .seconds(6 * turn))
+            try await eventually("shard \(turn)") { sender.sent.count == turn + 1 }
+        }
+    }
+    let spooled = try #require(spool.files.withLock { Array($0.values) }.first)
+    #expect(spooled.routes?.sorted() == (4..<10).map { "stale@\($0)" }, "only the shards not yet pinged are still due")
+
+    // The next start: the wave resumes with shards 4-9, one spacing apart from now, and pings none twice.
+    let restarted = ManualDeliveryClock()
+    let again = TimedSender(clock: restarted)
+    try await withEngine(clock: restarted, spool: spool, replan: { plan(waved, version: $0.version.versionNumberInt, sender: again) }) { engine, _ in
+        try await eventually("shard 4 at once") { again.sent.count == 1 }
+        for turn in 1..<6 {
+            await restarted.waitForPending { $0.filter { $0 > .zero }.count >= 6 - turn }
+            advance(restarted, to: .seconds(6 * turn))
+            try await eventually("turn \(turn)") { again.sent.count == turn + 1 }
+        }
+        try await eventually("the spool file goes once every shard is accepted") { spool.files.withLock { $0.isEmpty } }
+    }
+    #expect(again.sent == (4..<10).enumerated().map { .init(at: .seconds(6 * $0.offset), topic: "PUSH_RC_\($0.element)", version: 1) })
+    #expect(Set(sender.sent.map(\.topic)).isDisjoint(with: again.sent.map(\.topic)), "no shard pinged twice for version 1")
+}
+
+extension TemplateVersion {
+    fileprivate var versionNumberInt: Int { Int(versionNumber) }
+}

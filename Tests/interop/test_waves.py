@@ -1,0 +1,79 @@
+"""Staged waves against the emulator, on the real binary: FCM's recorded messages decide. A SIGTERM mid-wave spools
+the shards not yet pinged, and the next start pings exactly those: every shard once for the version."""
+import json
+import signal
+import time
+
+import requests
+
+from conftest import recorded, signed_headers, start_relay, stop_relay
+
+ADMIN = "wave-admin-token-0123456789"
+BODY = json.dumps({"versionNumber": "77", "updateType": "INCREMENTAL_UPDATE"}).encode()
+
+
+def config(spool):
+    return f"""
+webhook: {{secrets: [{{env: TEST_WEBHOOK_SECRET}}]}}
+admin: {{tokens: ["{ADMIN}"]}}
+delivery: {{answerWithinSeconds: 5, spoolDirectory: "{spool}", drainSeconds: 0.5}}
+routes:
+  - name: stale
+    waves: {{shards: 4, spreadSeconds: 12, topic: "PUSH_RC_{{shard}}"}}
+    data: {{CONFIG_STATE: STALE, CONFIG_VERSION: "{{{{version}}}}"}}
+"""
+
+
+def wait_for(what, condition, seconds=60):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("never happened: " + what)
+
+
+def shards(emulator):
+    return [(m["message"]["topic"], m["message"]["data"]["CONFIG_VERSION"]) for m in recorded(emulator)]
+
+
+def test_a_wave_is_answered_at_once_and_a_restart_mid_wave_resumes_with_the_shards_still_due(emulator, tmp_path):
+    spool = tmp_path / "spool"
+    relay = start_relay(emulator, tmp_path, config(spool))
+    started = time.monotonic()
+    answer = requests.post(
+        relay["webhook"], data=BODY, headers={"content-type": "application/json", **signed_headers(BODY)}, timeout=30)
+    # Shards 1-3 wait for their turns (3 s apart): the sender is told 202 once the event is on disk, not after 5 s.
+    assert answer.status_code == 202, answer.text
+    assert time.monotonic() - started < 4.5
+    assert len(list(spool.glob("*.json"))) == 1
+    wait_for("shard 0", lambda: shards(emulator))
+    schedules = requests.get(relay["url"] + "/admin/schedules", headers={"authorization": f"Bearer {ADMIN}"}, timeout=10).json()
+    wave = schedules["waves"][0]
+    assert (wave["route"], wave["versionNumber"], wave["shards"]) == ("stale", "77", 4)
+    assert wave["sent"] >= 1 and "nextSendAt" in wave
+    pending = requests.get(
+        relay["url"] + "/admin/deliveries?status=pending", headers={"authorization": f"Bearer {ADMIN}"}, timeout=10).json()
+    assert {d["route"] for d in pending["deliveries"]} <= {"stale@1", "stale@2", "stale@3"}
+    assert all(d["waitingFor"].startswith("wave, shard") and d["shards"] == 4 for d in pending["deliveries"] if "waitingFor" in d)
+
+    relay["proc"].proc.send_signal(signal.SIGTERM)
+    assert relay["proc"].proc.wait(timeout=30) == 0
+    stop_relay(relay)
+    before = shards(emulator)
+    files = list(spool.glob("*.json"))
+    assert len(files) == 1, "the shards not yet pinged are handed over to the spool"
+    still_due = json.loads(files[0].read_text())["routes"]
+    assert sorted(still_due) == sorted(f"stale@{topic.rsplit('_', 1)[1]}" for topic in
+                                       {f"PUSH_RC_{n}" for n in range(4)} - {t for t, _ in before})
+
+    restarted = start_relay(emulator, tmp_path, config(spool))
+    try:
+        wait_for("every shard", lambda: len(shards(emulator)) >= 4)
+        wait_for("the spool file goes once every shard is accepted", lambda: not list(spool.glob("*.json")))
+        after = shards(emulator)
+        assert sorted(after) == [(f"PUSH_RC_{n}", "77") for n in range(4)], "every shard once for version 77"
+        assert len(after) > len(before), "the restart resumed the wave"
+    finally:
+        stop_relay(restarted)
