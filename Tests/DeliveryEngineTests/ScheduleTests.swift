@@ -95,7 +95,9 @@ private func advance(_ clock: ManualDeliveryClock, to instant: Duration) {
     try await withEngine(clock: clock) { engine, _ in
         for version in 1...10 {
             advance(clock, to: .seconds(6 * (version - 1)))
-            guard case .pending(_, let later) = await engine.deliver(record(version), plan: plan(stale, version: version, sender: sender), wait: .seconds(5), logger: logger)
+            guard
+                case .pending(_, let later) = await engine.deliver(
+                    record(version), plan: plan(stale, version: version, sender: sender), wait: .seconds(5), logger: logger)
             else {
                 Issue.record("version \(version): a ping in its quiet period is answered 'later'")
                 return
@@ -231,7 +233,9 @@ private func advance(_ clock: ManualDeliveryClock, to instant: Duration) {
     let spool = RecordingSpool()
     let waved = route(waves: .init(shards: 10, spreadSeconds: 60, topic: "PUSH_RC_{shard}"))
     try await withEngine(clock: clock, spool: spool, frozen: true) { engine, _ in
-        guard case .pending(let delivery, _) = await engine.deliver(record(1), plan: plan(waved, version: 1, sender: sender), wait: .seconds(5), logger: logger)
+        guard
+            case .pending(let delivery, _) = await engine.deliver(
+                record(1), plan: plan(waved, version: 1, sender: sender), wait: .seconds(5), logger: logger)
         else {
             Issue.record("a wave under way is answered 'later'")
             return

@@ -121,3 +121,16 @@ private func text(_ path: String) throws -> String {
     for (path, item) in paths { declared[path] = Set(item.keys.filter(verbs.contains).map { $0.uppercased() }) }
     #expect(declared == AllowedMethods.table.mapValues { Set($0.map(\.rawValue)) })
 }
+
+/// The app-side shard example says which shard an installation ID falls in; the hash the docs give (32-bit FNV-1a of
+/// the UTF-8 bytes, modulo the shards) must put it there.
+@Test func theAppSideShardExampleMatchesItsHash() throws {
+    let appSide = try text("docs/app-side.md")
+    let example = try #require(appSide.firstMatch(of: /installation ID `([^`]+)` is in shard (\d+) of (\d+)/))
+    var hash: UInt32 = 0x811C_9DC5
+    for byte in String(example.1).utf8 { hash = (hash ^ UInt32(byte)) &* 0x0100_0193 }
+    #expect(Int(hash % UInt32(example.3)!) == Int(example.2)!)
+    #expect(
+        appSide.contains("for byte in installationID.utf8 { hash = (hash ^ UInt32(byte)) &* 0x0100_0193 }"),
+        "the Swift example is the hash checked here")
+}
