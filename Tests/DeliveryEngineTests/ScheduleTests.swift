@@ -205,24 +205,26 @@ private func advance(_ clock: ManualDeliveryClock, to instant: Duration) {
             advance(clock, to: .seconds(6 * turn))
             try await eventually("shard \(turn)") { sender.sent.count == turn + 1 }
         }
-        // Shard 2 got the 429 at 12 s: it retries after FCM's minute, and every later turn moves a minute too. Each
-        // shard still waiting learns it at its old turn, and waits the minute (one turn at a time: a woken ping
-        // measures its next wait from the clock's time then).
+        // Shard 2 got the 429 at 12 s: it retries after FCM's minute, and no later turn comes before that retry (the
+        // turns move together, 54 s). Each shard still waiting learns it at its old turn (one turn at a time: a woken
+        // ping measures its next wait from the clock's time then).
         await clock.waitForPending { $0.contains(.seconds(60)) }
         for old in stride(from: 18, through: 54, by: 6) {
             advance(clock, to: .seconds(old))
-            await clock.waitForPending { $0.contains(.seconds(60)) }
+            await clock.waitForPending { $0.contains(.seconds(54)) }
         }
         #expect(sender.sent.count == 3, "no turn came during FCM's minute")
-        for seconds in [72] + stride(from: 78, through: 114, by: 6) {
+        advance(clock, to: .seconds(72))
+        try await eventually("the retry and shard 3 at 72 s") { sender.sent.count == 5 }
+        for seconds in stride(from: 78, through: 108, by: 6) {
             advance(clock, to: .seconds(seconds))
             try await eventually("the send at \(seconds) s") { sender.sent.last?.at == .seconds(seconds) }
         }
         try await eventually("every ping settled") { engine.history.list(.init()).allSatisfy { $0.report != nil } }
         let accepted = sender.sent.dropFirst(3)
         #expect(Array(sender.sent.prefix(3).map(\.at)) == [.zero, .seconds(6), .seconds(12)])
-        #expect(accepted.map(\.topic) == (2..<10).map { "PUSH_RC_\($0)" })
-        #expect(accepted.map(\.at) == [72, 78, 84, 90, 96, 102, 108, 114].map { .seconds($0) })
+        #expect(accepted.map(\.topic).sorted() == (2..<10).map { "PUSH_RC_\($0)" })
+        #expect(accepted.map(\.at) == [72, 72, 78, 84, 90, 96, 102, 108].map { .seconds($0) })
         #expect(engine.history.list(.init()).allSatisfy { $0.report?.status == .accepted })
     }
 }
@@ -272,4 +274,24 @@ private func advance(_ clock: ManualDeliveryClock, to instant: Duration) {
 
 extension TemplateVersion {
     fileprivate var versionNumberInt: Int { Int(versionNumber) }
+}
+
+@Test func severalQuotaErrorsPostponeAWaveOnceNotOncePerError() {
+    let clock = ManualDeliveryClock()
+    let schedules = Schedules(clock: clock)
+    let key = Schedules.Key(project: "p", route: "stale")
+    let all = Array(0..<10)
+    #expect(schedules.turn(key, version: 1, shard: 0, present: all, spacing: .seconds(6))?.at == .zero)
+    schedules.sent(key, version: 1, shard: 0)
+    clock.advance(by: .seconds(6))
+    schedules.sent(key, version: 1, shard: 1)
+    // Two pings got a 429 at 6 s, each retrying in 60 s: the turns still to come start at 66 s, once.
+    schedules.postpone(key, by: .seconds(60))
+    schedules.postpone(key, by: .seconds(60))
+    let turns = (2..<10).map { schedules.turn(key, version: 1, shard: $0, present: all, spacing: .seconds(6))?.at }
+    #expect(turns == (0..<8).map { .seconds(66 + 6 * $0) })
+    // A newer version's ping stops as superseded; the wave is held by it.
+    #expect(schedules.turn(key, version: 2, shard: 5, present: all, spacing: .seconds(6)) != nil)
+    #expect(schedules.isHeldByNewer(key, than: 1) && !schedules.isHeldByNewer(key, than: 2))
+    #expect(schedules.turn(key, version: 1, shard: 5, present: all, spacing: .seconds(6)) == nil)
 }

@@ -36,7 +36,49 @@ import Testing
             let statuses = try await relay.admin(.GET, "/admin/deliveries").deliveries.map { ($0.versionNumber, $0.status) }
             #expect(statuses.filter { $0.1 == .superseded }.count == 9 && statuses.filter { $0.1 == .accepted }.map(\.0) == ["10"])
             let metrics = try await relay.admin(.GET, "/metrics").text
-            #expect(metrics.contains(#"rc_relay_quiet_periods_total{project="demo-project",route="stale",outcome="replaced"} 9"#), "\(metrics.split(separator: "\n").filter { $0.contains("quiet") })")
+            #expect(
+                metrics.contains(#"rc_relay_quiet_periods_total{project="demo-project",route="stale",outcome="replaced"} 9"#),
+                "\(metrics.split(separator: "\n").filter { $0.contains("quiet") })")
         }
+    }
+}
+
+/// An operator's send and retry of a waved route: a send reaches every shard at once; a retry of a shard's failed ping
+/// goes to that shard's topic; neither touches the wave under way.
+@Test func anOperatorsSendReachesEveryShardAndARetryGoesToItsShard() async throws {
+    try await withLiveRelay(
+        .standard.routes(
+            """
+              - {name: stale, waves: {shards: 4, spreadSeconds: 4000, topic: "PUSH_RC_{shard}"}, data: {CONFIG_STATE: STALE, V: "{{version}}"}}
+            """
+        ).environment(["RC_RELAY_DELIVERY_DRAIN_SECONDS": "0"])  // the shards still waiting do not hold the test's stop
+    ) { relay in
+        let sent = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "8"}, "route": "stale"}"#)
+        #expect(try sent.deliveries.map(\.route).sorted() == ["stale@0", "stale@1", "stale@2", "stale@3"])
+        #expect(try sent.deliveries.allSatisfy { $0.status == .accepted })
+        let topics = await relay.recordedMessages().compactMap { $0["topic"] as? String }.sorted()
+        #expect(topics == ["PUSH_RC_0", "PUSH_RC_1", "PUSH_RC_2", "PUSH_RC_3"])
+        #expect(try await relay.admin(.GET, "/admin/schedules").decode(Components.Schemas.Schedules.self).waves.isEmpty)
+
+        // A webhook's wave: shard 0 goes at once and FCM refuses it; the rest wait their turns (1000 s apart).
+        await relay.emulator.inject(.init(status: 400, errorCode: "INVALID_ARGUMENT"))
+        let answer = try await relay.post(#"{"versionNumber": "9"}"#)
+        // No spool: nothing is acknowledged while shards wait, so the sender is told to come back (its retry joins).
+        #expect(answer.status == 503, "\(answer.text)")
+        var found: Components.Schemas.DeliveryRecord?
+        try await eventually("shard 0's ping settles") {
+            found = try await relay.admin(.GET, "/admin/deliveries?version=9&route=stale@0").deliveries.first { $0.status != .pending }
+            return found != nil
+        }
+        let record = try #require(found)
+        #expect(record.status == .failed && record.shard == 0 && record.shards == 4)
+        let retried = try await relay.admin(.POST, "/admin/deliveries/\(record.id)/retry")
+        #expect(retried.status == 200, "\(retried.text)")
+        #expect(try retried.record.status == .accepted)
+        let last = await relay.recordedMessages().last
+        #expect(last?["topic"] as? String == "PUSH_RC_0")
+        #expect((last?["data"] as? [String: Any])?["V"] as? String == "9")
+        let waves = try await relay.admin(.GET, "/admin/schedules").decode(Components.Schemas.Schedules.self).waves
+        #expect(waves.map(\.versionNumber) == ["9"] && waves.first?.sent == 1, "the wave goes on")
     }
 }

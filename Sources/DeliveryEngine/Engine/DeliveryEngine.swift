@@ -67,10 +67,14 @@ package final class DeliveryEngine: Service {
         return await recent.deliver(record, wait: wait, onDisk: onDisk) { routes, control in
             // A spooled or parked event sends only the routes still due; a route due in part is sent whole, since its
             // parts may be cut otherwise now (never fewer pings than needed).
+            // A due name the configuration no longer makes (a shard of a wave that changed, a route waved since) stands
+            // for its whole route: never fewer pings than needed.
             let due =
                 routes.map { routes in
                     let bases = Set(routes.map(Ping.baseRoute))
-                    return plan.pings.filter { bases.contains(Ping.baseRoute($0.route)) }
+                    let made = Set(plan.pings.map { Ping.baseRoute($0.route) })
+                    let whole = Set(bases.subtracting(made).map(Ping.routeName))
+                    return plan.pings.filter { bases.contains(Ping.baseRoute($0.route)) || whole.contains(Ping.routeName($0.route)) }
                 } ?? plan.pings
             return await dispatcher.deliver(due, batch: batch, control: control, logger: logger)
         }

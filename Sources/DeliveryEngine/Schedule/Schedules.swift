@@ -100,8 +100,8 @@ package final class Schedules: Sendable {
     /// The shard's turn for its ping of `version`; nil when a newer version holds the wave. `present`: the version's
     /// shards being delivered (all of them, or those a spooled event still owes), laid out on the version's first call.
     func turn(_ key: Key, version: Int64, shard: Int, present: [Int], spacing: Duration) -> Turn? {
-        let now = clock.instant()
-        return state.withLock { state -> Turn? in
+        state.withLock { state -> Turn? in
+            let now = clock.instant()  // under the lock: a takeover never reads a time older than a turn just taken
             guard var wave = state.waves[key], wave.version >= version else {
                 let wave = Self.layOut(over: state.waves[key], version: version, shards: present, spacing: spacing, now: now)
                 state.waves[key] = wave
@@ -154,14 +154,24 @@ package final class Schedules: Sendable {
         }
     }
 
-    /// FCM said 429 during the wave: every turn still to come moves `delay` later.
+    /// FCM said 429 during the wave, and the ping that got it retries in `delay`: no turn still to come is earlier
+    /// than that retry. The turns move together, keeping their spacing; several 429s do not add up.
     func postpone(_ key: Key, by delay: Duration) {
-        let now = clock.instant()
         state.withLock { state in
+            let now = clock.instant()
             guard var wave = state.waves[key] else { return }
-            for (shard, turn) in wave.turns where turn > now || !wave.sent.contains(shard) { wave.turns[shard] = max(turn, now) + delay }
+            let pending = wave.turns.filter { !wave.sent.contains($0.key) && !wave.ended.contains($0.key) }
+            guard let earliest = pending.values.min() else { return }
+            let shift = now + delay - max(earliest, now)
+            guard shift > .zero else { return }
+            for (shard, turn) in pending { wave.turns[shard] = max(turn, now) + shift }
             state.waves[key] = wave
         }
+    }
+
+    /// Whether a newer version than `version` holds the route's wave.
+    func isHeldByNewer(_ key: Key, than version: Int64) -> Bool {
+        state.withLock { ($0.waves[key]?.version ?? .min) > version }
     }
 
     // MARK: For the admin API

@@ -30,11 +30,11 @@ struct Dispatcher: Sendable {
     }
 
     func deliver(_ pings: [Ping], batch: DeliveryBatch, control: DeliveryControl, logger: Logger) async -> [DeliveryReport] {
-        if pings.count == 1 { return [await deliver(pings[0], batch: batch, control: control, shards: [:], logger: logger)] }  // no child task needed
         // Each waved route's shards in this delivery (all, or those a spooled event still owes): its wave's layout.
         let shards = pings.reduce(into: [String: [Int]]()) { shards, ping in
             if let shard = ping.schedule.shard { shards[Ping.routeName(ping.route), default: []].append(shard.index) }
         }
+        if pings.count == 1 { return [await deliver(pings[0], batch: batch, control: control, shards: shards, logger: logger)] }  // no child task needed
         return await withTaskGroup(of: (Int, DeliveryReport).self) { group in
             for (index, ping) in pings.enumerated() {
                 group.addTask { (index, await deliver(ping, batch: batch, control: control, shards: shards, logger: logger)) }
@@ -60,7 +60,8 @@ struct Dispatcher: Sendable {
         if case .token = ping.message.target { realDelivery = false }
         var report: DeliveryReport
         // Quiet periods and waves are for real deliveries: a dry run or an operator's send goes at once.
-        if realDelivery, !ping.schedule.isImmediate,
+        let scheduled = realDelivery && !ping.schedule.isImmediate
+        if scheduled,
             let ended = await waitForTurn(
                 ping, version: batch.version.versionNumber, shards: shards[Ping.routeName(ping.route)] ?? [], id: id, control: control,
                 logger: logger)
@@ -71,7 +72,7 @@ struct Dispatcher: Sendable {
                 ping, version: batch.version.versionNumber, validateOnly: validateOnly, supersedes: realDelivery, control: control,
                 logger: logger)
         }
-        if let shard = ping.schedule.shard {
+        if scheduled, let shard = ping.schedule.shard {
             schedules.ended(
                 Schedules.Key(project: ping.project, route: Ping.routeName(ping.route)), version: batch.version.versionNumber, shard: shard.index)
         }
@@ -104,9 +105,11 @@ struct Dispatcher: Sendable {
             }
             history.waiting(id, until: clock.now().addingTimeInterval(Schedules.seconds(quiet)), for: "quiet period")
             control.onRetry(quiet)  // the sender is answered now: the ping goes later
-            _ = await control.pause(for: quiet)
+            // Until the period's end: a pause also ends early when an operator discards another route of the event.
+            let end = clock.instant() + quiet
+            while !control.isStopped, clock.instant() < end { _ = await control.pause(for: end - clock.instant()) }
             let goes = schedules.leaveQuiet(key, version: version)
-            if control.isStopped { return .interrupted }
+            if control.isStopped { return goes ? .interrupted : .superseded }
             guard goes else {
                 metrics.quietPeriod(project: ping.project, route: route, outcome: "replaced")
                 logger.notice("ping stands down: a newer version arrived in its quiet period")
@@ -126,10 +129,11 @@ struct Dispatcher: Sendable {
                 let wait = turn.at - clock.instant()
                 if wait <= .zero { break }
                 history.waiting(
-                    id, until: clock.now().addingTimeInterval(Schedules.seconds(wait)), for: "wave, shard \(shard.index + 1) of \(shard.count)")
+                    id, until: clock.now().addingTimeInterval(Schedules.seconds(wait)), for: "wave turn of shard \(shard.index)")
                 control.onRetry(wait)
                 _ = await control.pause(for: wait)
-                if control.isStopped { return .interrupted }
+                // Stopped: handed over to the spool, unless a newer version holds the wave (it owes this shard).
+                if control.isStopped { return schedules.isHeldByNewer(key, than: version) ? .superseded : .interrupted }
             }
             schedules.sent(key, version: version, shard: shard.index)
             metrics.waveShard(project: ping.project, route: route)

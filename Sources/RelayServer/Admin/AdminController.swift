@@ -141,7 +141,10 @@ struct AdminController: Sendable {
             guard let route = pipeline.routes.routes.first(where: { $0.name == name }) else {
                 throw Refusal(kind: .notFound, detail: "project '\(project)' has no route named '\(name)'; GET /admin/routes lists them")
             }
-            pings = [Ping(route: route.name, project: project, message: route.message(for: version, project: project))]
+            // Every shard of a waved route, at once: an operator's send does not wait for turns.
+            pings = route.pings(of: route.message(for: version, project: project), project: project).map {
+                Ping(route: $0.route, project: $0.project, message: $0.message)
+            }
         } else {
             pings = pipeline.routes.pings(for: version, project: project)
         }
@@ -194,7 +197,7 @@ struct AdminController: Sendable {
             throw Refusal(kind: .notRetryable, detail: "ping \(id) went to one device, whose token is not kept; send it again with POST /admin/send")
         }
         let (project, pipeline) = try self.pipeline(entry.project)
-        let name = Ping.baseRoute(entry.route)
+        let name = Ping.routeName(entry.route)
         guard let route = pipeline.routes.routes.first(where: { $0.name == name }) else {
             throw Refusal(kind: .notFound, detail: "route '\(name)' is no longer configured for project '\(project)'")
         }
@@ -202,7 +205,7 @@ struct AdminController: Sendable {
         // The route as configured now (a fix to it is why one retries), to the audience the ping went to; what the
         // version changed is not kept, so {{changedParameters}} is `*`.
         var message = route.message(for: entry.version, project: project)
-        if route.isChangeAware, let audience = entry.audience { message.target = audience }
+        if route.isChangeAware || route.waves != nil, let audience = entry.audience { message.target = audience }
         let ping = Ping(route: entry.route, project: project, message: message, decision: entry.decision)
         let batch = DeliveryBatch(
             version: entry.version, eventID: entry.eventID, origin: .retry, receivedAt: Date(), retryOf: id, validateOnly: entry.validateOnly)
