@@ -26,7 +26,9 @@ struct AdminGate: RouterMiddleware {
         // Decided on segments, as the router matches them: `//admin/info` and `/metrics/` are the same routes.
         let segments = path.split(separator: "/")
         let isAdmin = segments.first == "admin"
-        let onAdminListener = isAdmin || segments == ["metrics"]
+        // The operator's page lives with the admin API, and signs in with its own session (ConsoleRoutes).
+        let isConsole = segments.first == "console"
+        let onAdminListener = isAdmin || isConsole || segments == ["metrics"]
         // Answered here, not thrown: a path this listener does not serve is not there at all (404), whatever the method.
         let notHere = Problem(.notFound, detail: "\(request.method) \(path) is not served here", requestID: RequestInfo.current?.id ?? "")
         switch listener {
@@ -35,17 +37,18 @@ struct AdminGate: RouterMiddleware {
         default:
             break
         }
-        guard isAdmin else { return try await next(request, context) }
+        guard isAdmin || isConsole else { return try await next(request, context) }
         let tokens = configuration.current.settings.adminTokens
         guard !tokens.isEmpty else { return notHere.response() }
-        guard let presented = Self.bearer(request.headers[.authorization]), Self.matches(presented, tokens) else {
+        // The console signs in with its own session (ConsoleRoutes); the admin API needs a bearer token.
+        if isAdmin, Self.bearer(request.headers[.authorization]).map({ Self.matches($0, tokens) }) != true {
             let id = RequestInfo.current?.id ?? ""
             RequestInfo.current?.logger.notice("admin request refused: no valid bearer token", metadata: ["path": "\(path)"])
             var response = Problem(.unauthorized, detail: "send Authorization: Bearer with a token from admin.tokens", requestID: id).response()
             response.headers[.wwwAuthenticate] = "Bearer realm=\"rc-relay admin\""
             return response
         }
-        // Admin bodies are bounded as webhooks are: on Content-Length, then while reading.
+        // Admin and console bodies are bounded as webhooks are: on Content-Length, then while reading.
         let limit = configuration.current.settings.maxBodyBytes
         let tooLarge = Problem(.bodyTooLarge, detail: "the body is larger than \(limit) bytes", requestID: RequestInfo.current?.id ?? "")
         if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit { return tooLarge.response() }

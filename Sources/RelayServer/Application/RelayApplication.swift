@@ -53,8 +53,10 @@ public enum RelayApplication {
             intake: WebhookIntake(configuration: store, drain: drain, metrics: metrics),
             controller: WebhookController(configuration: store, engine: engine, planner: planner, relayed: relayed, metrics: metrics))
         let server = httpServer(settings)
+        let console = ConsoleRoutes(admin: api.admin, probes: api.probes, configuration: store, sessions: ConsoleSessions())
         let main = Application(
-            router: try makeRouter(api, ingest: ingest, configuration: store, listener: settings.adminPort == nil ? .only : .main, logger: logger),
+            router: try makeRouter(
+                api, ingest: ingest, console: console, configuration: store, listener: settings.adminPort == nil ? .only : .main, logger: logger),
             server: server,
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "rc-relay"),
             // Shut down in reverse: the engine drains while the HTTP client is still up.
@@ -65,7 +67,7 @@ public enum RelayApplication {
         if let adminPort = settings.adminPort {
             services.append(
                 Application(
-                    router: try makeRouter(api, ingest: ingest, configuration: store, listener: .admin, logger: logger),
+                    router: try makeRouter(api, ingest: ingest, console: console, configuration: store, listener: .admin, logger: logger),
                     server: server,
                     configuration: .init(address: .hostname(settings.adminHost, port: adminPort), serverName: "rc-relay-admin"),
                     onServerRunning: { channel in await onAdminRunning(channel.localAddress?.port ?? adminPort) },
@@ -145,13 +147,15 @@ public enum RelayApplication {
     /// One listener's routes, behind the request log and the admin gate: the ingest routes, and the rest generated
     /// from `openapi.yaml`.
     static func makeRouter(
-        _ api: RelayAPI, ingest: IngestRoutes, configuration: ConfigurationStore, listener: AdminGate.Listener, logger: Logger
+        _ api: RelayAPI, ingest: IngestRoutes, console: ConsoleRoutes, configuration: ConfigurationStore, listener: AdminGate.Listener,
+        logger: Logger
     ) throws -> Router<RelayRequestContext> {
         let router = Router(context: RelayRequestContext.self)
         router.add(middleware: RequestLogMiddleware(configuration: configuration, logger: logger))
         router.add(middleware: AdminGate(listener: listener, configuration: configuration))
         ingest.register(on: router)
         AdminBodyRoutes(admin: api.admin).register(on: router)
+        console.register(on: router)
         try api.registerHandlers(
             on: router,
             // Compact JSON: pretty-printing (the generator's default) costs CPU on every answer and helps no machine.

@@ -1,0 +1,350 @@
+import DeliveryEngine
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import RelayCore
+
+/// The operator's page (`/console`): server-rendered HTML over what the admin API already serves, for the people who
+/// publish templates. It lives beside `/admin/` (same listener; absent when no admin token is configured), signs in
+/// with an admin token exchanged for a session cookie, and needs no script: every action is a form carrying the
+/// session's CSRF token. Every answer forbids framing, scripts and caching (`Content-Security-Policy`).
+struct ConsoleRoutes: Sendable {
+    let admin: AdminController
+    let probes: Probes
+    let configuration: ConfigurationStore
+    let sessions: ConsoleSessions
+
+    static let contentSecurityPolicy =
+        "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+    func register(on router: Router<RelayRequestContext>) {
+        router.get("/console/style.css") { _, _ in
+            Self.response(.ok, type: "text/css; charset=utf-8", body: ConsoleTemplates.css, cache: "max-age=3600")
+        }
+        router.get("/console/sign-in") { request, _ in
+            if session(request) != nil { return Self.redirect("/console") }
+            return page("Sign in", "sign-in", [:], session: nil)
+        }
+        router.post("/console/sign-in") { request, context in try await signIn(request, context) }
+        router.post("/console/sign-out") { request, _ in
+            try await form(request) { session, _ in
+                sessions.signOut(session.id)
+                logger.notice("console sign-out")
+                var response = Self.redirect("/console/sign-in")
+                response.headers[.setCookie] = cookie("", request: request, maxAge: 0)
+                return response
+            }
+        }
+        router.get("/console") { request, _ in
+            await signedIn(request) { session in page("Overview", "overview", await overview(), session: session, current: "overview") }
+        }
+        router.get("/console/deliveries") { request, _ in
+            await signedIn(request) { session in
+                page(
+                    "Deliveries", "deliveries", deliveries(request.uri.queryParameters, csrf: session.csrf), session: session,
+                    current: "deliveriesPage")
+            }
+        }
+        router.get("/console/deliveries/:id") { request, context in
+            let id = context.parameters.get("id") ?? ""
+            return await signedIn(request) { session in
+                guard let entry = admin.engine.history.entry(id) else {
+                    return page(
+                        "No such ping", "overview", await overview(), session: session, notice: "No ping '\(id)' in the pings kept.",
+                        status: .notFound)
+                }
+                return page("Ping \(id)", "delivery", Self.delivery(entry, csrf: session.csrf), session: session, current: "deliveriesPage")
+            }
+        }
+        router.post("/console/deliveries/:id/retry") { request, context in
+            let id = context.parameters.get("id") ?? ""
+            return try await form(request) { session, _ in
+                do throws(Refusal) {
+                    let retried = try await admin.retry(id)
+                    logger.notice("console retry", metadata: ["retry_of": "\(id)", "delivery_id": "\(retried.id)"])
+                    return Self.redirect("/console/deliveries/\(retried.id)")
+                } catch {
+                    return page("Not retried", "overview", await overview(), session: session, notice: error.detail, status: .conflict)
+                }
+            }
+        }
+        router.get("/console/schedules") { request, _ in
+            await signedIn(request) { session in page("Waves and quiet periods", "schedules", schedules(), session: session, current: "schedulesPage")
+            }
+        }
+        router.get("/console/routes") { request, _ in
+            await signedIn(request) { session in page("Routes", "routes", routes(), session: session, current: "routesPage") }
+        }
+    }
+
+    private var logger: Logger { RequestInfo.current?.logger ?? Logger(label: "rc-relay") }
+    private var tokens: [String] { configuration.current.settings.adminTokens }
+
+    // MARK: Sessions and forms
+
+    private func session(_ request: Request) -> ConsoleSessions.Session? {
+        sessions.session(Self.cookie(ConsoleSessions.cookieName, in: request), tokens: tokens)
+    }
+
+    private func signedIn(_ request: Request, _ render: (ConsoleSessions.Session) async -> Response) async -> Response {
+        guard let session = session(request) else { return Self.redirect("/console/sign-in") }
+        return await render(session)
+    }
+
+    /// A state-changing form: it needs a session, a request from the page's own origin, and the session's CSRF token.
+    private func form(_ request: Request, _ act: (ConsoleSessions.Session, [String: String]) async throws -> Response) async throws -> Response {
+        guard let session = session(request) else { return Self.redirect("/console/sign-in") }
+        let fields = try await Self.fields(request)
+        guard Self.sameOrigin(request), ConsoleSessions.csrfMatches(fields["csrf"], session) else {
+            logger.warning("console form refused: no valid CSRF token or another origin", metadata: ["path": "\(request.uri.path)"])
+            return page(
+                "Refused", "overview", [:], session: session,
+                notice: "This form was not sent from this page (its CSRF token is missing or wrong). Reload the page and try again.",
+                status: .forbidden)
+        }
+        return try await act(session, fields)
+    }
+
+    private func signIn(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
+        let fields = try await Self.fields(request)
+        guard Self.sameOrigin(request) else {
+            logger.warning(
+                "console sign-in refused: the form came from another origin",
+                metadata: ["origin": "\(request.headers[HTTPField.Name("Origin")!] ?? "-")", "host": "\(request.head.authority ?? "-")"])
+            return page("Sign in", "sign-in", ["error": "This sign-in did not come from this page."], session: nil, status: .forbidden)
+        }
+        guard let session = sessions.signIn(token: fields["token"] ?? "", tokens: tokens) else {
+            let address = context.remoteAddress?.ipAddress ?? "unknown"
+            let delay = sessions.failed(from: address)
+            logger.notice("console sign-in refused: not an admin token", metadata: ["peer": "\(address)", "slowed_by": "\(delay)"])
+            try? await Task.sleep(for: delay)
+            return page("Sign in", "sign-in", ["error": "That is not an admin token."], session: nil, status: .unauthorized)
+        }
+        logger.notice("console sign-in")
+        var response = Self.redirect("/console")
+        response.headers[.setCookie] = cookie(session.id, request: request, maxAge: Int(sessions.lifetime))
+        return response
+    }
+
+    /// `Secure` when the browser reached the relay over TLS (a proxy in front says so with X-Forwarded-Proto).
+    private func cookie(_ value: String, request: Request, maxAge: Int) -> String {
+        let secure = request.headers[HTTPField.Name("X-Forwarded-Proto")!]?.lowercased() == "https" || request.head.scheme == "https"
+        return "\(ConsoleSessions.cookieName)=\(value); Path=/console; Max-Age=\(maxAge); HttpOnly; SameSite=Strict" + (secure ? "; Secure" : "")
+    }
+
+    static func cookie(_ name: String, in request: Request) -> String? {
+        for header in request.headers[values: .cookie] {
+            for pair in header.split(separator: ";") {
+                let parts = pair.split(separator: "=", maxSplits: 1)
+                if parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces) == name {
+                    return String(parts[1]).trimmingCharacters(in: .whitespaces)
+                }
+            }
+        }
+        return nil
+    }
+
+    /// No `Origin` (an older browser, a test client), or one naming this host.
+    static func sameOrigin(_ request: Request) -> Bool {
+        guard let origin = request.headers[HTTPField.Name("Origin")!] else { return true }
+        guard let host = request.head.authority, let url = URL(string: origin), let originHost = url.host else { return false }
+        let port = url.port.map { ":\($0)" } ?? ""
+        return "\(originHost)\(port)" == host
+    }
+
+    /// An `application/x-www-form-urlencoded` body (the admin gate bounds its size).
+    static func fields(_ request: Request) async throws -> [String: String] {
+        var request = request
+        let buffer = try await request.collectBody(upTo: .max)
+        var components = URLComponents()
+        components.percentEncodedQuery = String(buffer: buffer).replacingOccurrences(of: "+", with: "%20")
+        var fields: [String: String] = [:]
+        for item in components.queryItems ?? [] { fields[item.name] = item.value ?? "" }
+        return fields
+    }
+
+    // MARK: Pages
+
+    private func page(
+        _ title: String, _ template: String, _ context: [String: Any], session: ConsoleSessions.Session?, current: String? = nil,
+        notice: String? = nil, status: HTTPResponse.Status = .ok
+    ) -> Response {
+        var layout: [String: Any] = [
+            "title": title, "body": ConsoleTemplates.render(template, context), "version": RelayApplication.version,
+            "signedIn": session != nil, "csrf": session?.csrf ?? "",
+        ]
+        if let current { layout[current] = true }
+        if let notice { layout["notice"] = notice }
+        return Self.response(status, type: "text/html; charset=utf-8", body: ConsoleTemplates.render("layout", layout))
+    }
+
+    static func response(_ status: HTTPResponse.Status, type: String, body: String, cache: String = "no-store") -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = type
+        headers[.cacheControl] = cache
+        headers[HTTPField.Name("Content-Security-Policy")!] = contentSecurityPolicy
+        headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
+        headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
+        headers[HTTPField.Name("Referrer-Policy")!] = "same-origin"  // no-referrer would make the browser send Origin: null on its own forms
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
+    }
+
+    static func redirect(_ location: String) -> Response {
+        var response = response(.seeOther, type: "text/plain; charset=utf-8", body: "")
+        response.headers[.location] = location
+        return response
+    }
+
+    private func overview() async -> [String: Any] {
+        let checks = await probes.readiness()
+        var publishes: [(key: String, value: [String: Any], pings: [[String: Any]])] = []
+        for entry in admin.engine.history.list(.init(limit: 300)) where !entry.toDevice && entry.origin != .send {
+            let key = "\(entry.project)/\(entry.version.versionNumber)"
+            let ping: [String: Any] = ["id": entry.id, "route": entry.route, "status": Self.status(entry), "waiting": entry.waitingFor ?? ""]
+            if let index = publishes.firstIndex(where: { $0.key == key }) {
+                publishes[index].pings.append(ping)
+            } else if publishes.count < 10 {
+                publishes.append(
+                    (key, ["version": String(entry.version.versionNumber), "project": entry.project, "when": Self.when(entry.receivedAt)], [ping]))
+            }
+        }
+        return [
+            "checks": checks.map { ["name": $0.name, "ok": $0.ok, "detail": $0.detail] as [String: Any] },
+            "projects": configuration.current.projects.ids,
+            "publishes": publishes.map { publish in publish.value.merging(["pings": publish.pings.reversed() as [[String: Any]]]) { $1 } },
+        ]
+    }
+
+    static let statuses = ["", "pending", "accepted", "validated", "failed", "dead", "superseded", "interrupted"]
+
+    private func deliveries(_ query: Parameters, csrf: String) -> [String: Any] {
+        let status = query.get("status").flatMap { Self.statuses.contains($0) && !$0.isEmpty ? $0 : nil }
+        let route = query.get("route").flatMap { $0.isEmpty ? nil : String($0.prefix(200)) }
+        let project = query.get("project").flatMap { $0.isEmpty ? nil : String($0.prefix(200)) }
+        var problem: String?
+        var version: Int64?
+        if let text = query.get("version"), !text.isEmpty {
+            if text.utf8.count <= 18, text.utf8.allSatisfy({ (48...57).contains($0) }) {
+                version = Int64(text)
+            } else {
+                problem = "A version is a number."
+            }
+        }
+        let entries = admin.engine.history.list(.init(status: status, route: route, project: project, version: version, limit: 200))
+        return [
+            "statuses": Self.statuses.map { ["value": $0, "label": $0.isEmpty ? "any" : $0, "selected": $0 == (status ?? "")] as [String: Any] },
+            "route": route ?? "", "project": project ?? "", "version": version.map(String.init) ?? "", "problem": problem ?? "",
+            "count": entries.count,
+            "rows": entries.map { entry -> [String: Any] in
+                [
+                    "id": entry.id, "when": Self.when(entry.receivedAt), "project": entry.project, "version": String(entry.version.versionNumber),
+                    "route": entry.route, "status": Self.status(entry), "waiting": Self.waiting(entry), "attempts": entry.report?.attempts.count ?? 0,
+                    "retryable": Self.retryable(entry), "csrf": csrf,
+                ]
+            },
+        ]
+    }
+
+    static func delivery(_ entry: DeliveryHistory.Entry, csrf: String) -> [String: Any] {
+        let report = entry.report
+        return [
+            "id": entry.id, "project": entry.project, "route": entry.route, "version": String(entry.version.versionNumber),
+            "status": status(entry), "origin": entry.origin.rawValue, "retryOf": entry.retryOf ?? "",
+            "audience": entry.toDevice ? "one device" : (entry.audience?.key ?? "-"), "decision": entry.decision ?? "",
+            "waiting": waiting(entry), "received": when(entry.receivedAt), "settled": entry.settledAt.map { when($0) } ?? "",
+            "messageName": report?.messageName ?? "", "error": report?.error.map { "\($0.errorCode ?? "-") \($0.message)" } ?? "",
+            "retryable": retryable(entry), "csrf": csrf,
+            "attempts": (report?.attempts ?? []).enumerated().map { index, attempt -> [String: Any] in
+                [
+                    "number": index + 1, "at": when(attempt.at), "httpStatus": attempt.httpStatus.map(String.init) ?? "no answer",
+                    "errorCode": attempt.errorCode ?? "-",
+                ]
+            },
+        ]
+    }
+
+    private func schedules() -> [String: Any] {
+        let schedules = admin.engine.schedules
+        let quiet = schedules.quietPeriods
+        return [
+            "waves": schedules.waves.map { wave -> [String: Any] in
+                [
+                    "route": wave.route, "project": wave.project, "version": String(wave.version), "shards": wave.shards, "sent": wave.sent,
+                    "started": Self.when(wave.startedAt), "next": wave.nextSendAt.map { Self.when($0) } ?? "",
+                ]
+            },
+            "hasQuiet": !quiet.isEmpty,
+            "quiet": quiet.map {
+                ["project": $0.project, "route": $0.route, "audience": $0.audience, "version": String($0.version), "until": Self.when($0.until)]
+                    as [String: Any]
+            },
+        ]
+    }
+
+    private func routes() -> [String: Any] {
+        let current = configuration.current
+        return [
+            "projects": current.projects.ids.compactMap { id -> [String: Any]? in
+                guard let pipeline = current.projects[id] else { return nil }
+                return [
+                    "id": id,
+                    "routes": pipeline.routes.routes.map { route -> [String: Any] in
+                        var when: [String] = []
+                        if let types = route.updateTypes { when.append("update types: " + types.sorted().joined(separator: ", ")) }
+                        if let origins = route.origins { when.append("origins: " + origins.sorted().joined(separator: ", ")) }
+                        if let changed = route.definition.when?.changed {
+                            when.append("changes to: " + ((changed.parameters ?? []) + (changed.conditions ?? [])).joined(separator: ", "))
+                        }
+                        var schedule: [String] = []
+                        if route.quiet > .zero { schedule.append("quiet period \(route.quiet.components.seconds) s") }
+                        if let waves = route.waves { schedule.append("\(waves.shards) shards over \(waves.spreadSeconds) s (\(waves.topicPattern))") }
+                        return [
+                            "name": route.name, "target": route.waves.map { "topics \($0.topicPattern)" } ?? route.target.key,
+                            "when": when.isEmpty ? "every version" : when.joined(separator: "; "),
+                            "data": route.data.map { "\($0.key)=\($0.value)" }.joined(separator: " "),
+                            "schedule": schedule.isEmpty ? "at once" : schedule.joined(separator: "; "),
+                        ]
+                    },
+                ]
+            }
+        ]
+    }
+
+    // MARK: Formatting
+
+    static func status(_ entry: DeliveryHistory.Entry) -> String { entry.report?.status.rawValue ?? "pending" }
+
+    static func retryable(_ entry: DeliveryHistory.Entry) -> Bool {
+        guard let status = entry.report?.status else { return false }
+        return (status == .dead || status == .failed) && !entry.toDevice
+    }
+
+    static func waiting(_ entry: DeliveryHistory.Entry) -> String {
+        guard let reason = entry.waitingFor else { return "" }
+        return entry.waitingUntil.map { "\(reason) until \(when($0))" } ?? reason
+    }
+
+    /// `2026-11-25 04:14:40 UTC (3 min ago)`.
+    static func when(_ date: Date, now: Date = Date()) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
+        let stamp = String(format: "%04d-%02d-%02d %02d:%02d:%02d UTC", c.year!, c.month!, c.day!, c.hour!, c.minute!, c.second!)
+        return "\(stamp) (\(relative(date, now: now)))"
+    }
+
+    static func relative(_ date: Date, now: Date) -> String {
+        let seconds = Int(now.timeIntervalSince(date).rounded())
+        let magnitude = abs(seconds)
+        let text: String
+        switch magnitude {
+        case ..<5: return "just now"
+        case ..<60: text = "\(magnitude) s"
+        case ..<3600: text = "\(magnitude / 60) min"
+        case ..<86_400: text = "\(magnitude / 3600) h"
+        default: text = "\(magnitude / 86_400) d"
+        }
+        return seconds >= 0 ? "\(text) ago" : "in \(text)"
+    }
+}

@@ -1,0 +1,213 @@
+import Mustache
+
+/// The operator's page's HTML: Mustache templates (every `{{value}}` HTML-escaped; `{{{body}}}` only for a page
+/// this code rendered) and one small style sheet. No script: every action is a form.
+enum ConsoleTemplates {
+    static let library: MustacheLibrary = {
+        var library = MustacheLibrary()
+        for (name, text) in templates {
+            do {
+                try library.register(text, named: name)
+            } catch {
+                preconditionFailure("console template \(name) does not parse: \(error)")  // a build-time constant
+            }
+        }
+        return library
+    }()
+
+    static func render(_ name: String, _ context: [String: Any]) -> String {
+        library.render(withoutEmptyStrings(context), withTemplate: name) ?? ""
+    }
+
+    /// Mustache takes an empty string as true in `{{#field}}`: an empty value is left out, so its section is skipped.
+    static func withoutEmptyStrings(_ value: Any) -> Any {
+        switch value {
+        case let dictionary as [String: Any]:
+            return dictionary.compactMapValues { ($0 as? String)?.isEmpty == true ? nil : withoutEmptyStrings($0) }
+        case let list as [[String: Any]]:
+            return list.map { withoutEmptyStrings($0) }
+        default:
+            return value
+        }
+    }
+
+    static let templates: [String: String] = [
+        "layout": """
+        <!doctype html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>{{title}} · rc-relay</title>
+        <link rel="stylesheet" href="/console/style.css">
+        </head>
+        <body>
+        <header>
+        <a class="brand" href="/console">rc-relay</a>
+        {{#signedIn}}
+        <nav aria-label="Pages">
+        <a href="/console"{{#overview}} aria-current="page"{{/overview}}>Overview</a>
+        <a href="/console/deliveries"{{#deliveriesPage}} aria-current="page"{{/deliveriesPage}}>Deliveries</a>
+        <a href="/console/schedules"{{#schedulesPage}} aria-current="page"{{/schedulesPage}}>Waves and quiet periods</a>
+        <a href="/console/routes"{{#routesPage}} aria-current="page"{{/routesPage}}>Routes</a>
+        </nav>
+        <form method="post" action="/console/sign-out" class="inline">
+        <input type="hidden" name="csrf" value="{{csrf}}">
+        <button type="submit">Sign out</button>
+        </form>
+        {{/signedIn}}
+        </header>
+        <main>
+        <h1>{{title}}</h1>
+        {{#notice}}<p class="notice" role="status">{{notice}}</p>{{/notice}}
+        {{{body}}}
+        </main>
+        <footer>rc-relay {{version}} · times in UTC</footer>
+        </body>
+        </html>
+        """,
+        "sign-in": """
+        <form method="post" action="/console/sign-in" class="card">
+        {{#error}}<p class="error" role="alert">{{error}}</p>{{/error}}
+        <label for="token">Admin token</label>
+        <input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
+        <p class="hint">A token from <code>admin.tokens</code>. It is exchanged for a session cookie and never shown again.</p>
+        <button type="submit">Sign in</button>
+        </form>
+        """,
+        "overview": """
+        <section aria-labelledby="checks">
+        <h2 id="checks">Readiness</h2>
+        <ul class="checks">
+        {{#checks}}<li><span class="{{#ok}}ok{{/ok}}{{^ok}}bad{{/ok}}">{{#ok}}OK{{/ok}}{{^ok}}FAILING{{/ok}}</span> <strong>{{name}}</strong>: {{detail}}</li>{{/checks}}
+        </ul>
+        <p>Projects: {{#projects}}<code>{{.}}</code> {{/projects}}</p>
+        </section>
+        <section aria-labelledby="publishes">
+        <h2 id="publishes">Last publishes</h2>
+        {{^publishes}}<p>No version has been relayed since the start.</p>{{/publishes}}
+        {{#publishes}}
+        <article class="publish">
+        <h3>Version {{version}} of <code>{{project}}</code> <small>{{when}}</small></h3>
+        <ul>
+        {{#pings}}<li><a href="/console/deliveries/{{id}}">{{route}}</a>: <span class="status {{status}}">{{status}}</span>{{#waiting}} ({{waiting}}){{/waiting}}</li>{{/pings}}
+        </ul>
+        </article>
+        {{/publishes}}
+        </section>
+        """,
+        "deliveries": """
+        <form method="get" action="/console/deliveries" class="filters" aria-label="Filter deliveries">
+        <label>Status <select name="status">
+        {{#statuses}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/statuses}}
+        </select></label>
+        <label>Route <input name="route" value="{{route}}" size="12"></label>
+        <label>Project <input name="project" value="{{project}}" size="12"></label>
+        <label>Version <input name="version" value="{{version}}" size="8" inputmode="numeric"></label>
+        <button type="submit">Filter</button>
+        </form>
+        {{#problem}}<p class="error" role="alert">{{problem}}</p>{{/problem}}
+        <table>
+        <caption>{{count}} ping(s), newest first</caption>
+        <thead><tr><th scope="col">Received</th><th scope="col">Project</th><th scope="col">Version</th><th scope="col">Route</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Action</th></tr></thead>
+        <tbody>
+        {{#rows}}
+        <tr>
+        <td>{{when}}</td><td>{{project}}</td><td>{{version}}</td>
+        <td><a href="/console/deliveries/{{id}}">{{route}}</a></td>
+        <td><span class="status {{status}}">{{status}}</span>{{#waiting}}<br><small>{{waiting}}</small>{{/waiting}}</td>
+        <td>{{attempts}}</td>
+        <td>{{#retryable}}<form method="post" action="/console/deliveries/{{id}}/retry" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><button type="submit" aria-label="Retry ping {{id}}">Retry</button></form>{{/retryable}}</td>
+        </tr>
+        {{/rows}}
+        </tbody>
+        </table>
+        """,
+        "delivery": """
+        <dl class="facts">
+        <dt>Ping</dt><dd><code>{{id}}</code></dd>
+        <dt>Project</dt><dd>{{project}}</dd>
+        <dt>Route</dt><dd>{{route}}</dd>
+        <dt>Version</dt><dd>{{version}}</dd>
+        <dt>Status</dt><dd><span class="status {{status}}">{{status}}</span></dd>
+        <dt>Origin</dt><dd>{{origin}}{{#retryOf}} (retry of <a href="/console/deliveries/{{retryOf}}">{{retryOf}}</a>){{/retryOf}}</dd>
+        <dt>Audience</dt><dd>{{audience}}</dd>
+        {{#decision}}<dt>Decision</dt><dd>{{decision}}</dd>{{/decision}}
+        {{#waiting}}<dt>Waiting for</dt><dd>{{waiting}}</dd>{{/waiting}}
+        <dt>Received</dt><dd>{{received}}</dd>
+        {{#settled}}<dt>Settled</dt><dd>{{settled}}</dd>{{/settled}}
+        {{#messageName}}<dt>FCM message</dt><dd><code>{{messageName}}</code></dd>{{/messageName}}
+        {{#error}}<dt>Last error</dt><dd>{{error}}</dd>{{/error}}
+        </dl>
+        {{#retryable}}<form method="post" action="/console/deliveries/{{id}}/retry"><input type="hidden" name="csrf" value="{{csrf}}"><button type="submit">Retry this ping</button></form>{{/retryable}}
+        <table>
+        <caption>Attempts</caption>
+        <thead><tr><th scope="col">#</th><th scope="col">Time</th><th scope="col">HTTP status</th><th scope="col">FCM error code</th></tr></thead>
+        <tbody>
+        {{#attempts}}<tr><td>{{number}}</td><td>{{at}}</td><td>{{httpStatus}}</td><td>{{errorCode}}</td></tr>{{/attempts}}
+        </tbody>
+        </table>
+        """,
+        "schedules": """
+        <section aria-labelledby="waves">
+        <h2 id="waves">Waves</h2>
+        {{^waves}}<p>No wave under way.</p>{{/waves}}
+        {{#waves}}
+        <article class="wave">
+        <h3><code>{{route}}</code> of <code>{{project}}</code>, version {{version}}</h3>
+        <label>{{sent}} of {{shards}} shards sent <progress max="{{shards}}" value="{{sent}}">{{sent}} of {{shards}}</progress></label>
+        <p>Started {{started}}{{#next}}; next shard {{next}}{{/next}}</p>
+        </article>
+        {{/waves}}
+        </section>
+        <section aria-labelledby="quiet">
+        <h2 id="quiet">Quiet periods</h2>
+        {{^quiet}}<p>No ping is waiting out a quiet period.</p>{{/quiet}}
+        {{#hasQuiet}}
+        <table>
+        <thead><tr><th scope="col">Project</th><th scope="col">Route</th><th scope="col">Audience</th><th scope="col">Version</th><th scope="col">Goes</th></tr></thead>
+        <tbody>{{#quiet}}<tr><td>{{project}}</td><td>{{route}}</td><td>{{audience}}</td><td>{{version}}</td><td>{{until}}</td></tr>{{/quiet}}</tbody>
+        </table>
+        {{/hasQuiet}}
+        </section>
+        """,
+        "routes": """
+        {{#projects}}
+        <section>
+        <h2>Project <code>{{id}}</code></h2>
+        <table>
+        <thead><tr><th scope="col">Route</th><th scope="col">Audience</th><th scope="col">When</th><th scope="col">Data</th><th scope="col">Schedule</th></tr></thead>
+        <tbody>
+        {{#routes}}<tr><td>{{name}}</td><td><code>{{target}}</code></td><td>{{when}}</td><td><code>{{data}}</code></td><td>{{schedule}}</td></tr>{{/routes}}
+        </tbody>
+        </table>
+        </section>
+        {{/projects}}
+        """,
+    ]
+
+    static let css = """
+        :root { font-family: system-ui, sans-serif; line-height: 1.45; color: #111; background: #fff; }
+        body { margin: 0 auto; max-width: 72rem; padding: 0 1rem; }
+        header { display: flex; gap: 1rem; align-items: center; flex-wrap: wrap; border-bottom: 1px solid #999; padding: .5rem 0; }
+        header nav { display: flex; gap: .75rem; flex-wrap: wrap; }
+        .brand { font-weight: bold; }
+        a { color: #0645ad; }
+        a[aria-current="page"] { font-weight: bold; text-decoration: underline; }
+        a:focus, button:focus, input:focus, select:focus { outline: 3px solid #ff8c00; outline-offset: 2px; }
+        table { border-collapse: collapse; width: 100%; margin: 1rem 0; }
+        th, td { border: 1px solid #bbb; padding: .3rem .5rem; text-align: left; vertical-align: top; }
+        caption { text-align: left; font-weight: bold; }
+        .inline { display: inline; }
+        .card { max-width: 28rem; display: grid; gap: .5rem; }
+        .filters { display: flex; gap: .75rem; flex-wrap: wrap; align-items: end; }
+        .error { border-left: 4px solid #b00020; padding-left: .5rem; }
+        .notice { border-left: 4px solid #0645ad; padding-left: .5rem; }
+        .status { font-weight: bold; }
+        .status.dead::before, .status.failed::before, .bad::before { content: "✗ "; }
+        .status.accepted::before, .ok::before { content: "✓ "; }
+        .status.pending::before { content: "… "; }
+        progress { width: 16rem; }
+        footer { border-top: 1px solid #999; margin-top: 2rem; padding: .5rem 0; color: #444; }
+        """
+}

@@ -1,0 +1,186 @@
+"""The operator's page in a real browser: headless Chromium (Debian's) driven by Selenium, against the real binary and
+its emulator. Sign in, see a webhook's delivery, retry a ping FCM refused, and the attacks: a forged form post, a
+rotated-out token's session, a token in a URL, a page or the log. Screenshots of each page go to
+.build/console-screenshots/ (a test artifact)."""
+import json
+import os
+import pathlib
+import shutil
+
+import pytest
+import requests
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
+
+from conftest import recorded, signed_headers, start_relay, stop_relay
+
+TOKEN = "console-token-" + os.urandom(12).hex()
+OTHER = "console-other-" + os.urandom(12).hex()
+SHOTS = pathlib.Path(__file__).resolve().parents[2] / ".build" / "console-screenshots"
+
+
+def config(tokens, spool):
+    listed = ", ".join(f'"{t}"' for t in tokens)
+    return f"""
+webhook: {{secrets: [{{env: TEST_WEBHOOK_SECRET}}]}}
+admin: {{tokens: [{listed}]}}
+routes:
+  - name: stale
+    topic: PUSH_RC
+    data: {{CONFIG_STATE: STALE, CONFIG_VERSION: "{{{{version}}}}"}}
+  - name: fleet
+    waves: {{shards: 4, spreadSeconds: 4000, topic: "PUSH_RC_{{shard}}"}}
+    data: {{CONFIG_STATE: STALE}}
+delivery: {{drainSeconds: 0, spoolDirectory: "{spool}"}}
+"""
+
+
+@pytest.fixture
+def browser():
+    # A missing browser fails, never skips: CI installs chromium and chromium-driver.
+    chromium = shutil.which("chromium")
+    driver_path = shutil.which("chromedriver")
+    assert chromium and driver_path, "install chromium and chromium-driver (Debian)"
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,900", "--disable-gpu"]:
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    driver.implicitly_wait(0)
+    yield driver
+    driver.quit()
+
+
+def shot(driver, name):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(SHOTS / f"{name}.png"))
+
+
+def post_webhook(relay, version):
+    body = json.dumps({"versionNumber": str(version), "updateType": "INCREMENTAL_UPDATE"}).encode()
+    return requests.post(relay["webhook"], data=body, headers={"content-type": "application/json", **signed_headers(body)}, timeout=30)
+
+
+def click_and_load(driver, element):
+    """Clicks a button and waits for the page it loads (the old page going stale is the event)."""
+    page = driver.find_element(By.TAG_NAME, "html")
+    element.click()
+    WebDriverWait(driver, 60).until(expected_conditions.staleness_of(page))
+    WebDriverWait(driver, 60).until(lambda d: d.execute_script("return document.readyState") == "complete")
+
+
+def sign_in(driver, relay, token):
+    driver.get(relay["url"] + "/console")
+    assert driver.current_url.endswith("/console/sign-in")
+    field = driver.find_element(By.ID, "token")
+    assert driver.find_element(By.CSS_SELECTOR, "label[for=token]").text == "Admin token"
+    field.send_keys(token)
+    click_and_load(driver, driver.find_element(By.CSS_SELECTOR, "form button[type=submit]"))
+
+
+def test_the_console_in_a_browser(emulator, tmp_path, browser):
+    relay = start_relay(emulator, tmp_path, config([TOKEN, OTHER], tmp_path / "spool"))
+    seen_urls = []
+    try:
+        # A wrong token is refused, slowed down and logged; the page says so.
+        sign_in(browser, relay, "not-a-token")
+        seen_urls.append(browser.current_url)
+        assert "That is not an admin token." in browser.page_source
+        shot(browser, "sign-in")
+        relay["proc"].wait_for(lambda line: "console sign-in refused" in line)
+
+        sign_in(browser, relay, TOKEN)
+        seen_urls.append(browser.current_url)
+        assert browser.current_url.endswith("/console")
+        assert "Readiness" in browser.page_source and "demo-project" in browser.page_source
+        cookie = browser.get_cookie("rc_console")
+        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"] == "/console"
+
+        # A signed webhook's delivery appears: overview and the deliveries page.
+        # The fleet route's shards wait for their turns: the event is spooled and answered 202 at once.
+        assert post_webhook(relay, 77).status_code == 202
+        browser.get(relay["url"] + "/console")
+        assert "Version 77" in browser.page_source
+        shot(browser, "overview")
+
+        # FCM refuses one ping for good; the Retry button sends it again and the emulator records it.
+        requests.post(emulator["url"] + "/emulator/faults", json={"status": 400, "errorCode": "INVALID_ARGUMENT", "count": 1}, timeout=10)
+        before = len(recorded(emulator))
+        post_webhook(relay, 78)
+        browser.get(relay["url"] + "/console/deliveries?version=78&route=stale")
+        seen_urls.append(browser.current_url)
+        rows = browser.find_elements(By.CSS_SELECTOR, "tbody tr")
+        assert len(rows) == 1 and "failed" in rows[0].text, browser.page_source
+        shot(browser, "deliveries")
+        click_and_load(browser, rows[0].find_element(By.CSS_SELECTOR, "button[aria-label^='Retry ping']"))
+        seen_urls.append(browser.current_url)
+        assert "/console/deliveries/" in browser.current_url
+        assert "accepted" in browser.find_element(By.CSS_SELECTOR, "dl.facts").text
+        assert browser.find_elements(By.CSS_SELECTOR, "table tbody tr"), "the attempts are listed"
+        shot(browser, "delivery")
+        stale = [m for m in recorded(emulator)[before:] if m["message"].get("topic") == "PUSH_RC"]
+        assert [m["message"]["data"]["CONFIG_VERSION"] for m in stale] == ["78"], "the retried ping reached FCM"
+
+        browser.get(relay["url"] + "/console/schedules")
+        assert browser.find_elements(By.TAG_NAME, "progress"), "the wave of version 78 shows its progress"
+        shot(browser, "schedules")
+        browser.get(relay["url"] + "/console/routes")
+        assert "PUSH_RC_{shard}" in browser.page_source
+        shot(browser, "routes")
+
+        # A forged form post: the session cookie (as a cross-site form would carry it, were it not SameSite) without
+        # the page's CSRF token, then with another origin.
+        failed_id = browser.current_url.rsplit("/", 1)[-1]
+        jar = {"rc_console": cookie["value"]}
+        forged = requests.post(relay["url"] + "/console/sign-out", cookies=jar, data={}, allow_redirects=False, timeout=10)
+        assert forged.status_code == 403
+        csrf = browser.find_element(By.CSS_SELECTOR, "input[name=csrf]").get_attribute("value")
+        cross = requests.post(relay["url"] + "/console/sign-out", cookies=jar, data={"csrf": csrf}, allow_redirects=False,
+                              headers={"Origin": "https://evil.example"}, timeout=10)
+        assert cross.status_code == 403
+        browser.get(relay["url"] + "/console")
+        assert browser.current_url.endswith("/console"), "the forged posts changed nothing: still signed in"
+        assert failed_id
+
+        # The token the session was opened with is rotated out: the session ends with it.
+        (tmp_path / "rc-relay.yaml").write_text((tmp_path / "rc-relay.yaml").read_text().replace(f'"{TOKEN}", ', ""))
+        reloaded = requests.post(relay["url"] + "/admin/reload", headers={"authorization": f"Bearer {OTHER}"}, timeout=10)
+        assert reloaded.status_code == 200, reloaded.text
+        browser.get(relay["url"] + "/console/deliveries")
+        assert browser.current_url.endswith("/console/sign-in")
+
+        # Sign out ends a session too.
+        sign_in(browser, relay, OTHER)
+        click_and_load(browser, browser.find_element(By.CSS_SELECTOR, "form[action='/console/sign-out'] button"))
+        browser.get(relay["url"] + "/console")
+        assert browser.current_url.endswith("/console/sign-in")
+
+        for url in seen_urls:
+            assert TOKEN not in url and OTHER not in url
+        assert TOKEN not in browser.page_source
+    finally:
+        stop_relay(relay)
+    log = relay["proc"].output
+    assert TOKEN not in log and OTHER not in log and cookie["value"] not in log
+
+
+def test_the_console_is_absent_without_admin_tokens_and_answers_with_a_strict_policy(emulator, tmp_path):
+    relay = start_relay(emulator, tmp_path, "webhook: {secrets: [{env: TEST_WEBHOOK_SECRET}]}")
+    try:
+        assert requests.get(relay["url"] + "/console/sign-in", timeout=10).status_code == 404
+    finally:
+        stop_relay(relay)
+    relay = start_relay(emulator, tmp_path, config([TOKEN], tmp_path / "spool"))
+    try:
+        page = requests.get(relay["url"] + "/console/sign-in", timeout=10)
+        assert page.status_code == 200
+        policy = page.headers["content-security-policy"]
+        assert "default-src 'none'" in policy and "frame-ancestors 'none'" in policy and "script" not in policy
+        assert page.headers["x-frame-options"] == "DENY" and page.headers["cache-control"] == "no-store"
+        assert "<script" not in page.text
+        assert requests.get(relay["url"] + "/console", allow_redirects=False, timeout=10).status_code == 303
+    finally:
+        stop_relay(relay)
