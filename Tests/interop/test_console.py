@@ -130,6 +130,28 @@ def test_the_console_in_a_browser(emulator, tmp_path, browser):
         browser.get(relay["url"] + "/console/routes")
         assert "PUSH_RC_{shard}" in browser.page_source
         shot(browser, "routes")
+        click_and_load(browser, browser.find_element(By.LINK_TEXT, "fetch-load chart"))
+        assert browser.find_element(By.NAME, "shards").get_attribute("value") == "4"
+        assert browser.find_element(By.NAME, "spread").get_attribute("value") == "4000"
+
+        # The preview form: what version 79 would send, nothing sent.
+        sent_before = len(recorded(emulator))
+        browser.get(relay["url"] + "/console/preview")
+        browser.find_element(By.NAME, "version").send_keys("79")
+        click_and_load(browser, browser.find_element(By.CSS_SELECTOR, "form[action='/console/preview'] button"))
+        decisions = browser.find_element(By.CSS_SELECTOR, "section[aria-labelledby=decisions] tbody").text
+        assert "stale yes topic:PUSH_RC" in decisions, decisions
+        assert "fleet yes topic:PUSH_RC_0, topic:PUSH_RC_1, topic:PUSH_RC_2, topic:PUSH_RC_3" in decisions, decisions
+        assert '"CONFIG_VERSION" : "79"' in browser.page_source or '"CONFIG_VERSION": "79"' in browser.page_source
+        assert len(recorded(emulator)) == sent_before, "a preview sends nothing"
+        shot(browser, "preview")
+
+        # The fetch-load chart of the fleet route's waves, from the routes page's link: the peak the model gives.
+        browser.get(relay["url"] + "/console/chart?devices=2000000&shards=20&spread=600&delay=120")
+        assert "Peak as set: 3,333.3 fetches/s at 100 s" in browser.find_element(By.TAG_NAME, "main").text
+        WebDriverWait(browser, 60).until(lambda d: d.execute_script("return document.querySelector('main img').complete"))
+        assert browser.execute_script("return document.querySelector('main img').naturalWidth") == 800, "the SVG chart loads"
+        shot(browser, "chart")
 
         # A forged form post: the session cookie (as a cross-site form would carry it, were it not SameSite) without
         # the page's CSRF token, then with another origin.

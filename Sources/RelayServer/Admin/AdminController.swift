@@ -100,7 +100,11 @@ struct AdminController: Sendable {
                 return Preview.Decision(route: route.name, fires: false, reason: "when.updateTypes or when.origins does not take it", targets: [])
             }
             let decision = route.decide(change)
-            return Preview.Decision(route: route.name, fires: decision.fires, reason: decision.reason, targets: decision.targets.map(\.key))
+            var targets = decision.targets.map(\.key)
+            if let waves = route.waves, decision.targets == [route.target] {
+                targets = (0..<waves.shards).map { FCMMessage.Target.topic(waves.topic(shard: $0)).key }  // each shard, in waves
+            }
+            return Preview.Decision(route: route.name, fires: decision.fires, reason: decision.reason, targets: targets)
         }
         let requests = pipeline.routes.pings(for: version, project: project, change: change).map { ping in
             Preview.Request(route: ping.route, url: "\(settings.fcmBaseURL)/v1/projects/\(project)/messages:send", body: ["message": ping.message])

@@ -76,6 +76,24 @@ struct ConsoleRoutes: Sendable {
         router.get("/console/routes") { request, _ in
             await signedIn(request) { session in page("Routes", "routes", routes(), session: session, current: "routesPage") }
         }
+        router.get("/console/preview") { request, _ in
+            await signedIn(request) { session in
+                page("Preview a version", "preview", await preview(request.uri.queryParameters), session: session, current: "previewPage")
+            }
+        }
+        router.get("/console/chart") { request, _ in
+            await signedIn(request) { session in
+                page("Fetch load of a publish", "chart", Self.chart(request.uri.queryParameters), session: session, current: "chartPage")
+            }
+        }
+        router.get("/console/chart.svg") { request, _ in
+            await signedIn(request) { _ in
+                guard case .success(let model) = Self.model(request.uri.queryParameters) else {
+                    return Self.response(.badRequest, type: "text/plain; charset=utf-8", body: "bad chart settings")
+                }
+                return Self.response(.ok, type: "image/svg+xml", body: FetchLoadChart(series: FetchLoadChart.compared(model)).svg())
+            }
+        }
     }
 
     private var logger: Logger { RequestInfo.current?.logger ?? Logger(label: "rc-relay") }
@@ -300,6 +318,7 @@ struct ConsoleRoutes: Sendable {
                         if route.quiet > .zero { schedule.append("quiet period \(route.quiet.components.seconds) s") }
                         if let waves = route.waves { schedule.append("\(waves.shards) shards over \(waves.spreadSeconds) s (\(waves.topicPattern))") }
                         return [
+                            "chart": route.waves.map { "/console/chart?shards=\($0.shards)&spread=\($0.spreadSeconds)" } ?? "",
                             "name": route.name, "target": route.waves.map { "topics \($0.topicPattern)" } ?? route.target.key,
                             "when": when.isEmpty ? "every version" : when.joined(separator: "; "),
                             "data": route.data.map { "\($0.key)=\($0.value)" }.joined(separator: " "),
@@ -309,6 +328,122 @@ struct ConsoleRoutes: Sendable {
                 ]
             }
         ]
+    }
+
+    static let updateTypes = ["INCREMENTAL_UPDATE", "FORCED_UPDATE", "ROLLBACK", "REMOTE_CONFIG_UPDATE_TYPE_UNSPECIFIED"]
+
+    private func preview(_ query: Parameters) async -> [String: Any] {
+        let projects = configuration.current.projects.ids
+        let project = query.get("project").flatMap { projects.contains($0) ? $0 : nil } ?? projects.first ?? ""
+        let updateType = query.get("updateType").flatMap { Self.updateTypes.contains($0) ? $0 : nil } ?? Self.updateTypes[0]
+        let versionText = query.get("version") ?? ""
+        let sinceText = query.get("since") ?? ""
+        let explain = query.get("explain") != nil
+        var context: [String: Any] = [
+            "projects": projects.map { ["id": $0, "selected": $0 == project] as [String: Any] },
+            "updateTypes": Self.updateTypes.map { ["value": $0, "selected": $0 == updateType] as [String: Any] },
+            "version": versionText, "since": sinceText, "explain": explain,
+        ]
+        guard !versionText.isEmpty else { return context }
+        guard let number = Self.versionNumber(versionText), sinceText.isEmpty || Self.versionNumber(sinceText) != nil else {
+            context["problem"] = "A version is a number of 1 to 18 digits."
+            return context
+        }
+        let ask = AdminBodyRoutes.PreviewAsk(
+            project: project, version: TemplateVersion(versionNumber: number, updateType: updateType), event: nil,
+            since: Self.versionNumber(sinceText), explain: explain)
+        let preview: AdminController.Preview
+        do throws(Refusal) {
+            preview = try await admin.preview(ask)
+        } catch {
+            context["problem"] = error.detail
+            return context
+        }
+        var result: [String: Any] = ["version": preview.versionNumber, "since": preview.change?.since ?? ""]
+        if let change = preview.change {
+            if change.known {
+                result["hasParameters"] = !change.parameters.isEmpty
+                result["parameters"] = change.parameters.map { parameter -> [String: Any] in
+                    var kind = parameter.kind
+                    if parameter.defaultChanged { kind += ", default changed" }
+                    if parameter.valueTypeChanged { kind += ", value type changed" }
+                    return ["name": parameter.name, "kind": kind, "conditions": parameter.conditions.joined(separator: ", ")]
+                }
+                result["hasConditions"] = !change.conditions.isEmpty
+                result["conditions"] = change.conditions.map { ["name": $0.name, "kind": $0.kind] as [String: Any] }
+                result["reordered"] = change.conditionsReordered
+                result["nothing"] = change.parameters.isEmpty && change.conditions.isEmpty && !change.conditionsReordered
+            } else {
+                result["unknown"] = change.reason ?? "the template could not be read"
+            }
+        } else {
+            result["notFetched"] = true
+        }
+        result["decisions"] = preview.routes.map {
+            ["route": $0.route, "fires": $0.fires, "targets": $0.targets.joined(separator: ", "), "reason": $0.reason] as [String: Any]
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        result["requests"] = preview.requests.map { request -> [String: Any] in
+            ["route": request.route, "json": String(decoding: (try? encoder.encode(request.body)) ?? Data(), as: UTF8.self)]
+        }
+        context["result"] = result
+        return context
+    }
+
+    static func versionNumber(_ text: String) -> Int64? {
+        guard (1...18).contains(text.utf8.count), text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
+        return Int64(text)
+    }
+
+    /// The fetch-load model for a chart's settings; the problem when they do not make one.
+    static func model(_ query: Parameters) -> Result<FetchLoadModel, ChartSettingsError> {
+        func number(_ name: String, _ fallback: Double, _ range: ClosedRange<Double>) -> Double? {
+            guard let text = query.get(name), !text.isEmpty else { return fallback }
+            guard let value = Double(text), range.contains(value) else { return nil }
+            return value
+        }
+        guard let devices = number("devices", 1_000_000, 1...1e10), let shards = number("shards", 1, 1...1000),
+            let spread = number("spread", 0, 0...86_400), let delay = number("delay", 0, 0...86_400),
+            let delivery = number("delivery", 10, 0...3600)
+        else {
+            return .failure(
+                ChartSettingsError(problem: "Devices 1 to 10,000,000,000, shards 1 to 1000, seconds 0 to 86,400 (FCM delivery to 3,600)."))
+        }
+        let model = FetchLoadModel(devices: devices, shards: Int(shards), spread: spread, clientDelay: delay, delivery: delivery)
+        if let problem = model.problem { return .failure(ChartSettingsError(problem: problem)) }
+        return .success(model)
+    }
+
+    struct ChartSettingsError: Error {
+        var problem: String
+    }
+
+    static func chart(_ query: Parameters) -> [String: Any] {
+        var context: [String: Any] = [
+            "devices": query.get("devices") ?? "1000000", "shards": query.get("shards") ?? "1", "spread": query.get("spread") ?? "0",
+            "delay": query.get("delay") ?? "0", "delivery": query.get("delivery") ?? "10",
+        ]
+        switch model(query) {
+        case .failure(let error):
+            context["problem"] = error.problem
+        case .success(let model):
+            var items = URLComponents()
+            items.queryItems = ["devices", "shards", "spread", "delay", "delivery"].compactMap { name in
+                query.get(name).map { URLQueryItem(name: name, value: $0) }
+            }
+            context["image"] = "/console/chart.svg" + (items.percentEncodedQuery.map { "?" + $0 } ?? "")
+            let compared = FetchLoadChart.compared(model)
+            context["peaks"] = compared.map { name, series -> [String: Any] in
+                let peak = series.peak
+                return [
+                    "name": name, "peak": FetchLoadChart.number(peak.rate), "at": FetchLoadChart.number(peak.at),
+                    "end": FetchLoadChart.number(series.end),
+                ]
+            }
+            context["summary"] = "peak \(FetchLoadChart.number(model.peak.rate)) fetches per second as set"
+        }
+        return context
     }
 
     // MARK: Formatting

@@ -50,6 +50,8 @@ enum ConsoleTemplates {
         <a href="/console/deliveries"{{#deliveriesPage}} aria-current="page"{{/deliveriesPage}}>Deliveries</a>
         <a href="/console/schedules"{{#schedulesPage}} aria-current="page"{{/schedulesPage}}>Waves and quiet periods</a>
         <a href="/console/routes"{{#routesPage}} aria-current="page"{{/routesPage}}>Routes</a>
+        <a href="/console/preview"{{#previewPage}} aria-current="page"{{/previewPage}}>Preview</a>
+        <a href="/console/chart"{{#chartPage}} aria-current="page"{{/chartPage}}>Fetch load</a>
         </nav>
         <form method="post" action="/console/sign-out" class="inline">
         <input type="hidden" name="csrf" value="{{csrf}}">
@@ -178,11 +180,62 @@ enum ConsoleTemplates {
         <table>
         <thead><tr><th scope="col">Route</th><th scope="col">Audience</th><th scope="col">When</th><th scope="col">Data</th><th scope="col">Schedule</th></tr></thead>
         <tbody>
-        {{#routes}}<tr><td>{{name}}</td><td><code>{{target}}</code></td><td>{{when}}</td><td><code>{{data}}</code></td><td>{{schedule}}</td></tr>{{/routes}}
+        {{#routes}}<tr><td>{{name}}</td><td><code>{{target}}</code></td><td>{{when}}</td><td><code>{{data}}</code></td><td>{{schedule}}{{#chart}} (<a href="{{chart}}">fetch-load chart</a>){{/chart}}</td></tr>{{/routes}}
         </tbody>
         </table>
         </section>
         {{/projects}}
+        """,
+        "preview": """
+        <form method="get" action="/console/preview" class="filters" aria-label="Preview a version">
+        <label>Project <select name="project">{{#projects}}<option value="{{id}}"{{#selected}} selected{{/selected}}>{{id}}</option>{{/projects}}</select></label>
+        <label>Version <input name="version" value="{{version}}" size="8" inputmode="numeric" required></label>
+        <label>Update type <select name="updateType">{{#updateTypes}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{value}}</option>{{/updateTypes}}</select></label>
+        <label>Compared with version <input name="since" value="{{since}}" size="8" inputmode="numeric" aria-describedby="since-hint"></label>
+        <label><input type="checkbox" name="explain"{{#explain}} checked{{/explain}}> Explain what changed</label>
+        <button type="submit">Preview</button>
+        </form>
+        <p class="hint" id="since-hint">Empty: the version before. Nothing is sent: this shows what the relay would send for this version.</p>
+        {{#problem}}<p class="error" role="alert">{{problem}}</p>{{/problem}}
+        {{#result}}
+        <section aria-labelledby="change">
+        <h2 id="change">What version {{version}} changed{{#since}} since version {{since}}{{/since}}</h2>
+        {{#notFetched}}<p>Not fetched: no route of this project depends on the change. Tick “Explain what changed” to see it.</p>{{/notFetched}}
+        {{#unknown}}<p class="error">Not known: {{unknown}}. Change-aware routes ping their whole audience.</p>{{/unknown}}
+        {{#hasParameters}}<table><caption>Parameters</caption><thead><tr><th scope="col">Parameter</th><th scope="col">Change</th><th scope="col">Conditions</th></tr></thead>
+        <tbody>{{#parameters}}<tr><td><code>{{name}}</code></td><td>{{kind}}</td><td>{{conditions}}</td></tr>{{/parameters}}</tbody></table>{{/hasParameters}}
+        {{#hasConditions}}<table><caption>Conditions</caption><thead><tr><th scope="col">Condition</th><th scope="col">Change</th></tr></thead>
+        <tbody>{{#conditions}}<tr><td><code>{{name}}</code></td><td>{{kind}}</td></tr>{{/conditions}}</tbody></table>{{/hasConditions}}
+        {{#reordered}}<p>The conditions were re-ordered: any device may be affected.</p>{{/reordered}}
+        {{#nothing}}<p>Nothing changed in parameters or conditions.</p>{{/nothing}}
+        </section>
+        <section aria-labelledby="decisions">
+        <h2 id="decisions">Who would be pinged</h2>
+        <table><thead><tr><th scope="col">Route</th><th scope="col">Fires</th><th scope="col">To</th><th scope="col">Why</th></tr></thead>
+        <tbody>{{#decisions}}<tr><td>{{route}}</td><td>{{#fires}}yes{{/fires}}{{^fires}}no{{/fires}}</td><td>{{targets}}</td><td>{{reason}}</td></tr>{{/decisions}}</tbody></table>
+        </section>
+        <section aria-labelledby="requests">
+        <h2 id="requests">The FCM requests</h2>
+        {{^requests}}<p>None.</p>{{/requests}}
+        {{#requests}}<h3>{{route}}</h3><pre>{{json}}</pre>{{/requests}}
+        </section>
+        {{/result}}
+        """,
+        "chart": """
+        <form method="get" action="/console/chart" class="filters" aria-label="Fetch-load settings">
+        <label>Devices <input name="devices" value="{{devices}}" size="10" inputmode="numeric"></label>
+        <label>Shards <input name="shards" value="{{shards}}" size="5" inputmode="numeric"></label>
+        <label>Spread (s) <input name="spread" value="{{spread}}" size="6" inputmode="numeric"></label>
+        <label>Client delay (s) <input name="delay" value="{{delay}}" size="6" inputmode="numeric"></label>
+        <label>FCM delivery (s) <input name="delivery" value="{{delivery}}" size="4" inputmode="numeric"></label>
+        <button type="submit">Draw</button>
+        </form>
+        {{#problem}}<p class="error" role="alert">{{problem}}</p>{{/problem}}
+        {{#image}}
+        <p><img src="{{image}}" width="800" height="420" alt="Expected device fetches per second after a publish: {{summary}}"></p>
+        <ul>{{#peaks}}<li>Peak {{name}}: {{peak}} fetches/s at {{at}} s; all fetched by {{end}} s</li>{{/peaks}}</ul>
+        {{/image}}
+        <p class="hint">The model of <code>rc-relay simulate</code> (docs/waves.md): every device online, each delivered within the FCM delivery window, then waiting up to the client delay.</p>
         """,
     ]
 
