@@ -83,6 +83,7 @@ enum DevelopmentProfile {
 
             Pings the emulator recorded: curl -s \(emulatorURL)/emulator/messages
             The admin API\(adminToken == nil ? " (your RC_RELAY_ADMIN_TOKENS)" : " (token shown once)"): curl -s -H \(bearer) \(relayURL)/admin/deliveries
+            The operator's page (sign in with the admin token): \(relayURL)/console
             Readiness and metrics:            curl -s \(relayURL)/readyz; curl -s \(relayURL)/metrics
 
             """
