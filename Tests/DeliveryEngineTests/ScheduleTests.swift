@@ -295,3 +295,97 @@ extension TemplateVersion {
     #expect(schedules.isHeldByNewer(key, than: 1) && !schedules.isHeldByNewer(key, than: 2))
     #expect(schedules.turn(key, version: 1, shard: 5, present: all, spacing: .seconds(6)) == nil)
 }
+
+@Test func discardingAnotherRoutesDeadPingDoesNotCutAQuietPeriodShort() async throws {
+    let clock = ManualDeliveryClock()
+    let sender = TimedSender(clock: clock, script: [ScriptedSender.unavailable()])  // the immediate route's one attempt
+    let spool = RecordingSpool()
+    let now = try Route(RouteDefinition(name: "now", topic: "NOW", data: ["V": "{{version}}"]), index: 0)
+    let quiet = route(debounce: 600)
+    let pings = [now, quiet].flatMap { $0.pings(of: $0.message(for: record(5).version, project: "p"), project: "p") }
+    let plan = DeliveryPlan(pings: pings, send: SendPlan(sender: sender, policy: RetryPolicy(maximumAttempts: 1)))
+    try await withEngine(clock: clock, spool: spool) { engine, _ in
+        guard case .pending(let delivery, _) = await engine.deliver(record(5), plan: plan, wait: .seconds(5), logger: logger) else {
+            Issue.record("a ping in its quiet period is answered 'later'")
+            return
+        }
+        guard case .spooled = try engine.acknowledge(delivery) else {
+            Issue.record("expected it spooled")
+            return
+        }
+        try await eventually("the immediate route's ping dies") { engine.history.list(.init(route: "now")).first?.report?.status == .dead }
+        await clock.waitForPending { $0.contains(.seconds(600)) }
+        #expect(engine.discard(key: "p/version/5", route: "now"))
+        await clock.waitForPending { $0.contains(.seconds(600)) }  // the quiet period waits on, to its end
+        advance(clock, to: .seconds(599))
+        #expect(sender.sent.count == 1, "nothing more within the quiet period")
+        advance(clock, to: .seconds(600))
+        try await eventually("the quiet route's ping at the period's end") { sender.sent.count == 2 }
+        #expect(sender.sent.last == .init(at: .seconds(600), topic: "PUSH_RC", version: 5))
+    }
+}
+
+@Test func aStopDuringATakeOverSpoolsOnlyTheNewerVersionsShards() async throws {
+    let clock = ManualDeliveryClock()
+    let sender = TimedSender(clock: clock)
+    let spool = RecordingSpool()
+    let waved = route(waves: .init(shards: 4, spreadSeconds: 40, topic: "PUSH_RC_{shard}"))
+    try await withEngine(clock: clock, spool: spool, frozen: true) { engine, _ in
+        for version in [1, 2] {
+            guard case .pending(let delivery, _) = await engine.deliver(record(version), plan: plan(waved, version: version, sender: sender), wait: .seconds(5), logger: logger)
+            else {
+                Issue.record("version \(version): a wave is answered 'later'")
+                return
+            }
+            guard case .spooled = try engine.acknowledge(delivery) else {
+                Issue.record("expected it spooled")
+                return
+            }
+            if version == 1 { try await eventually("version 1's shard 0 at once") { sender.sent.count == 1 } }
+            await clock.waitForPending { $0.filter { $0 > .zero }.count >= (version == 1 ? 3 : 3 + 4) }
+        }
+        // Version 2 took the wave over at 0 s: it owes shards 1-3 at version 1's turns, and shard 0 again after them.
+        #expect(sender.sent.map(\.version) == [1])
+    }
+    let files = spool.files.withLock { Array($0.values) }
+    #expect(files.map(\.version.versionNumber) == [2], "version 1 owes nothing a newer version does not: \(files.map(\.version.versionNumber))")
+    #expect(files.first?.routes?.sorted() == ["stale@0", "stale@1", "stale@2", "stale@3"])
+    #expect(sender.sent == [.init(at: .zero, topic: "PUSH_RC_0", version: 1)])
+}
+
+@Test func aCrashMidWaveResumesWithTheShardsFCMHasNotAccepted() async throws {
+    let clock = ManualDeliveryClock()
+    let sender = TimedSender(clock: clock)
+    let spool = RecordingSpool()
+    let waved = route(waves: .init(shards: 4, spreadSeconds: 40, topic: "PUSH_RC_{shard}"))
+    var onDisk: SpoolRecord?
+    try await withEngine(clock: clock, spool: spool, frozen: true) { engine, _ in
+        guard case .pending(let delivery, _) = await engine.deliver(record(1), plan: plan(waved, version: 1, sender: sender), wait: .seconds(5), logger: logger)
+        else {
+            Issue.record("a wave is answered 'later'")
+            return
+        }
+        guard case .spooled = try engine.acknowledge(delivery) else {
+            Issue.record("expected it spooled")
+            return
+        }
+        try await eventually("shard 0") { sender.sent.count == 1 }
+        await clock.waitForPending { $0.filter { $0 > .zero }.count >= 3 }
+        advance(clock, to: .seconds(10))
+        try await eventually("shard 1 accepted and written down") { spool.files.withLock { $0.values.first?.done?.count == 2 } }
+        onDisk = spool.files.withLock { $0.values.first }  // what a crash right now would leave
+    }
+    let crashed = try #require(onDisk)
+    #expect(crashed.routes == nil && crashed.done?.sorted() == ["stale@0", "stale@1"])
+
+    let restarted = ManualDeliveryClock()
+    let again = TimedSender(clock: restarted)
+    let survivors = RecordingSpool(files: [crashed])
+    try await withEngine(clock: restarted, spool: survivors, replan: { plan(waved, version: Int($0.version.versionNumber), sender: again) }) { _, _ in
+        try await eventually("shard 2 at once") { again.sent.count == 1 }
+        await restarted.waitForPending { $0.contains(.seconds(10)) }
+        advance(restarted, to: .seconds(10))
+        try await eventually("the spool file goes once the wave is done") { survivors.files.withLock { $0.isEmpty } }
+    }
+    #expect(again.sent.map(\.topic) == ["PUSH_RC_2", "PUSH_RC_3"], "the shards accepted before the crash are not pinged again")
+}

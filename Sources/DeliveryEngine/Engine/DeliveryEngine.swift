@@ -69,13 +69,14 @@ package final class DeliveryEngine: Service {
             // parts may be cut otherwise now (never fewer pings than needed).
             // A due name the configuration no longer makes (a shard of a wave that changed, a route waved since) stands
             // for its whole route: never fewer pings than needed.
+            let done = Set(record.done ?? [])
             let due =
-                routes.map { routes in
+                (routes.map { routes in
                     let bases = Set(routes.map(Ping.baseRoute))
                     let made = Set(plan.pings.map { Ping.baseRoute($0.route) })
                     let whole = Set(bases.subtracting(made).map(Ping.routeName))
                     return plan.pings.filter { bases.contains(Ping.baseRoute($0.route)) || whole.contains(Ping.routeName($0.route)) }
-                } ?? plan.pings
+                } ?? plan.pings).filter { !done.contains($0.route) }  // shards accepted before a crash
             return await dispatcher.deliver(due, batch: batch, control: control, logger: logger)
         }
     }

@@ -14,12 +14,18 @@ final class DeliveryControl: Sendable {
     private let state = Locked(State())
     /// Called before each wait to retry, with the wait.
     let onRetry: @Sendable (Duration) -> Void
+    /// Called when FCM accepted a waved route's shard ping, with its name.
+    let onShardAccepted: @Sendable (String) -> Void
     /// What pauses are measured on.
     let clock: any DeliveryClock
 
-    init(clock: any DeliveryClock, onRetry: @escaping @Sendable (Duration) -> Void = { _ in }) {
+    init(
+        clock: any DeliveryClock, onRetry: @escaping @Sendable (Duration) -> Void = { _ in },
+        onShardAccepted: @escaping @Sendable (String) -> Void = { _ in }
+    ) {
         self.clock = clock
         self.onRetry = onRetry
+        self.onShardAccepted = onShardAccepted
     }
 
     /// No attempt starts after this.

@@ -65,14 +65,36 @@ package final class RecentEvents: Sendable {
             var handOver: HandOver?
             /// Its retries ran out and it waits to be tried again: nothing to wait for at shutdown.
             var parked = false
+            /// Shard pings FCM accepted (`SpoolRecord.done`), kept in the file from the acknowledgement on.
+            var done: [String]
         }
 
-        fileprivate init(record: SpoolRecord, onDisk: Bool, clock: any DeliveryClock) {
+        fileprivate init(record: SpoolRecord, onDisk: Bool, clock: any DeliveryClock, spool: (any Spool)?) {
             let news = Settlement<News>()
+            let disk = Locked(Disk(onDisk: onDisk, done: record.done ?? []))
             self.record = record
             self.news = news
-            self.control = DeliveryControl(clock: clock) { news.settle(.retrying(after: $0)) }
-            self.disk = Locked(Disk(onDisk: onDisk))
+            self.disk = disk
+            self.control = DeliveryControl(
+                clock: clock, onRetry: { news.settle(.retrying(after: $0)) },
+                onShardAccepted: { shard in
+                    // Under the delivery's own lock, as the acknowledgement's write is: the file always says what a
+                    // crash would otherwise send again. A failed write leaves the older file, which over-sends.
+                    disk.withLock { disk in
+                        disk.done.append(shard)
+                        guard disk.onDisk, disk.settled == nil, let spool else { return }
+                        var progressed = record
+                        progressed.done = disk.done
+                        try? spool.write(progressed)
+                    }
+                })
+        }
+
+        /// The record as the spool file should hold it now.
+        fileprivate func current(_ disk: Disk) -> SpoolRecord {
+            var record = record
+            record.done = disk.done.isEmpty ? nil : disk.done
+            return record
         }
 
         /// Whether the event has a spool file (it was acknowledged).
@@ -159,7 +181,7 @@ package final class RecentEvents: Sendable {
                 return running.record.fingerprint == fingerprint ? .running(running) : .conflict(key)
             }
             guard state.inFlightCount < maxInFlight else { return .saturated }
-            let delivery = EventDelivery(record: record, onDisk: onDisk, clock: clock)
+            let delivery = EventDelivery(record: record, onDisk: onDisk, clock: clock, spool: spool)
             for key in record.keys { state.inFlight[key] = delivery }
             state.inFlightCount += 1
             return .started(delivery)
@@ -199,7 +221,7 @@ package final class RecentEvents: Sendable {
         return try delivery.disk.withLock { disk in
             if disk.onDisk { return .spooled }
             if let settled = disk.settled { return .settled(settled) }
-            try spool.write(delivery.record)
+            try spool.write(delivery.current(disk))
             disk.onDisk = true
             return .spooled
         }
@@ -289,6 +311,7 @@ package final class RecentEvents: Sendable {
                 // Stopped and ended: nothing of it runs any more, so the file says exactly what is still due.
                 var record = delivery.record
                 record.routes = due
+                record.done = nil
                 do {
                     try spool.write(record)
                     disk.onDisk = true

@@ -13,7 +13,8 @@ import RelayCore
 ///   shards already pinged get it after the last turn, one spacing apart. An older version's ping stands down. A 429
 ///   postpones every turn still to come.
 ///
-/// Entries end with the pings they schedule, so the tables are as large as the routes with something under way.
+/// Entries end with the pings they schedule, so the tables are as large as the routes with something under way (and
+/// one version number per waved route).
 package final class Schedules: Sendable {
     /// A quiet period waiting for its end, for the admin API.
     package struct QuietPeriod: Sendable, Equatable {
@@ -60,6 +61,9 @@ package final class Schedules: Sendable {
     private struct State {
         var quiet: [Key: Quiet] = [:]
         var waves: [Key: Wave] = [:]
+        /// The newest version that laid out each route's wave, kept after the wave ends (as many as the routes): an
+        /// older version's shard ping is superseded by it, whether its wave is still under way or done.
+        var newest: [Key: Int64] = [:]
     }
 
     private let state = Locked(State())
@@ -102,9 +106,11 @@ package final class Schedules: Sendable {
     func turn(_ key: Key, version: Int64, shard: Int, present: [Int], spacing: Duration) -> Turn? {
         state.withLock { state -> Turn? in
             let now = clock.instant()  // under the lock: a takeover never reads a time older than a turn just taken
+            if let newest = state.newest[key], newest > version { return nil }
             guard var wave = state.waves[key], wave.version >= version else {
                 let wave = Self.layOut(over: state.waves[key], version: version, shards: present, spacing: spacing, now: now)
                 state.waves[key] = wave
+                state.newest[key] = version
                 return Turn(at: wave.turns[shard] ?? now, began: true)
             }
             guard wave.version == version else { return nil }
@@ -169,9 +175,9 @@ package final class Schedules: Sendable {
         }
     }
 
-    /// Whether a newer version than `version` holds the route's wave.
+    /// Whether a newer version than `version` has laid out the route's wave (it owes every shard).
     func isHeldByNewer(_ key: Key, than version: Int64) -> Bool {
-        state.withLock { ($0.waves[key]?.version ?? .min) > version }
+        state.withLock { ($0.newest[key] ?? .min) > version }
     }
 
     // MARK: For the admin API

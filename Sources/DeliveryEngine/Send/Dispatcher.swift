@@ -72,6 +72,7 @@ struct Dispatcher: Sendable {
                 ping, version: batch.version.versionNumber, validateOnly: validateOnly, supersedes: realDelivery, control: control,
                 logger: logger)
         }
+        if scheduled, ping.schedule.shard != nil, report.status == .accepted { control.onShardAccepted(ping.route) }
         if scheduled, let shard = ping.schedule.shard {
             schedules.ended(
                 Schedules.Key(project: ping.project, route: Ping.routeName(ping.route)), version: batch.version.versionNumber, shard: shard.index)

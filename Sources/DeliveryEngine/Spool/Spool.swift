@@ -12,6 +12,9 @@ package struct SpoolRecord: Codable, Sendable, Equatable {
     package var receivedAt: Date
     /// The routes still to deliver; nil: every route the configuration has for the event.
     package var routes: [String]? = nil
+    /// Shards of waved routes (`name@k`) FCM accepted already: written as each is accepted, so a crash mid-wave
+    /// does not ping them again.
+    package var done: [String]? = nil
 
     package init(
         keys: [String], project: String, eventID: String?, format: String, version: TemplateVersion, receivedAt: Date, routes: [String]? = nil
