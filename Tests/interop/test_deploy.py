@@ -385,22 +385,24 @@ def test_an_oversized_body_is_refused_by_the_proxy(stack):
     assert [m["message"]["data"]["CONFIG_VERSION"] for m in recorded(stack["emulator"])] == ["504"]
 
 
-ADMIN_PATHS = ["/admin/info", "/admin/", "/admin", "/metrics", "/%61dmin/info", "/webhooks/../admin/info", "//admin/info", "/metrics/"]
+ADMIN_PATHS = ["/admin/info", "/admin/", "/admin", "/metrics", "/%61dmin/info", "/webhooks/../admin/info", "//admin/info", "/metrics/",
+               "/console", "/console/sign-in", "/%63onsole/sign-in"]
 
 
-def test_admin_and_metrics_are_not_reachable_through_the_proxy(stack):
+def test_admin_console_and_metrics_are_not_reachable_through_the_proxy(stack):
     relay, proxy, session = stack["relay"], stack["proxy"], stack["session"]
     auth = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
     # Straight to rc-relay (the main listener serves both here), they answer; so a 404 below is the proxy's doing.
     direct = requests.get(relay["url"] + "/admin/info", headers=auth, timeout=10)
     assert direct.status_code == 200, direct.text
     assert requests.get(relay["url"] + "/metrics", timeout=10).status_code == 200
+    assert requests.get(relay["url"] + "/console/sign-in", timeout=10).status_code == 200
     barrier(relay, proxy["url"], session)
     before = len(access_lines(relay))
     for path in ADMIN_PATHS:
         assert raw_get(proxy, path) == 404, path
     barrier(relay, proxy["url"], session)
-    forwarded = [line for line in access_lines(relay)[before:] if "admin" in line.get("path", "") or "metrics" in line.get("path", "")]
+    forwarded = [line for line in access_lines(relay)[before:] if any(word in line.get("path", "") for word in ["admin", "metrics", "console"])]
     assert forwarded == [], f"the proxy forwarded {forwarded}"
 
 
