@@ -332,7 +332,9 @@ extension TemplateVersion {
     let waved = route(waves: .init(shards: 4, spreadSeconds: 40, topic: "PUSH_RC_{shard}"))
     try await withEngine(clock: clock, spool: spool, frozen: true) { engine, _ in
         for version in [1, 2] {
-            guard case .pending(let delivery, _) = await engine.deliver(record(version), plan: plan(waved, version: version, sender: sender), wait: .seconds(5), logger: logger)
+            guard
+                case .pending(let delivery, _) = await engine.deliver(
+                    record(version), plan: plan(waved, version: version, sender: sender), wait: .seconds(5), logger: logger)
             else {
                 Issue.record("version \(version): a wave is answered 'later'")
                 return
@@ -360,7 +362,9 @@ extension TemplateVersion {
     let waved = route(waves: .init(shards: 4, spreadSeconds: 40, topic: "PUSH_RC_{shard}"))
     var onDisk: SpoolRecord?
     try await withEngine(clock: clock, spool: spool, frozen: true) { engine, _ in
-        guard case .pending(let delivery, _) = await engine.deliver(record(1), plan: plan(waved, version: 1, sender: sender), wait: .seconds(5), logger: logger)
+        guard
+            case .pending(let delivery, _) = await engine.deliver(
+                record(1), plan: plan(waved, version: 1, sender: sender), wait: .seconds(5), logger: logger)
         else {
             Issue.record("a wave is answered 'later'")
             return
