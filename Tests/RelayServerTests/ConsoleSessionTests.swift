@@ -34,13 +34,48 @@ import Testing
     #expect(!ConsoleSessions.csrfMatches(other.csrf, session), "another session's token is not this one's")
 }
 
-@Test func failedSignInsAreSlowedPerAddressAndForgottenAfterTheWindow() {
+@Test func signInAttemptsWaitForTheirClientsEarlierFailuresOneAtATime() throws {
     let sessions = ConsoleSessions()
     let start = Date(timeIntervalSince1970: 1_800_000_000)
-    let delays = (0..<8).map { sessions.failed(from: "10.0.0.1", now: start.addingTimeInterval(Double($0))) }
-    #expect(delays == [.milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(8), .seconds(8)])
-    #expect(sessions.failed(from: "10.0.0.2", now: start) == .milliseconds(250), "per address")
-    #expect(sessions.failed(from: "10.0.0.1", now: start.addingTimeInterval(8 + ConsoleSessions.failureWindow)) == .milliseconds(250))
+    var waits: [Duration] = []
+    for second in 0..<8 {
+        let now = start.addingTimeInterval(Double(second))
+        waits.append(try #require(sessions.beginAttempt(from: "10.0.0.1", now: now)))
+        sessions.endAttempt(from: "10.0.0.1", failed: true, now: now)
+    }
+    let expected: [Duration] = [.zero, .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(8)]
+    #expect(waits == expected, "a right token waits as long as a wrong one: the wait comes before the check")
+    // One attempt at a time per client; another client is not held up.
+    #expect(sessions.beginAttempt(from: "10.0.0.1", now: start.addingTimeInterval(9)) == .seconds(8))
+    #expect(sessions.beginAttempt(from: "10.0.0.1", now: start.addingTimeInterval(9)) == nil)
+    #expect(sessions.beginAttempt(from: "10.0.0.2", now: start.addingTimeInterval(9)) == .zero)
+    sessions.endAttempt(from: "10.0.0.1", failed: false, now: start.addingTimeInterval(9))
+    // Forgotten after the window.
+    let later = start.addingTimeInterval(9 + ConsoleSessions.failureWindow)
+    #expect(sessions.beginAttempt(from: "10.0.0.1", now: later) == .zero)
+    // IPv6 clients are counted by their /64.
+    #expect(ConsoleSessions.throttleKey("2001:db8:1:2:a::1") == "2001:db8:1:2::/64")
+    #expect(ConsoleSessions.throttleKey("2001:db8:1:2::ff") == "2001:db8:1:2::/64")
+    #expect(ConsoleSessions.throttleKey("2001:db8::1") == "2001:db8:0:0::/64")
+    #expect(ConsoleSessions.throttleKey("192.0.2.7") == "192.0.2.7")
+}
+
+@Test func formBodiesAreParsedWithoutTrappingOnAnything() {
+    #expect(ConsoleRoutes.fields("token=a+b%21&csrf=x") == ["token": "a b!", "csrf": "x"])
+    // What URLComponents traps on: a raw space, a stray %, #, quotes, brackets, invalid escapes.
+    #expect(ConsoleRoutes.fields("token=a b") == ["token": "a b"])
+    #expect(ConsoleRoutes.fields("token=%zz&x=%") == ["token": "", "x": ""])
+    #expect(ConsoleRoutes.fields("token=#\"<>&&=&==") == ["token": "#\"<>"])
+    #expect(ConsoleRoutes.fields("token=%C3%28") == ["token": ""], "invalid UTF-8 decodes to nothing")
+    #expect(ConsoleRoutes.fields("token=first&token=second") == ["token": "first"])
+}
+
+@Test func theConsoleEscapesByUnicodeScalarNotByCharacter() {
+    // A quote followed by a combining accent is one Character that is not a quote: escaped by scalar, it is.
+    let html = ConsoleTemplates.render("deliveries", ["route": "\"\u{301} autofocus onfocus=x", "project": "<b>&'"])
+    #expect(html.contains("value=\"&quot;\u{301} autofocus onfocus=x\""))
+    #expect(html.contains("&lt;b&gt;&amp;&#39;"))
+    #expect(!html.contains("<b>"))
 }
 
 @Test func theConsolesTimesAreUTCAndRelative() {

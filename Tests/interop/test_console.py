@@ -212,5 +212,14 @@ def test_the_console_is_absent_without_admin_tokens_and_answers_with_a_strict_po
         assert page.headers["x-frame-options"] == "DENY" and page.headers["cache-control"] == "no-store"
         assert "<script" not in page.text
         assert requests.get(relay["url"] + "/console", allow_redirects=False, timeout=10).status_code == 303
+        # Bodies no browser sends (a raw space, a stray %, invalid UTF-8) get an answer, and the relay lives on.
+        form = {"content-type": "application/x-www-form-urlencoded"}
+        for body in [b"token=a b", b"token=%zz%", b"token=%C3%28&#\"<>", b"\xff\xfe=\x00"]:
+            answer = requests.post(relay["url"] + "/console/sign-in", data=body, headers=form, timeout=30)
+            assert answer.status_code == 401, (body, answer.status_code)
+        assert requests.get(relay["url"] + "/healthz", timeout=10).status_code == 200
+        # A form from an opaque origin (a sandboxed frame, a data: URL) is refused.
+        opaque = requests.post(relay["url"] + "/console/sign-in", data={"token": TOKEN}, headers={"Origin": "null"}, timeout=10)
+        assert opaque.status_code == 403 and "set-cookie" not in opaque.headers
     finally:
         stop_relay(relay)

@@ -132,11 +132,19 @@ struct ConsoleRoutes: Sendable {
                 metadata: ["origin": "\(request.headers[HTTPField.Name("Origin")!] ?? "-")", "host": "\(request.head.authority ?? "-")"])
             return page("Sign in", "sign-in", ["error": "This sign-in did not come from this page."], session: nil, status: .forbidden)
         }
-        guard let session = sessions.signIn(token: fields["token"] ?? "", tokens: tokens) else {
-            let address = context.remoteAddress?.ipAddress ?? "unknown"
-            let delay = sessions.failed(from: address)
-            logger.notice("console sign-in refused: not an admin token", metadata: ["peer": "\(address)", "slowed_by": "\(delay)"])
-            try? await Task.sleep(for: delay)
+        // One attempt at a time per client (the address the trusted proxies vouch for), each after the wait its
+        // earlier failures earned, whether or not this one is right: a guesser cannot cut the wait short.
+        let address = ConsoleSessions.throttleKey(RequestInfo.current?.client ?? context.remoteAddress?.ipAddress ?? "unknown")
+        guard let wait = sessions.beginAttempt(from: address) else {
+            logger.notice("console sign-in refused: another attempt from this client is under way", metadata: ["client": "\(address)"])
+            return page(
+                "Sign in", "sign-in", ["error": "Another sign-in from here is under way; wait for it."], session: nil, status: .tooManyRequests)
+        }
+        if wait > .zero { try? await Task.sleep(for: wait) }
+        let session = sessions.signIn(token: fields["token"] ?? "", tokens: tokens)
+        sessions.endAttempt(from: address, failed: session == nil)
+        guard let session else {
+            logger.notice("console sign-in refused: not an admin token", metadata: ["client": "\(address)", "waited": "\(wait)"])
             return page("Sign in", "sign-in", ["error": "That is not an admin token."], session: nil, status: .unauthorized)
         }
         logger.notice("console sign-in")
@@ -174,11 +182,22 @@ struct ConsoleRoutes: Sendable {
     /// An `application/x-www-form-urlencoded` body (the admin gate bounds its size).
     static func fields(_ request: Request) async throws -> [String: String] {
         var request = request
-        let buffer = try await request.collectBody(upTo: .max)
-        var components = URLComponents()
-        components.percentEncodedQuery = String(buffer: buffer).replacingOccurrences(of: "+", with: "%20")
+        return fields(String(buffer: try await request.collectBody(upTo: .max)))
+    }
+
+    /// Parsed by hand, never by `URLComponents`: setting its `percentEncodedQuery` to text that is not a valid query
+    /// (a raw space, a stray `%`) traps on Linux. What does not decode is an empty value.
+    static func fields(_ body: String) -> [String: String] {
         var fields: [String: String] = [:]
-        for item in components.queryItems ?? [] { fields[item.name] = item.value ?? "" }
+        for pair in body.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            func decode(_ text: Substring) -> String {
+                String(text).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? ""
+            }
+            let name = decode(parts[0])
+            guard !name.isEmpty, fields[name] == nil else { continue }
+            fields[name] = parts.count > 1 ? decode(parts[1]) : ""
+        }
         return fields
     }
 

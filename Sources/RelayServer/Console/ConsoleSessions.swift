@@ -30,7 +30,11 @@ final class ConsoleSessions: Sendable {
     private struct State {
         var sessions: [String: Session] = [:]
         var failures: [String: (count: Int, last: Date)] = [:]
+        /// Clients with a sign-in attempt under way.
+        var attempting: Set<String> = []
     }
+    /// Clients whose failures are remembered at most; the oldest is forgotten first.
+    static let failureCapacity = 10_000
     private let state = Locked(State())
 
     init(lifetime: TimeInterval = 8 * 3600) { self.lifetime = lifetime }
@@ -66,17 +70,45 @@ final class ConsoleSessions: Sendable {
 
     func signOut(_ id: String) { state.withLock { _ = $0.sessions.removeValue(forKey: id) } }
 
-    /// How long to wait before answering a failed sign-in from `address`; records the failure.
-    func failed(from address: String, now: Date = Date()) -> Duration {
+    /// Starts a sign-in attempt from `client`: how long it must wait first (from its earlier failures), or nil when
+    /// an attempt from it is under way already.
+    func beginAttempt(from client: String, now: Date = Date()) -> Duration? {
         state.withLock { state in
-            if state.failures.count >= 10_000 { state.failures = state.failures.filter { now.timeIntervalSince($0.value.last) < Self.failureWindow } }
-            var entry = state.failures[address] ?? (0, now)
+            guard state.attempting.insert(client).inserted else { return nil }
+            guard let entry = state.failures[client], now.timeIntervalSince(entry.last) < Self.failureWindow, entry.count > 0 else {
+                return .zero
+            }
+            return min(.milliseconds(250) * (1 << min(entry.count - 1, 10)), Self.maximumDelay)
+        }
+    }
+
+    /// Ends the attempt; a failure makes the next one wait longer (0.25 s, doubling, at most ``maximumDelay``).
+    func endAttempt(from client: String, failed: Bool, now: Date = Date()) {
+        state.withLock { state in
+            state.attempting.remove(client)
+            guard failed else { return }
+            var entry = state.failures[client] ?? (0, now)
             if now.timeIntervalSince(entry.last) >= Self.failureWindow { entry.count = 0 }
             entry.count += 1
             entry.last = now
-            state.failures[address] = entry
-            return min(.milliseconds(250) * (1 << min(entry.count - 1, 10)), Self.maximumDelay)
+            if state.failures[client] == nil, state.failures.count >= Self.failureCapacity,
+                let oldest = state.failures.min(by: { $0.value.last < $1.value.last })
+            {
+                state.failures[oldest.key] = nil
+            }
+            state.failures[client] = entry
         }
+    }
+
+    /// The throttle's key for a client address: an IPv6 address by its /64 (one host usually holds the whole /64).
+    static func throttleKey(_ address: String) -> String {
+        guard address.contains(":") else { return address }
+        var groups = address.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        if let gap = groups.firstIndex(of: ""), groups.count < 8 {
+            groups.removeAll { $0.isEmpty }
+            groups.insert(contentsOf: Array(repeating: "0", count: 8 - groups.count), at: min(gap, groups.count))
+        }
+        return groups.prefix(4).joined(separator: ":") + "::/64"
     }
 
     /// Whether a form's CSRF token is the session's (compared in constant time).

@@ -4,10 +4,11 @@ import Mustache
 /// this code rendered) and one small style sheet. No script: every action is a form.
 enum ConsoleTemplates {
     static let library: MustacheLibrary = {
+        MustacheContentTypes.register(ScalarHTML(), named: "SCALAR_HTML")
         var library = MustacheLibrary()
         for (name, text) in templates {
             do {
-                try library.register(text, named: name)
+                try library.register("{{% CONTENT_TYPE: SCALAR_HTML}}" + text, named: name)
             } catch {
                 preconditionFailure("console template \(name) does not parse: \(error)")  // a build-time constant
             }
@@ -28,6 +29,25 @@ enum ConsoleTemplates {
             return list.map { withoutEmptyStrings($0) }
         default:
             return value
+        }
+    }
+
+    /// HTML escaping by Unicode scalar. The library's own escapes by `Character`, and a `"` followed by a combining
+    /// mark is one character that is not `"`: it would pass unescaped and end an attribute value.
+    struct ScalarHTML: MustacheContentType {
+        func escapeText(_ text: String) -> String {
+            var escaped = String.UnicodeScalarView()
+            for scalar in text.unicodeScalars {
+                switch scalar {
+                case "<": escaped.append(contentsOf: "&lt;".unicodeScalars)
+                case ">": escaped.append(contentsOf: "&gt;".unicodeScalars)
+                case "&": escaped.append(contentsOf: "&amp;".unicodeScalars)
+                case "\"": escaped.append(contentsOf: "&quot;".unicodeScalars)
+                case "'": escaped.append(contentsOf: "&#39;".unicodeScalars)
+                default: escaped.append(scalar)
+                }
+            }
+            return String(escaped)
         }
     }
 
