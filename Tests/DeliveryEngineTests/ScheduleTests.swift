@@ -88,6 +88,19 @@ private func advance(_ clock: ManualDeliveryClock, to instant: Duration) {
     clock.advance(by: max(.zero, instant - clock.instant()))
 }
 
+/// Delivers the event and acknowledges it as a `202` does: its pings wait (a quiet period, a wave's turns), so the
+/// first news is "later", and the event is then on disk.
+private func deliverAcknowledged(_ event: SpoolRecord, plan: DeliveryPlan, to engine: DeliveryEngine) async throws {
+    guard case .pending(let delivery, _) = await engine.deliver(event, plan: plan, wait: .seconds(5), logger: logger) else {
+        Issue.record("version \(event.version.versionNumber): a ping that waits is answered 'later'")
+        throw CancellationError()
+    }
+    guard case .spooled = try engine.acknowledge(delivery) else {
+        Issue.record("version \(event.version.versionNumber): expected it spooled for its 202")
+        throw CancellationError()
+    }
+}
+
 @Test func tenVersionsInSixtySecondsWithAThirtySecondQuietPeriodMakeOnePingWithTheNewest() async throws {
     let clock = ManualDeliveryClock()
     let sender = TimedSender(clock: clock)
@@ -235,17 +248,7 @@ private func advance(_ clock: ManualDeliveryClock, to instant: Duration) {
     let spool = RecordingSpool()
     let waved = route(waves: .init(shards: 10, spreadSeconds: 60, topic: "PUSH_RC_{shard}"))
     try await withEngine(clock: clock, spool: spool, frozen: true) { engine, _ in
-        guard
-            case .pending(let delivery, _) = await engine.deliver(
-                record(1), plan: plan(waved, version: 1, sender: sender), wait: .seconds(5), logger: logger)
-        else {
-            Issue.record("a wave under way is answered 'later'")
-            return
-        }
-        guard case .spooled = try engine.acknowledge(delivery) else {
-            Issue.record("expected it spooled for its 202")
-            return
-        }
+        try await deliverAcknowledged(record(1), plan: plan(waved, version: 1, sender: sender), to: engine)
         try await eventually("shard 0 at once") { sender.sent.count == 1 }
         for turn in 1...3 {
             await clock.waitForPending { $0.filter { $0 > .zero }.count >= 10 - turn }
@@ -305,14 +308,7 @@ extension TemplateVersion {
     let pings = [now, quiet].flatMap { $0.pings(of: $0.message(for: record(5).version, project: "p"), project: "p") }
     let plan = DeliveryPlan(pings: pings, send: SendPlan(sender: sender, policy: RetryPolicy(maximumAttempts: 1)))
     try await withEngine(clock: clock, spool: spool) { engine, _ in
-        guard case .pending(let delivery, _) = await engine.deliver(record(5), plan: plan, wait: .seconds(5), logger: logger) else {
-            Issue.record("a ping in its quiet period is answered 'later'")
-            return
-        }
-        guard case .spooled = try engine.acknowledge(delivery) else {
-            Issue.record("expected it spooled")
-            return
-        }
+        try await deliverAcknowledged(record(5), plan: plan, to: engine)
         try await eventually("the immediate route's ping dies") { engine.history.list(.init(route: "now")).first?.report?.status == .dead }
         await clock.waitForPending { $0.contains(.seconds(600)) }
         #expect(engine.discard(key: "p/version/5", route: "now"))
@@ -332,17 +328,7 @@ extension TemplateVersion {
     let waved = route(waves: .init(shards: 4, spreadSeconds: 40, topic: "PUSH_RC_{shard}"))
     try await withEngine(clock: clock, spool: spool, frozen: true) { engine, _ in
         for version in [1, 2] {
-            guard
-                case .pending(let delivery, _) = await engine.deliver(
-                    record(version), plan: plan(waved, version: version, sender: sender), wait: .seconds(5), logger: logger)
-            else {
-                Issue.record("version \(version): a wave is answered 'later'")
-                return
-            }
-            guard case .spooled = try engine.acknowledge(delivery) else {
-                Issue.record("expected it spooled")
-                return
-            }
+            try await deliverAcknowledged(record(version), plan: plan(waved, version: version, sender: sender), to: engine)
             if version == 1 { try await eventually("version 1's shard 0 at once") { sender.sent.count == 1 } }
             await clock.waitForPending { $0.filter { $0 > .zero }.count >= (version == 1 ? 3 : 3 + 4) }
         }
@@ -362,17 +348,7 @@ extension TemplateVersion {
     let waved = route(waves: .init(shards: 4, spreadSeconds: 40, topic: "PUSH_RC_{shard}"))
     var onDisk: SpoolRecord?
     try await withEngine(clock: clock, spool: spool, frozen: true) { engine, _ in
-        guard
-            case .pending(let delivery, _) = await engine.deliver(
-                record(1), plan: plan(waved, version: 1, sender: sender), wait: .seconds(5), logger: logger)
-        else {
-            Issue.record("a wave is answered 'later'")
-            return
-        }
-        guard case .spooled = try engine.acknowledge(delivery) else {
-            Issue.record("expected it spooled")
-            return
-        }
+        try await deliverAcknowledged(record(1), plan: plan(waved, version: 1, sender: sender), to: engine)
         try await eventually("shard 0") { sender.sent.count == 1 }
         await clock.waitForPending { $0.filter { $0 > .zero }.count >= 3 }
         advance(clock, to: .seconds(10))
