@@ -6,7 +6,7 @@ import PackageDescription
 ///
 /// The targets follow the path of one webhook: `RelayCore` verifies, decodes and routes (pure Swift, no HTTP);
 /// `DeliveryEngine` deduplicates, sends, retries, spools and keeps the delivery history (no HTTP server, no
-/// configuration); `FCMClient` gets access tokens and calls `messages:send`; `RelayServer` receives webhooks, reads
+/// configuration); `RelayStore` keeps what several replicas share on PostgreSQL (optional, `store.postgres`); `FCMClient` gets access tokens and calls `messages:send`; `RelayServer` receives webhooks, reads
 /// the configuration and wires it all together; `FCMEmulator` is an independent Google look-alike that only the
 /// executable (its development profile and `rc-relay emulator`) and the tests link.
 /// `Tests/interop/test_architecture.py` holds the graph to this.
@@ -47,6 +47,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
         .target(
@@ -79,11 +81,23 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            name: "RelayStore",
+            dependencies: [
+                "DeliveryEngine",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
             name: "RelayServer",
             dependencies: [
                 "RelayCore",
                 "FCMClient",
                 "DeliveryEngine",
+                "RelayStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Mustache", package: "swift-mustache"),
@@ -156,6 +170,7 @@ let package = Package(
                 "RelayServer",
                 "RelayCore",
                 "DeliveryEngine",
+                "RelayStore",
                 "FCMEmulator",
                 "FCMClient",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -55,6 +55,17 @@ def test_the_fcm_client_knows_no_webhooks_or_routes(targets):
     assert uses(targets["FCMClient"], {"RelayCore", "DeliveryEngine", "RelayServer", "Hummingbird", "FCMEmulator"}) == set()
 
 
+def test_the_store_imports_no_http_and_no_configuration(targets):
+    assert uses(targets["RelayStore"], HTTP | CONFIGURATION | {"FCMEmulator", "RelayCore", "FCMClient"}) == set()
+
+
+def test_only_the_store_talks_to_postgresql(targets):
+    for name, target in targets.items():
+        if name != "RelayStore" and target["type"] != "test":
+            assert uses(target, {"PostgresNIO", "_ConnectionPoolModule"}) == set(), name
+    assert uses(targets["DeliveryEngine"], {"RelayStore"}) == set()
+
+
 def test_the_delivery_engine_imports_no_http_server_and_no_configuration(targets):
     engine = targets["DeliveryEngine"]
     assert uses(engine, SERVER | CONFIGURATION | {"FCMEmulator"}) == set()

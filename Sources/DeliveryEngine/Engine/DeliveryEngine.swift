@@ -81,6 +81,9 @@ package final class DeliveryEngine: Service {
         }
     }
 
+    /// Whether the event is being delivered here, or was delivered within the deduplication window.
+    package func knows(_ record: SpoolRecord) -> Bool { recent.knows(record) }
+
     /// Writes a pending delivery to the spool before the sender is told 202; if it settled first, says so instead.
     package func acknowledge(_ delivery: RecentEvents.EventDelivery) throws -> RecentEvents.Acknowledgement {
         try recent.acknowledge(delivery)

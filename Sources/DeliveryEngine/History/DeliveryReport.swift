@@ -2,8 +2,8 @@ import FCMClient
 import Foundation
 
 /// What happened to one route's ping, with every attempt, as the webhook answer reports it.
-public struct DeliveryReport: Sendable, Encodable, Equatable {
-    public enum Status: String, Sendable, Encodable {
+public struct DeliveryReport: Sendable, Codable, Equatable {
+    public enum Status: String, Sendable, Codable {
         /// FCM accepted the message for delivery.
         case accepted
         /// FCM checked the message without delivering it (`validate_only`).
@@ -31,14 +31,14 @@ public struct DeliveryReport: Sendable, Encodable, Equatable {
     public var attempts: [Attempt]
 
     /// Why an attempt failed, in FCM's terms.
-    public struct ErrorDetail: Sendable, Encodable, Equatable {
+    public struct ErrorDetail: Sendable, Codable, Equatable {
         public var httpStatus: Int?
         public var errorCode: String?
         public var message: String
     }
 
     /// One `messages:send` attempt.
-    public struct Attempt: Sendable, Encodable, Equatable {
+    public struct Attempt: Sendable, Codable, Equatable {
         public var at: Date
         /// FCM's HTTP status; absent when FCM could not be reached.
         public var httpStatus: Int?

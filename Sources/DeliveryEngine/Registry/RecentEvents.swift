@@ -158,6 +158,11 @@ package final class RecentEvents: Sendable {
     /// Events whose delivery is under way.
     var inFlight: Int { state.withLock { $0.inFlightCount } }
 
+    /// Whether the event is under way here, or settled within the window.
+    func knows(_ record: SpoolRecord) -> Bool {
+        state.withLock { state in record.keys.contains { state.inFlight[$0] != nil || state.done[$0] != nil } }
+    }
+
     /// Starts the delivery (or joins the one under way) and waits up to `wait` for its first news (a joiner: for its
     /// outcome). `onDisk`: the record comes from the spool, so it is acknowledged already.
     func deliver(_ record: SpoolRecord, wait: Duration, onDisk: Bool = false, _ work: @escaping Work) async -> Outcome {
@@ -304,7 +309,7 @@ package final class RecentEvents: Sendable {
         let handOver = delivery.disk.withLock { disk -> HandOver in
             disk.settled = reports
             if due.isEmpty {
-                if disk.onDisk { spool?.remove(delivery.record) }
+                if disk.onDisk { spool?.settle(delivery.record, reports: reports) }
                 disk.onDisk = false
                 disk.handOver = .settled
             } else if control.isStopped, let spool {

@@ -50,6 +50,8 @@ package struct SpoolRecovery: Sendable {
     package var quarantined: [(file: String, reason: String)] = []
     /// Temporary files of writes a crash interrupted, removed.
     package var temporaryFilesRemoved = 0
+
+    package init(records: [SpoolRecord] = []) { self.records = records }
 }
 
 /// Where acknowledged events wait until delivered, so a crash or restart loses none.
@@ -57,8 +59,14 @@ package protocol Spool: Sendable {
     /// Writes the record durably (fsynced) before the sender is told 202.
     func write(_ record: SpoolRecord) throws
     func remove(_ record: SpoolRecord)
+    /// The event's pings settled: a spool that answers duplicates keeps the reports, a file spool removes the file.
+    func settle(_ record: SpoolRecord, reports: [DeliveryReport])
     /// Everything left from before, to deliver on start; never fails and never traps on what it finds.
     func recover() -> SpoolRecovery
+}
+
+extension Spool {
+    package func settle(_ record: SpoolRecord, reports: [DeliveryReport]) { remove(record) }
 }
 
 /// A directory of JSON files, one per event; each is written to a temporary name, fsynced, then renamed. Files that

@@ -68,6 +68,7 @@ struct Reloader: Sendable {
         check("delivery.concurrency", old.outboundConcurrency != new.outboundConcurrency)
         check("delivery.messagesPerSecond", old.messagesPerSecond != new.messagesPerSecond)
         check("delivery.spoolDirectory", old.spoolDirectory != new.spoolDirectory)
+        check("store.postgres", old.store != new.store)
         check("delivery.drainSeconds", old.drainGrace != new.drainGrace)
         check("delivery.dedupWindowSeconds", old.dedupWindow != new.dedupWindow)
         check("delivery.dedupMaxEvents", old.dedupMaxEvents != new.dedupMaxEvents)

@@ -8,6 +8,7 @@ import Logging
 import NIOCore
 import OpenAPIHummingbird
 import RelayCore
+import RelayStore
 import ServiceLifecycle
 
 /// Builds the relay from its settings: the one place where the parts are wired together.
@@ -33,12 +34,17 @@ public enum RelayApplication {
         }
         let store: ConfigurationStore
         let engine: DeliveryEngine
+        let shared: PostgresStore?
         let planner = Planner(changes: TemplateChanges(metrics: metrics), clock: clock, metrics: metrics)
         do {
             store = ConfigurationStore(try await rebuild(settings), source: source)
+            shared = try settings.store.map { storeSettings in
+                try PostgresStore(
+                    settings: storeSettings, logger: logger, observe: { metrics.storeStatement($0, duration: $1, failed: $2) })
+            }
             engine = DeliveryEngine(
-                settings: engineSettings(settings), spool: try makeSpool(settings.spoolDirectory), metrics: metrics.factory, clock: clock,
-                logger: logger, replan: { await store.plan(for: $0, planner: planner, logger: logger) })
+                settings: engineSettings(settings), spool: try shared?.outbox ?? makeSpool(settings.spoolDirectory), metrics: metrics.factory,
+                clock: clock, logger: logger, replan: { await store.plan(for: $0, planner: planner, logger: logger) })
         } catch {
             try? await httpClient.shutdown()
             throw error
@@ -46,12 +52,15 @@ public enum RelayApplication {
         let drain = DrainState()
         let relayed = RelayedVersions(directory: settings.spoolDirectory, writesEachNote: settings.poll != nil, logger: logger)
         let reloader = Reloader(configuration: store, reader: reader, rebuild: rebuild)
-        let api = RelayAPI(
-            probes: Probes(configuration: store, drain: drain, engine: engine, metrics: metrics, cacheFor: settings.readinessCache),
-            admin: AdminController(configuration: store, engine: engine, planner: planner, reloader: reloader))
-        let ingest = IngestRoutes(
-            intake: WebhookIntake(configuration: store, drain: drain, metrics: metrics),
-            controller: WebhookController(configuration: store, engine: engine, planner: planner, relayed: relayed, metrics: metrics))
+        let replicas = shared.map {
+            ProjectLeases(store: $0, configuration: store, engine: engine, planner: planner, metrics: metrics, logger: logger)
+        }
+        var probes = Probes(configuration: store, drain: drain, engine: engine, metrics: metrics, cacheFor: settings.readinessCache)
+        probes.replicas = replicas
+        let api = RelayAPI(probes: probes, admin: AdminController(configuration: store, engine: engine, planner: planner, reloader: reloader))
+        var controller = WebhookController(configuration: store, engine: engine, planner: planner, relayed: relayed, metrics: metrics)
+        controller.replicas = replicas
+        let ingest = IngestRoutes(intake: WebhookIntake(configuration: store, drain: drain, metrics: metrics), controller: controller)
         let server = httpServer(settings)
         let console = ConsoleRoutes(admin: api.admin, probes: api.probes, configuration: store, sessions: ConsoleSessions())
         let main = Application(
@@ -59,8 +68,10 @@ public enum RelayApplication {
                 api, ingest: ingest, console: console, configuration: store, listener: settings.adminPort == nil ? .only : .main, logger: logger),
             server: server,
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "rc-relay"),
-            // Shut down in reverse: the engine drains while the HTTP client is still up.
-            services: [HTTPClientService(client: httpClient), engine] + poller(settings, store, engine, planner, relayed, clock, metrics, logger),
+            // Shut down in reverse: the engine drains while the HTTP client is still up, and while the project leases
+            // are still renewed; the leases are released once the engine's hand-overs are in the store, which closes last.
+            services: [shared as (any Service)?, replicas].compactMap { $0 } + [HTTPClientService(client: httpClient), engine]
+                + poller(settings, store, engine, planner, relayed, clock, metrics, replicas, logger),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? settings.port) },
             logger: logger)
         var services: [any Service] = [main]
@@ -85,15 +96,13 @@ public enum RelayApplication {
     static func poller(
         _ settings: RelaySettings, _ store: ConfigurationStore, _ engine: DeliveryEngine, _ planner: Planner, _ relayed: RelayedVersions,
         _ clock: any DeliveryClock,
-        _ metrics: RelayMetrics, _ logger: Logger
+        _ metrics: RelayMetrics, _ replicas: ProjectLeases?, _ logger: Logger
     ) -> [any Service] {
         guard let poll = settings.poll else { return [] }
-        return [
-            CatchUpPoller(
-                settings: .init(interval: poll.interval, grace: poll.grace), configuration: store, engine: engine, planner: planner, relayed: relayed,
-                clock: clock,
-                metrics: metrics, logger: logger)
-        ]
+        let poller = CatchUpPoller(
+            settings: .init(interval: poll.interval, grace: poll.grace), configuration: store, engine: engine, planner: planner, relayed: relayed,
+            clock: clock, metrics: metrics, replicas: replicas, logger: logger)
+        return [poller]
     }
 
     /// The one outbound HTTP client: FCM, Remote Config, OAuth, the metadata server, JWKS.

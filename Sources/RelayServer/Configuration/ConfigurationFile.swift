@@ -13,6 +13,19 @@ struct ConfigurationFile: Decodable {
     var projects: [Project]?
     var remoteConfig: RemoteConfig?
     var poll: Poll?
+    var store: Store?
+
+    /// Shared state for several replicas (docs/replicas.md).
+    struct Store: Decodable {
+        var postgres: Postgres?
+
+        struct Postgres: Decodable {
+            var url: String?
+            var password: SecretSource?
+            var caFile: String?
+            var leaseSeconds: Double?
+        }
+    }
 
     /// Remote Config's REST API (catch-up polling reads it).
     struct RemoteConfig: Decodable {
@@ -106,7 +119,9 @@ struct ConfigurationFile: Decodable {
     }()
 
     private static let fileKeys: [String: Set<String>] = [
-        "": ["server", "webhook", "fcm", "log", "oidc", "delivery", "admin", "routes", "projects", "remoteConfig", "poll"],
+        "": [
+            "server", "webhook", "fcm", "log", "oidc", "delivery", "admin", "routes", "projects", "remoteConfig", "poll", "store",
+        ],
         "admin": ["tokens", "host", "port"],
         "admin.tokens[]": ["value", "env", "file"],
         "delivery": [
@@ -116,6 +131,9 @@ struct ConfigurationFile: Decodable {
         ],
         "projects[]": ["id", "credentialsFile", "routes"],
         "remoteConfig": ["baseURL", "timeoutSeconds"],
+        "store": ["postgres"],
+        "store.postgres": ["url", "password", "caFile", "leaseSeconds"],
+        "store.postgres.password": ["value", "env", "file"],
         "poll": ["intervalSeconds", "graceSeconds"],
         "server": [
             "host", "port", "maxBodyBytes", "trustedProxies", "shutdownDelaySeconds", "idleTimeoutSeconds",

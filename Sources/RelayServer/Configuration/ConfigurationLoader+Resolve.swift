@@ -136,6 +136,7 @@ extension ConfigurationLoader {
             messagesPerSecond: problems.check(1_000) { () throws(ConfigurationError) in try resolvePace(file.delivery) },
             answerWithin: duration(file.delivery?.answerWithinSeconds, "delivery.answerWithinSeconds", 5, 0.05...600),
             spoolDirectory: file.delivery?.spoolDirectory,
+            store: problems.check(nil) { () throws(ConfigurationError) in try resolveStore(file) },
             drainGrace: duration(file.delivery?.drainSeconds, "delivery.drainSeconds", 20, 0...600),
             dedupWindow: duration(file.delivery?.dedupWindowSeconds, "delivery.dedupWindowSeconds", 600, 0...86_400),
             dedupMaxEvents: problems.check(10_000) { () throws(ConfigurationError) in try dedupMaxEvents(file.delivery) },

@@ -3,6 +3,7 @@ import FCMClient
 import Foundation
 import Logging
 import RelayCore
+import RelayStore
 
 /// The checked, resolved configuration the service runs with. Secrets inside it print as `<redacted>`.
 public struct RelaySettings: Sendable {
@@ -54,6 +55,8 @@ public struct RelaySettings: Sendable {
     public var answerWithin: Duration
     /// Where acknowledged events wait until delivered; nil: no spool (503 instead of 202).
     public var spoolDirectory: String?
+    /// Shared state on PostgreSQL for several replicas (`store.postgres`); nil: this process keeps its own.
+    package var store: StoreSettings?
     /// On SIGTERM, how long deliveries under way may take before they are spooled.
     public var drainGrace: Duration
     /// How long, and for how many events at most, settled deliveries are remembered against duplicates.

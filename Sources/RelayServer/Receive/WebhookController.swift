@@ -2,6 +2,7 @@ import DeliveryEngine
 import Foundation
 import Logging
 import RelayCore
+import RelayStore
 
 /// Route → deliver → answer, for an event ``WebhookIntake`` verified and decoded. Failures are thrown as
 /// ``Refusal``s; the answer is 200 (settled), 202 (spooled, still delivering) or a problem.
@@ -13,6 +14,8 @@ struct WebhookController: Sendable {
     /// Told each version delivered or spooled, so catch-up polling does not relay it again.
     let relayed: RelayedVersions
     let metrics: RelayMetrics
+    /// The shared store's outbox and leases, with `store.postgres`; nil: this process alone.
+    var replicas: ProjectLeases? = nil
 
     /// The answer's JSON body (``IngestAnswer``): `200` when settled, `202` when spooled and still delivering.
     enum Answer {
@@ -59,21 +62,36 @@ struct WebhookController: Sendable {
             id: eventID, format: event.format.rawValue, project: project, versionNumber: event.version.versionNumber,
             updateType: event.version.updateType)
         let source = event.format.rawValue
+        var committed = false
+        if let replicas {
+            // Committed before anything else: from here on any replica delivers it, and a 202 means it is kept.
+            let admission = try await replicas.admit(record, window: configuration.settings.dedupWindow, logger: logger)
+            let delivers = replicas.holds(project)
+            switch admission {
+            case .admitted where delivers, .pending where delivers:
+                // This replica delivers the project's events: deliver (or join) here, and answer with the outcome.
+                committed = true
+            case .admitted, .pending:
+                relayed.note(project, record.version.versionNumber, logger: logger)
+                logger.info("event in the outbox; the replica holding the project's lease delivers it")
+                metrics.webhook(source: source, outcome: "in-progress")
+                return .inProgress(IngestAnswer.inProgress(requestID: requestID, event: summary))
+            case .settled(let reports):
+                return try settled(reports, duplicate: true, source: source, requestID: requestID, summary: summary, logger: logger)
+            case .conflict(let key):
+                throw conflict(key, logger: logger)
+            }
+        }
         let started = ContinuousClock.now
         let plan = await planner.plan(
             record.version, since: relayed.newest(project), project: project, pipeline: pipeline, settings: configuration.settings, logger: logger)
         // The answer's wait counts from the request, not from the end of routing.
         let wait = max(configuration.settings.answerWithin - (ContinuousClock.now - started), configuration.settings.answerWithin / 10)
-        switch await engine.deliver(record, plan: plan, wait: wait, logger: logger) {
+        switch await engine.deliver(record, plan: plan, wait: wait, onDisk: committed, logger: logger) {
         case .settled(let reports, let duplicate):
             return try settled(reports, duplicate: duplicate, source: source, requestID: requestID, summary: summary, logger: logger)
         case .conflict(let key):
-            logger.notice("webhook refused: its id belongs to another event", metadata: ["key": "\(key)"])
-            throw Refusal(
-                kind: .eventConflict,
-                detail:
-                    "an event with this id was received for another project or version; a new event needs a new id (webhook-id, ce-id or the Pub/Sub message id)"
-            )
+            throw conflict(key, logger: logger)
         case .saturated:
             logger.warning("webhook refused: too many deliveries under way")
             throw Refusal(kind: .notReady, detail: "too many deliveries are under way; retry shortly", retryAfter: 5)
@@ -106,6 +124,15 @@ struct WebhookController: Sendable {
                 return .inProgress(IngestAnswer.inProgress(requestID: requestID, event: summary))
             }
         }
+    }
+
+    private func conflict(_ key: String, logger: Logger) -> Refusal {
+        logger.notice("webhook refused: its id belongs to another event", metadata: ["key": "\(key)"])
+        return Refusal(
+            kind: .eventConflict,
+            detail:
+                "an event with this id was received for another project or version; a new event needs a new id (webhook-id, ce-id or the Pub/Sub message id)"
+        )
     }
 
     private func settled(

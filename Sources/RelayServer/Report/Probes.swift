@@ -24,6 +24,8 @@ struct Probes: Sendable {
     /// How long the token check may take before it counts as failed (a probe must answer quickly).
     var tokenCheckTimeout: Duration = .seconds(3)
     let tokenChecks: CachedResult<[ReadinessCheck]>
+    /// The shared store, with `store.postgres`: reachable and migrated, or not ready.
+    var replicas: ProjectLeases? = nil
 
     init(configuration: ConfigurationStore, drain: DrainState, engine: DeliveryEngine, metrics: RelayMetrics, cacheFor lifetime: Duration) {
         (self.configuration, self.drain, self.engine, self.metrics) = (configuration, drain, engine, metrics)
@@ -43,6 +45,10 @@ struct Probes: Sendable {
         checks += await tokenChecks.value { await self.tokens(configuration) }
         let draining = drain.isDraining
         checks.append(.init(name: "draining", ok: !draining, detail: draining ? "draining after a stop signal" : "serving"))
+        if let replicas {
+            let store = replicas.readiness
+            checks.append(.init(name: "store", ok: store.ok, detail: store.detail))
+        }
         let depth = engine.queueDepth
         let limit = configuration.settings.maxQueuedPings
         checks.append(.init(name: "queue", ok: depth < limit, detail: "\(depth) of \(limit) pings queued"))
@@ -68,7 +74,13 @@ struct Probes: Sendable {
             detail: failing == 0
                 ? "an access token for each of \(tokens.count) project(s)"
                 : "no access token for \(failing) of \(tokens.count) project(s); GET /admin/info and the log say why")
-        var view = checks.filter { !$0.name.hasPrefix("token:") }
+        var view = checks.filter { !$0.name.hasPrefix("token:") }.map { check in
+            // The store's detail names projects and the database's errors: the admin API has them.
+            guard check.name == "store" else { return check }
+            return ReadinessCheck(
+                name: "store", ok: check.ok, detail: check.ok ? "PostgreSQL reachable" : "PostgreSQL unreachable; GET /admin/info and the log say why"
+            )
+        }
         view.insert(credentials, at: min(1, view.count))
         return view
     }

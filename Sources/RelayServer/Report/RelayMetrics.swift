@@ -25,6 +25,7 @@ public final class RelayMetrics: Sendable {
         factory.durationHistogramBuckets = [
             "rc_relay_fcm_request_duration_seconds": fast,
             "rc_relay_remote_config_request_duration_seconds": fast,
+            "rc_relay_store_statement_duration_seconds": [.milliseconds(1), .milliseconds(2), .milliseconds(5)] + fast,
             // Delivery includes retries: minutes, not milliseconds, at the far end.
             "rc_relay_delivery_latency_seconds": fast + [.seconds(30), .seconds(60), .seconds(300), .seconds(900)],
         ]
@@ -66,6 +67,26 @@ public final class RelayMetrics: Sendable {
     /// A version routed by change-aware routes: whether what it changed was known (else whole audiences were pinged).
     func templateChange(known: Bool) {
         counter("rc_relay_template_changes_total", [("outcome", known ? "known" : "unknown")]).increment()
+    }
+
+    /// One statement on the shared store (`admit`, `acquire`, `pending`, …): how long it took, and whether it failed
+    /// (no answer within the statement timeout, or refused).
+    func storeStatement(_ statement: String, duration: Duration, failed: Bool) {
+        if failed { counter("rc_relay_store_errors_total", [("statement", statement)]).increment() }
+        let key = "store/" + statement
+        let timer = timers.withLock { timers in
+            if let timer = timers[key] { return timer }
+            let timer = CoreMetrics.Timer(
+                label: "rc_relay_store_statement_duration_seconds", dimensions: [("statement", statement)], factory: factory)
+            timers[key] = timer
+            return timer
+        }
+        timer.record(duration: duration)
+    }
+
+    /// Projects whose lease this replica holds (it delivers and polls for them).
+    func leasesHeld(_ count: Int) {
+        CoreMetrics.Gauge(label: "rc_relay_store_leases_held", factory: factory).record(count)
     }
 
     /// The Prometheus text exposition.

@@ -29,13 +29,17 @@ final class CatchUpPoller: Service {
     let metrics: RelayMetrics
     let logger: Logger
     private let sightings = Locked<[String: (version: Int64, at: Date)]>([:])
+    /// With a shared store: only the replica holding a project's lease polls it, and what it relays goes through the
+    /// outbox like a webhook's event.
+    let replicas: ProjectLeases?
 
     init(
         settings: Settings, configuration: ConfigurationStore, engine: DeliveryEngine, planner: Planner, relayed: RelayedVersions,
-        clock: any DeliveryClock, metrics: RelayMetrics, logger: Logger
+        clock: any DeliveryClock, metrics: RelayMetrics, replicas: ProjectLeases? = nil, logger: Logger
     ) {
         (self.settings, self.configuration, self.engine, self.planner, self.relayed, self.clock, self.metrics) =
             (settings, configuration, engine, planner, relayed, clock, metrics)
+        self.replicas = replicas
         var logger = logger
         logger[metadataKey: "source"] = "poll"
         self.logger = logger
@@ -59,7 +63,7 @@ final class CatchUpPoller: Service {
     func pollOnce() async {
         let current = configuration.current
         for id in current.projects.ids {
-            guard !Task.isCancelled, let pipeline = current.projects[id] else { continue }
+            guard !Task.isCancelled, let pipeline = current.projects[id], replicas?.holds(id) ?? true else { continue }
             var logger = logger
             logger[metadataKey: "project"] = "\(id)"
             metrics.poll(outcome: await poll(id, pipeline, settings: current.settings, logger: logger).rawValue)
@@ -151,8 +155,19 @@ final class CatchUpPoller: Service {
         let record = SpoolRecord(
             keys: ["\(project)/version/\(version.versionNumber)"], project: project, eventID: nil, format: "poll", version: version,
             receivedAt: clock.now())
+        if let replicas {
+            switch try? await replicas.admit(record, window: settings.dedupWindow, logger: logger) {
+            case .admitted?, .pending?: break  // this replica holds the lease: it delivers (or joins) below
+            case .settled?:
+                logger.info("poll: a webhook had announced the version already")
+                relayed.note(project, version.versionNumber)
+                return .relayed
+            case .conflict?, nil:
+                return .pending
+            }
+        }
         let plan = await planner.plan(version, since: known, project: project, pipeline: pipeline, settings: settings, logger: logger)
-        switch await engine.deliver(record, plan: plan, origin: .poll, wait: settings.answerWithin, logger: logger) {
+        switch await engine.deliver(record, plan: plan, origin: .poll, wait: settings.answerWithin, onDisk: replicas != nil, logger: logger) {
         case .settled(let reports, let duplicate):
             guard !reports.contains(where: \.unfinished) else {
                 logger.warning("poll: the version's pings ran out of retries; the next poll tries again")

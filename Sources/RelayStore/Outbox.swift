@@ -1,0 +1,211 @@
+import DeliveryEngine
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Events in the outbox: admitted once across every replica, delivered by the project's lease holder, settled with
+/// their reports (which answer a duplicate for the deduplication window).
+extension PostgresStore {
+    /// What admitting an event came to.
+    package enum Admission: Sendable, Equatable {
+        /// Committed: it will be delivered, whatever happens to this replica.
+        case admitted
+        /// The same event was admitted before and is still being delivered.
+        case pending
+        /// The same event was delivered; its reports.
+        case settled([DeliveryReport])
+        /// One of its keys belongs to another event (another project or version).
+        case conflict(key: String)
+    }
+
+    private struct KnownEvent: Error {}
+
+    /// Commits the event with its keys, unless one of its keys is taken; `window` is the deduplication window (a
+    /// settled event older than it is forgotten first).
+    package func admit(_ record: SpoolRecord, window: Duration) async throws(StoreError) -> Admission {
+        let json = try Self.encode(record)
+        let seconds = Self.seconds(window)
+        let (keys, fingerprint, project, version) = (record.keys, record.fingerprint, record.project, record.version.versionNumber)
+        return try await run("admit") { client, logger in
+            do {
+                try await client.withTransaction(logger: logger) { connection in
+                    try await connection.query(
+                        """
+                        DELETE FROM rc_relay_events e USING rc_relay_event_keys k
+                        WHERE k.event = e.id AND k.key = ANY(\(keys)) AND e.settled AND e.settled_at < now() - make_interval(secs => \(seconds))
+                        """, logger: logger)
+                    let rows = try await connection.query(
+                        """
+                        INSERT INTO rc_relay_events (project, version, fingerprint, record)
+                        VALUES (\(project), \(version), \(fingerprint), \(json)::jsonb) RETURNING id
+                        """, logger: logger)
+                    var id: Int64?
+                    for try await value in rows.decode(Int64.self) { id = value }
+                    guard let id else { throw StoreError.failed("the event's row was not created") }
+                    let inserted = try await connection.query(
+                        "INSERT INTO rc_relay_event_keys (key, event) SELECT unnest(\(keys)::text[]), \(id) ON CONFLICT DO NOTHING RETURNING key",
+                        logger: logger)
+                    var count = 0
+                    for try await _ in inserted.decode(String.self) { count += 1 }
+                    // A key another event holds: undo, and say what that event is.
+                    guard count == Set(keys).count else { throw KnownEvent() }
+                    try await connection.query("SELECT pg_notify(\(Self.channel), \(project))", logger: logger)
+                }
+                return .admitted
+            } catch let error as PostgresTransactionError where error.closureError is KnownEvent {
+                return try await Self.known(keys: keys, fingerprint: fingerprint, client: client, logger: logger)
+            }
+        }
+    }
+
+    /// The event that holds one of `keys`: the same event (pending or settled), or a conflict.
+    private static func known(keys: [String], fingerprint: String, client: PostgresClient, logger: Logger) async throws -> Admission {
+        let rows = try await client.query(
+            """
+            SELECT k.key, e.fingerprint, e.settled, coalesce(e.reports::text, '[]') FROM rc_relay_event_keys k
+            JOIN rc_relay_events e ON e.id = k.event WHERE k.key = ANY(\(keys))
+            """, logger: logger)
+        var found: [String: (String, Bool, String)] = [:]
+        for try await (key, other, settled, reports) in rows.decode((String, String, Bool, String).self) { found[key] = (other, settled, reports) }
+        // In the order of the event's keys (its project and version first), as the in-memory registry does.
+        for key in keys {
+            guard let (other, settled, reports) = found[key] else { continue }
+            guard other == fingerprint else { return .conflict(key: key) }
+            guard settled else { return .pending }
+            return .settled(try JSONDecoder().decode([DeliveryReport].self, from: Data(reports.utf8)))
+        }
+        // The holder was forgotten between the two statements: the caller's retry admits it.
+        throw StoreError.unavailable("the event changed while it was admitted; retry")
+    }
+
+    /// Records progress (shards accepted, the routes still due at a stop) of an event still pending.
+    package func update(_ record: SpoolRecord) async throws(StoreError) {
+        let json = try Self.encode(record)
+        let key = record.keys.first ?? ""
+        try await run("update") { client, logger in
+            try await client.query(
+                """
+                UPDATE rc_relay_events SET record = \(json)::jsonb
+                WHERE id = (SELECT event FROM rc_relay_event_keys WHERE key = \(key)) AND NOT settled
+                """, logger: logger)
+        }
+    }
+
+    /// Marks the event delivered (or given up by an operator), with its reports for duplicates.
+    package func settle(_ record: SpoolRecord, reports: [DeliveryReport]) async throws(StoreError) {
+        let json: String
+        do {
+            json = String(decoding: try JSONEncoder().encode(reports), as: UTF8.self)
+        } catch {
+            throw .failed("the reports could not be encoded: \(error)")
+        }
+        let key = record.keys.first ?? ""
+        try await run("settle") { client, logger in
+            try await client.query(
+                """
+                UPDATE rc_relay_events SET settled = true, settled_at = now(), reports = \(json)::jsonb
+                WHERE id = (SELECT event FROM rc_relay_event_keys WHERE key = \(key)) AND NOT settled
+                """, logger: logger)
+        }
+    }
+
+    /// The project's events still to deliver, oldest first.
+    package func pending(project: String, limit: Int = 1000) async throws(StoreError) -> [SpoolRecord] {
+        let texts = try await run("pending") { client, logger in
+            let rows = try await client.query(
+                "SELECT record::text FROM rc_relay_events WHERE project = \(project) AND NOT settled ORDER BY id LIMIT \(limit)", logger: logger)
+            var texts: [String] = []
+            for try await text in rows.decode(String.self) { texts.append(text) }
+            return texts
+        }
+        // A row this relay cannot read (written by hand, or by another program) is skipped, never trapped on.
+        return texts.compactMap { text in
+            guard let record = try? JSONDecoder().decode(SpoolRecord.self, from: Data(text.utf8)), record.defect == nil else {
+                logger.error("outbox row skipped: it is not an event", metadata: ["project": "\(project)"])
+                return nil
+            }
+            return record
+        }
+    }
+
+    /// Forgets settled events older than `window`, then all but the newest `keep` settled ones. Returns how many.
+    @discardableResult
+    package func prune(window: Duration, keep: Int) async throws(StoreError) -> Int {
+        let seconds = Self.seconds(window)
+        return try await run("prune") { client, logger in
+            var removed = 0
+            for query: PostgresQuery in [
+                "DELETE FROM rc_relay_events WHERE settled AND settled_at < now() - make_interval(secs => \(seconds)) RETURNING 1",
+                """
+                DELETE FROM rc_relay_events WHERE settled AND id <= (
+                    SELECT id FROM rc_relay_events WHERE settled ORDER BY id DESC OFFSET \(keep) LIMIT 1) RETURNING 1
+                """,
+            ] {
+                for try await _ in try await client.query(query, logger: logger).decode(Int.self) { removed += 1 }
+            }
+            return removed
+        }
+    }
+
+    /// The channel a replica is told on when another admits an event (the payload is the project).
+    package static let channel = "rc_relay_events"
+
+    /// Calls `onEvent` with the project of each event another replica admits, until cancelled or the connection
+    /// drops (the caller listens again; its regular sweep covers the gap).
+    package func listen(_ onEvent: @escaping @Sendable (String) async -> Void) async throws(StoreError) {
+        do {
+            try await client.withConnection { connection in
+                try await connection.listen(on: Self.channel) { notifications in
+                    for try await notification in notifications { await onEvent(notification.payload) }
+                }
+            }
+        } catch {
+            throw Self.storeError(error)
+        }
+    }
+
+    /// Returns once the engine's changes queued so far are applied.
+    package func flush() async { await outbox.flush() }
+
+    /// Applies the engine's changes in order; a change the database refuses is retried until it is applied or the
+    /// stream ends with the database still away (then it is logged: the row keeps its older state).
+    func applyChanges() async {
+        for await change in changes {
+            if case .flush(let waiter) = change {
+                waiter.resume()
+                continue
+            }
+            var delay = Duration.milliseconds(100)
+            while true {
+                do {
+                    switch change {
+                    case .update(let record): try await update(record)
+                    case .settle(let record, let reports): try await settle(record, reports: reports)
+                    case .flush: break
+                    }
+                    break
+                } catch {
+                    logger.warning("outbox change not applied yet; retrying", metadata: ["error": "\(error)"])
+                    if outbox.isFinished, delay > .seconds(2) {
+                        logger.error("outbox change not applied before the stop: the event will be delivered again", metadata: ["error": "\(error)"])
+                        break
+                    }
+                    try? await Task.sleep(for: delay)
+                    delay = min(delay * 2, .seconds(5))
+                }
+            }
+        }
+    }
+
+    static func encode(_ record: SpoolRecord) throws(StoreError) -> String {
+        do {
+            return String(decoding: try JSONEncoder().encode(record), as: UTF8.self)
+        } catch {
+            throw .failed("the event could not be encoded: \(error)")
+        }
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}

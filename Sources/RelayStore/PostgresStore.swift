@@ -1,0 +1,160 @@
+import DeliveryEngine
+import Foundation
+import Logging
+import NIOSSL
+import PostgresNIO
+import ServiceLifecycle
+
+/// The state several replicas share, on PostgreSQL: each acknowledged event (the outbox that replaces the spool), its
+/// identities (deduplication across replicas), and leases (one replica delivers and polls for a project at a time).
+///
+/// Every statement runs within ``StoreSettings/statementTimeout``: past it the store counts as unreachable, so a webhook
+/// gets `503` instead of waiting for a database that does not answer.
+package final class PostgresStore: Service, Sendable {
+    package let settings: StoreSettings
+    /// This replica's name in leases: host, process and a random part (a restarted process is another holder).
+    package let holder: String
+    let client: PostgresClient
+    let logger: Logger
+    /// The engine's spool calls, applied in order by ``run()``.
+    package let outbox: OutboxSpool
+    let changes: AsyncStream<OutboxSpool.Change>
+
+    /// Told each statement's name, duration and failure, for metrics.
+    let observe: @Sendable (_ statement: String, _ duration: Duration, _ failed: Bool) -> Void
+
+    package init(
+        settings: StoreSettings, logger: Logger, holder: String? = nil,
+        observe: @escaping @Sendable (_ statement: String, _ duration: Duration, _ failed: Bool) -> Void = { _, _, _ in }
+    ) throws {
+        var configuration = PostgresClient.Configuration(
+            host: settings.host, port: settings.port, username: settings.username, password: settings.password, database: settings.database,
+            tls: try Self.tls(settings))
+        configuration.options.connectTimeout = settings.statementTimeout
+        configuration.options.maximumConnections = 16
+        self.settings = settings
+        self.observe = observe
+        self.logger = logger
+        self.holder = holder ?? "\(ProcessInfo.processInfo.hostName)/\(getpid())/\(UInt32.random(in: 0...UInt32.max))"
+        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        (changes, outbox) = OutboxSpool.make()
+    }
+
+    private static func tls(_ settings: StoreSettings) throws -> PostgresClient.Configuration.TLS {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let caFile = settings.caFile {
+            tls.additionalTrustRoots = [.file(caFile)]
+        }
+        switch settings.tls {
+        case .disable: return .disable
+        case .prefer: return .prefer(tls)
+        case .verifyFull: return .require(tls)
+        }
+    }
+
+    /// Runs the connection pool and applies the engine's changes until a graceful stop; then applies what is left
+    /// (the engine stops first and hands its deliveries over here) and closes.
+    package func run() async throws {
+        // Not a child task: the client stops itself on a graceful stop, which would come before the last changes.
+        let pool = Task.detached { [client] in await client.run() }
+        defer { pool.cancel() }
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.applyChanges() }
+            try? await gracefulShutdown()
+            outbox.finish()
+        }
+    }
+
+    // MARK: - Schema
+
+    /// Applies the migrations this database lacks, under an advisory lock: replicas that start at once wait for the
+    /// first, which migrates; the others find nothing to do. Returns the versions applied here.
+    @discardableResult
+    package func migrate() async throws(StoreError) -> [Int] {
+        try await run("migrate") { client, logger in
+            try await client.withTransaction(logger: logger) { connection -> [Int] in
+                try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
+                try await connection.query(
+                    """
+                    CREATE TABLE IF NOT EXISTS rc_relay_schema (
+                        version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
+                    """, logger: logger)
+                var applied: Set<Int> = []
+                for try await version in try await connection.query("SELECT version FROM rc_relay_schema", logger: logger).decode(Int.self) {
+                    applied.insert(version)
+                }
+                if let newest = applied.max(), newest > Migrations.latest {
+                    throw StoreError.schemaTooNew(found: newest, known: Migrations.latest)
+                }
+                var now: [Int] = []
+                for step in Migrations.steps where !applied.contains(step.version) {
+                    for statement in step.statements { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+                    try await connection.query(
+                        "INSERT INTO rc_relay_schema (version, description) VALUES (\(step.version), \(step.description))", logger: logger)
+                    now.append(step.version)
+                }
+                return now
+            }
+        }
+    }
+
+    /// The key of the advisory lock migrations hold (any constant the relay alone uses).
+    static let migrationLock: Int64 = 0x7263_7265_6C61_79
+
+    // MARK: - Health
+
+    /// One round trip, for readiness.
+    package func check() async throws(StoreError) {
+        try await run("check") { client, logger in try await client.query("SELECT 1", logger: logger) }
+    }
+
+    // MARK: - Running statements
+
+    /// Runs `body` within the statement timeout, turning the driver's errors into ``StoreError``s.
+    @discardableResult
+    func run<Result: Sendable>(
+        _ what: String, _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> Result
+    ) async throws(StoreError) -> Result {
+        let limit = settings.statementTimeout
+        let started = ContinuousClock.now
+        let outcome: Swift.Result<Result, StoreError> = await withTaskGroup(of: Swift.Result<Result, StoreError>?.self) { group in
+            group.addTask { [client, logger] in
+                do {
+                    return .success(try await body(client, logger))
+                } catch {
+                    return .failure(Self.storeError(error))
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first ?? .failure(.unavailable("no answer within \(limit)"))
+        }
+        observe(what, ContinuousClock.now - started, { if case .failure = outcome { true } else { false } }())
+        switch outcome {
+        case .success(let value): return value
+        case .failure(let error):
+            logger.debug("store statement failed", metadata: ["statement": "\(what)", "error": "\(error)"])
+            throw error
+        }
+    }
+
+    static func storeError(_ error: any Error) -> StoreError {
+        if let error = error as? StoreError { return error }
+        if let transaction = error as? PostgresTransactionError {
+            // What went wrong inside: the closure's error, else BEGIN's or COMMIT's.
+            let cause: (any Error)? = transaction.closureError ?? transaction.beginError ?? transaction.commitError
+            return cause.map(storeError) ?? .failed("the transaction failed")
+        }
+        if error is CancellationError { return .unavailable("cancelled") }
+        guard let error = error as? PSQLError else { return .failed("\(error)") }
+        if let server = error.serverInfo {
+            // The server's own words: SQLSTATE and message (they name tables, never values or passwords).
+            return .failed("\(server[.sqlState] ?? "?") \(server[.message] ?? "")")
+        }
+        return .unavailable("\(error.code)")
+    }
+}

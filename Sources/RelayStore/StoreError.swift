@@ -1,0 +1,18 @@
+/// Why the shared store could not answer.
+package enum StoreError: Error, Sendable, CustomStringConvertible {
+    /// No connection, or no answer within the statement timeout: the relay answers 503 and readiness turns false.
+    case unavailable(String)
+    /// The database answered with an error.
+    case failed(String)
+    /// The database's schema is newer than this relay knows: a newer rc-relay migrated it.
+    case schemaTooNew(found: Int, known: Int)
+
+    package var description: String {
+        switch self {
+        case .unavailable(let reason): "PostgreSQL is unreachable: \(reason)"
+        case .failed(let reason): "PostgreSQL refused a statement: \(reason)"
+        case .schemaTooNew(let found, let known):
+            "the database's schema is at version \(found), newer than this rc-relay knows (\(known)); run the newer rc-relay"
+        }
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+import RelayStore
+
+/// A throwaway PostgreSQL server for one test: `initdb` in a temporary directory, `pg_ctl` on a free loopback port,
+/// removed afterwards. Debian's `postgresql` package provides the programs (`.ci/run` installs it); they refuse to run
+/// as root, so as root they run as the `postgres` user, in a directory that user owns.
+final class PostgresCluster: @unchecked Sendable {
+    let directory: URL
+    let port: Int
+    private let bin: URL
+
+    /// Where Debian puts the programs (not on PATH), the newest version first.
+    static func binDirectory() throws -> URL {
+        let root = URL(fileURLWithPath: "/usr/lib/postgresql")
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: root.path))?.compactMap(Int.init).sorted(by: >) ?? []
+        for version in versions {
+            let bin = root.appendingPathComponent("\(version)/bin")
+            if FileManager.default.isExecutableFile(atPath: bin.appendingPathComponent("initdb").path) { return bin }
+        }
+        throw Failure(description: "PostgreSQL is not installed (apt-get install postgresql): no /usr/lib/postgresql/*/bin/initdb")
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    private init(directory: URL, port: Int, bin: URL) {
+        (self.directory, self.port, self.bin) = (directory, port, bin)
+    }
+
+    /// A new cluster, started, with an empty database `rc_relay`.
+    static func start() throws -> PostgresCluster {
+        let bin = try binDirectory()
+        let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("rc-relay-pg-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let cluster = PostgresCluster(directory: directory, port: try freePort(), bin: bin)
+        if getuid() == 0 { try run("/bin/chown", ["-R", "postgres:postgres", directory.path]) }
+        try cluster.program("initdb", ["-D", cluster.data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
+        try cluster.startServer()
+        try cluster.program("createdb", ["-h", "127.0.0.1", "-p", "\(cluster.port)", "-U", "postgres", "rc_relay"])
+        return cluster
+    }
+
+    var data: String { directory.appendingPathComponent("data").path }
+
+    /// The store's settings for this server (plain TCP on loopback), with a short statement timeout.
+    func settings(lease: Duration = .seconds(3), statementTimeout: Duration = .seconds(2)) -> StoreSettings {
+        StoreSettings(
+            host: "127.0.0.1", port: port, username: "postgres", database: "rc_relay", tls: .disable, lease: lease,
+            statementTimeout: statementTimeout)
+    }
+
+    var url: String { "postgres://postgres@127.0.0.1:\(port)/rc_relay?sslmode=disable" }
+
+    /// Starts the server and returns once it accepts connections (`pg_ctl -w`).
+    func startServer() throws {
+        try program(
+            "pg_ctl",
+            [
+                "-D", data, "-w", "-l", directory.appendingPathComponent("log").path, "-o",
+                "-p \(port) -k \(directory.path) -c listen_addresses=127.0.0.1 -c fsync=off", "start",
+            ])
+    }
+
+    /// Stops the server at once (open connections are cut, as in a crash or failover).
+    func stopServer() throws {
+        try program("pg_ctl", ["-D", data, "-w", "-m", "immediate", "stop"])
+    }
+
+    /// Runs SQL with psql, for what a test checks behind the relay's back.
+    func sql(_ statement: String) throws -> String {
+        try program("psql", ["-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-d", "rc_relay", "-At", "-c", statement])
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Stops the server and removes its files.
+    func destroy() {
+        try? stopServer()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    @discardableResult
+    private func program(_ name: String, _ arguments: [String]) throws -> String {
+        let path = bin.appendingPathComponent(name).path
+        if getuid() == 0 { return try Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", path] + arguments) }
+        return try Self.run(path, arguments)
+    }
+
+    /// Runs a program to its end with `posix_spawn` and `waitpid`: Foundation's `Process` waits for descriptors the
+    /// server that `pg_ctl start` leaves running inherits, so it would never see `pg_ctl` end.
+    @discardableResult
+    private static func run(_ executable: String, _ arguments: [String]) throws -> String {
+        let log = NSTemporaryDirectory() + "rc-relay-pg-output-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { for argument in argv { free(argument) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        guard spawned == 0 else { throw Failure(description: "\(executable) could not start (error \(spawned))") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        // Exited normally with status 0: WIFEXITED and WEXITSTATUS, which Swift does not import.
+        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
+            throw Failure(description: "\(executable) \(arguments.joined(separator: " ")) failed (status \(status)): \(text)")
+        }
+        return text
+    }
+
+    /// A port nothing listens on now (the kernel's pick for port 0).
+    private static func freePort() throws -> Int {
+        let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw Failure(description: "no socket") }
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0 }
+        }
+        guard bound else { throw Failure(description: "no free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+/// Runs `body` with a fresh cluster, destroyed afterwards whatever happens.
+func withPostgres(_ body: (PostgresCluster) async throws -> Void) async throws {
+    let cluster = try PostgresCluster.start()
+    defer { cluster.destroy() }
+    try await body(cluster)
+}

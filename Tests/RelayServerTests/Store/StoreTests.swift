@@ -1,0 +1,210 @@
+import Foundation
+import Logging
+import RelayCore
+import RelayStore
+import ServiceLifecycle
+import Testing
+
+@testable import DeliveryEngine
+
+/// The shared store against a real PostgreSQL server (a throwaway cluster per test): migrations, admission across
+/// replicas, leases, the outbox and an outage.
+@Suite(.serialized) struct StoreTests {
+    static let logger = Logger(label: "store-test")
+
+    func record(project: String = "demo", version: Int64 = 7, id: String? = "evt-1") -> SpoolRecord {
+        SpoolRecord(
+            keys: ["\(project)/version/\(version)"] + (id.map { ["\(project)/id/\($0)"] } ?? []), project: project, eventID: id, format: "cloudevent",
+            version: TemplateVersion(versionNumber: version), receivedAt: Date(timeIntervalSince1970: 1_700_000_000))
+    }
+
+    /// Runs `body` with `count` stores (replicas) on one database, their pools running.
+    func withReplicas(
+        _ cluster: PostgresCluster, count: Int = 2, lease: Duration = .seconds(3), _ body: @escaping @Sendable ([PostgresStore]) async throws -> Void
+    ) async throws {
+        let stores = try (0..<count).map { index in
+            try PostgresStore(settings: cluster.settings(lease: lease), logger: Self.logger, holder: "replica-\(index)")
+        }
+        let group = ServiceGroup(services: stores, logger: Self.logger)
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            defer { tasks.cancelAll() }
+            try await body(stores)
+            await group.triggerGracefulShutdown()
+            try await tasks.next()
+        }
+    }
+
+    @Test func replicasStartingTogetherMigrateOnce() async throws {
+        try await withPostgres { cluster in
+            try await withReplicas(cluster, count: 4) { stores in
+                let applied = try await withThrowingTaskGroup(of: [Int].self) { group in
+                    for store in stores { group.addTask { try await store.migrate() } }
+                    return try await group.reduce(into: [[Int]]()) { $0.append($1) }
+                }
+                #expect(applied.filter { !$0.isEmpty } == [[1]])
+                #expect(applied.filter(\.isEmpty).count == 3)
+            }
+            #expect(try cluster.sql("SELECT string_agg(version::text, ',') FROM rc_relay_schema") == "1")
+        }
+    }
+
+    @Test func aSchemaNewerThanKnownIsRefused() async throws {
+        try await withPostgres { cluster in
+            try await withReplicas(cluster, count: 1) { stores in
+                try await stores[0].migrate()
+                _ = try cluster.sql("INSERT INTO rc_relay_schema (version, description) VALUES (999, 'from the future')")
+                await #expect {
+                    try await stores[0].migrate()
+                } throws: { error in
+                    guard case StoreError.schemaTooNew(found: 999, known: 1) = error else { return false }
+                    return true
+                }
+            }
+        }
+    }
+
+    @Test func anEventIsAdmittedOnceAcrossReplicas() async throws {
+        try await withPostgres { cluster in
+            try await withReplicas(cluster) { stores in
+                let (a, b) = (stores[0], stores[1])
+                try await a.migrate()
+                #expect(try await a.admit(record(), window: .seconds(600)) == .admitted)
+                // The same event reaching the other replica (a redelivery behind the load balancer).
+                #expect(try await b.admit(record(), window: .seconds(600)) == .pending)
+                // The same version by another way in (no id, or another id) is the same event.
+                #expect(try await b.admit(record(id: "evt-other"), window: .seconds(600)) == .pending)
+                // Its id for another version is a conflict, named by the key that clashed.
+                #expect(try await b.admit(record(version: 8), window: .seconds(600)) == .conflict(key: "demo/id/evt-1"))
+                let report = DeliveryReport(id: "d1", route: "default", status: .accepted, messageName: "projects/demo/messages/1", attempts: [])
+                try await a.settle(record(), reports: [report])
+                #expect(try await b.admit(record(), window: .seconds(600)) == .settled([report]))
+                #expect(try cluster.sql("SELECT count(*) FROM rc_relay_events") == "1")
+            }
+        }
+    }
+
+    @Test func concurrentAdmissionsCommitOneEvent() async throws {
+        try await withPostgres { cluster in
+            try await withReplicas(cluster, count: 3) { stores in
+                try await stores[0].migrate()
+                let outcomes = try await withThrowingTaskGroup(of: PostgresStore.Admission.self) { group in
+                    for index in 0..<12 {
+                        group.addTask { try await stores[index % 3].admit(record(), window: .seconds(600)) }
+                    }
+                    return try await group.reduce(into: [PostgresStore.Admission]()) { $0.append($1) }
+                }
+                #expect(outcomes.filter { $0 == .admitted }.count == 1)
+                #expect(outcomes.filter { $0 == .pending }.count == 11)
+                #expect(try cluster.sql("SELECT count(*) FROM rc_relay_events") == "1")
+                #expect(try cluster.sql("SELECT count(*) FROM rc_relay_event_keys") == "2")
+            }
+        }
+    }
+
+    @Test func aSettledEventIsForgottenAfterTheWindow() async throws {
+        try await withPostgres { cluster in
+            try await withReplicas(cluster, count: 1) { stores in
+                let store = stores[0]
+                try await store.migrate()
+                #expect(try await store.admit(record(), window: .seconds(600)) == .admitted)
+                try await store.settle(record(), reports: [])
+                #expect(try await store.admit(record(), window: .seconds(600)) == .settled([]))
+                // Past the window (zero here) it is a new event again, as in one process.
+                #expect(try await store.admit(record(), window: .zero) == .admitted)
+                try await store.settle(record(), reports: [])
+                #expect(try await store.prune(window: .zero, keep: 1000) == 1)
+                #expect(try cluster.sql("SELECT count(*) FROM rc_relay_event_keys") == "0")
+            }
+        }
+    }
+
+    @Test func pruningKeepsTheNewestSettledEventsAndEveryPendingOne() async throws {
+        try await withPostgres { cluster in
+            try await withReplicas(cluster, count: 1) { stores in
+                let store = stores[0]
+                try await store.migrate()
+                for version in Int64(1)...5 {
+                    _ = try await store.admit(record(version: version, id: nil), window: .seconds(600))
+                    if version != 2 { try await store.settle(record(version: version, id: nil), reports: []) }
+                }
+                #expect(try await store.prune(window: .seconds(600), keep: 2) == 2)
+                #expect(try cluster.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM rc_relay_events") == "2,4,5")
+            }
+        }
+    }
+
+    @Test func theOutboxListsPendingEventsWithTheirProgress() async throws {
+        try await withPostgres { cluster in
+            try await withReplicas(cluster, count: 1) { stores in
+                let store = stores[0]
+                try await store.migrate()
+                _ = try await store.admit(record(version: 1, id: nil), window: .seconds(600))
+                _ = try await store.admit(record(project: "other", version: 2, id: nil), window: .seconds(600))
+                _ = try await store.admit(record(version: 3, id: nil), window: .seconds(600))
+                #expect(try await store.pending(project: "demo").map(\.version.versionNumber) == [1, 3])
+                // Progress through the engine's spool calls, applied in order by the running store.
+                var progressed = record(version: 3, id: nil)
+                progressed.done = ["waved@0", "waved@1"]
+                try store.outbox.write(progressed)
+                store.outbox.settle(record(version: 1, id: nil), reports: [])
+                await store.flush()
+                let pending = try await store.pending(project: "demo")
+                #expect(pending.map(\.version.versionNumber) == [3])
+                #expect(pending.first?.done == ["waved@0", "waved@1"])
+                // A row the relay cannot read is skipped, never trapped on.
+                _ = try cluster.sql(
+                    "INSERT INTO rc_relay_events (project, version, fingerprint, record) VALUES ('demo', 9, 'demo/9', '{\"keys\": []}')")
+                #expect(try await store.pending(project: "demo").map(\.version.versionNumber) == [3])
+            }
+        }
+    }
+
+    @Test func aLeaseHasOneHolderUntilReleasedOrExpired() async throws {
+        try await withPostgres { cluster in
+            try await withReplicas(cluster, lease: .seconds(3)) { stores in
+                let (a, b) = (stores[0], stores[1])
+                try await a.migrate()
+                #expect(try await a.acquire("project/demo", for: .seconds(60)))
+                #expect(try await a.acquire("project/demo", for: .seconds(60)))  // renewed
+                #expect(try await b.acquire("project/demo", for: .seconds(60)) == false)
+                #expect(try await b.holders() == ["project/demo": "replica-0"])
+                // A graceful stop releases: the other replica takes over at once.
+                try await a.release("project/demo")
+                #expect(try await b.acquire("project/demo", for: .milliseconds(200)))
+                #expect(try await a.acquire("project/demo", for: .seconds(60)) == false)
+                // A holder that stops renewing (a crash) loses it once it expires, by the database's clock.
+                var taken = false
+                while !taken { taken = try await a.acquire("project/demo", for: .seconds(60)) }
+                #expect(try await b.acquire("project/demo", for: .seconds(60)) == false)
+            }
+        }
+    }
+
+    @Test func anOutageIsUnavailableAndTheStoreRecoversByItself() async throws {
+        try await withPostgres { cluster in
+            try await withReplicas(cluster, count: 1) { stores in
+                let store = stores[0]
+                try await store.migrate()
+                #expect(try await store.admit(record(version: 1, id: nil), window: .seconds(600)) == .admitted)
+                try cluster.stopServer()
+                await #expect {
+                    try await store.admit(record(version: 2, id: nil), window: .seconds(600))
+                } throws: { error in
+                    guard case StoreError.unavailable = error else { return false }
+                    return true
+                }
+                // Progress queued while the database is away is applied once it is back.
+                store.outbox.settle(record(version: 1, id: nil), reports: [])
+                try cluster.startServer()
+                var admitted: PostgresStore.Admission?
+                while admitted == nil { admitted = try? await store.admit(record(version: 2, id: nil), window: .seconds(600)) }
+                #expect(admitted == .admitted)
+                await store.flush()
+                #expect(
+                    try cluster.sql("SELECT string_agg(version::text || ':' || settled::text, ',' ORDER BY version) FROM rc_relay_events")
+                        == "1:true,2:false")
+            }
+        }
+    }
+}

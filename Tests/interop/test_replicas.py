@@ -1,0 +1,272 @@
+"""Several replicas on one PostgreSQL, on the real binary: a throwaway cluster (initdb and pg_ctl in a temporary
+directory, on a free port), two or three `rc-relay serve` processes on it, the real nginx of the deploy kit in front,
+and the emulator recording what reaches FCM. The database and FCM's record decide, never a sleep."""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from conftest import SECRET, recorded, signed_headers, start_relay, stop_relay
+from test_deploy import client_session, start_proxy, stop_proxy
+
+ADMIN = "replica-admin-token-0123456789"
+
+
+def postgres_bin():
+    root = Path("/usr/lib/postgresql")
+    for version in sorted((p for p in root.glob("*") if p.name.isdigit()), key=lambda p: -int(p.name)):
+        if (version / "bin" / "initdb").exists():
+            return version / "bin"
+    if os.environ.get("CI"):
+        raise AssertionError("PostgreSQL is not installed: .ci/run installs it (apt-get install postgresql)")
+    pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    """A PostgreSQL server of the test's own; as root, its programs run as the postgres user (initdb refuses root)."""
+
+    def __init__(self):
+        self.bin = postgres_bin()
+        # Not under pytest's directory, which the postgres user may not enter.
+        self.dir = Path(tempfile.mkdtemp(prefix="rc-relay-pg-"))
+        self.port = free_port()
+        if os.geteuid() == 0:
+            shutil.chown(self.dir, "postgres", "postgres")
+        self.run("initdb", "-D", self.data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")
+        self.start()
+        self.run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "rc_relay")
+        self.url = f"postgres://postgres@127.0.0.1:{self.port}/rc_relay?sslmode=disable"
+
+    @property
+    def data(self):
+        return str(self.dir / "data")
+
+    def run(self, program, *args):
+        command = [str(self.bin / program), *args]
+        if os.geteuid() == 0:
+            command = ["runuser", "-u", "postgres", "--", *command]
+        return subprocess.run(command, check=True, capture_output=True, text=True, cwd="/tmp",
+                              stdin=subprocess.DEVNULL).stdout
+
+    def start(self):
+        self.run("pg_ctl", "-D", self.data, "-w", "-l", str(self.dir / "log"), "-o",
+                 f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
+
+    def stop(self):
+        self.run("pg_ctl", "-D", self.data, "-w", "-m", "immediate", "stop")
+
+    def sql(self, statement):
+        return self.run("psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-d", "rc_relay", "-At",
+                        "-c", statement).strip()
+
+    def wait_for(self, statement, expected, timeout=60):
+        """Waits until the query answers `expected` (the database's state is the event waited for)."""
+        deadline = time.time() + timeout
+        answer = None
+        while time.time() < deadline:
+            answer = self.sql(statement)
+            if answer == expected:
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"{statement!r} answered {answer!r}, not {expected!r}")
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    cluster = Cluster()
+    yield cluster
+    try:
+        cluster.stop()
+    except subprocess.CalledProcessError:
+        pass  # stopped by the test
+    shutil.rmtree(cluster.dir, ignore_errors=True)
+
+
+def config(cluster, routes=""):
+    return f"""
+webhook: {{secrets: [{{env: TEST_WEBHOOK_SECRET}}]}}
+admin: {{tokens: ["{ADMIN}"]}}
+delivery: {{answerWithinSeconds: 2, baseDelaySeconds: 0.2, maxDelaySeconds: 1, drainSeconds: 0.5}}
+store: {{postgres: {{url: "{cluster.url}", leaseSeconds: 3}}}}
+{routes}
+"""
+
+
+def start_replicas(emulator, tmp_path, cluster, count, routes=""):
+    replicas = []
+    for index in range(count):
+        directory = tmp_path / f"replica-{index}"
+        directory.mkdir()
+        replicas.append(start_relay(emulator, directory, config(cluster, routes), server="{port: 0, trustedProxies: [127.0.0.1/32]}"))
+    return replicas
+
+
+def holder(replicas, project="demo-project"):
+    """The replica that took the project's lease, as its own log says."""
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        for replica in replicas:
+            if any("project lease taken" in line and project in line for line in replica["proc"].lines):
+                return replica
+        time.sleep(0.05)
+    raise AssertionError("no replica took the project's lease")
+
+
+def send(url, version, msg_id=None, session=None):
+    body = json.dumps({"versionNumber": str(version), "updateType": "INCREMENTAL_UPDATE"}).encode()
+    headers = {"Content-Type": "application/json", **signed_headers(body, msg_id)}
+    return (session or requests).post(url, data=body, headers=headers, timeout=30)
+
+
+def versions_sent(emulator):
+    return [m["message"]["data"]["CONFIG_VERSION"] for m in recorded(emulator)]
+
+
+ROUTES = """
+routes:
+  - name: stale
+    topic: PUSH_RC
+    data: {CONFIG_STATE: STALE, CONFIG_VERSION: "{{version}}"}
+"""
+
+
+def test_replicas_starting_at_once_migrate_once(emulator, tmp_path, cluster):
+    replicas = start_replicas(emulator, tmp_path, cluster, 3)
+    try:
+        holder(replicas)
+        assert cluster.sql("SELECT string_agg(version::text, ',') FROM rc_relay_schema") == "1"
+        migrated = [r for r in replicas if any("database schema migrated" in line for line in r["proc"].lines)]
+        assert len(migrated) == 1
+        # One holder per project, whichever replica it is.
+        assert cluster.sql("SELECT count(*) FROM rc_relay_leases WHERE expires_at > now()") == "1"
+    finally:
+        for replica in replicas:
+            stop_relay(replica)
+
+
+def test_a_redelivery_to_another_replica_sends_nothing(emulator, tmp_path, cluster):
+    replicas = start_replicas(emulator, tmp_path, cluster, 2, ROUTES)
+    proxy = None
+    try:
+        delivering = holder(replicas)
+        other = next(r for r in replicas if r is not delivering)
+        upstream = ";\n    server ".join(r["url"].removeprefix("http://") for r in replicas)
+        proxy = start_proxy("nginx", tmp_path / "nginx", upstream)
+        session = client_session()
+        session.verify = proxy["cert"]
+        # The sender's first try reaches the replica that does not deliver: committed to the outbox, 202.
+        first = send(other["webhook"], 41, msg_id="msg_redelivered")
+        assert first.status_code == 202, first.text
+        cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE settled", "1")
+        assert versions_sent(emulator) == ["41"]
+        # Its retries, through nginx to whichever replica, and to each directly: the same event, nothing sent again.
+        for url in [proxy["url"] + "/webhooks/remote-config", delivering["webhook"], other["webhook"]]:
+            again = send(url, 41, msg_id="msg_redelivered", session=session if url.startswith("https") else None)
+            assert again.status_code == 200, again.text
+            assert again.json()["duplicate"] is True
+        assert versions_sent(emulator) == ["41"]
+    finally:
+        if proxy:
+            stop_proxy(proxy)
+        for replica in replicas:
+            stop_relay(replica)
+
+
+def test_a_burst_across_replicas_makes_one_ping(emulator, tmp_path, cluster):
+    routes = ROUTES.replace("    data:", "    debounceSeconds: 2\n    data:")
+    replicas = start_replicas(emulator, tmp_path, cluster, 3, routes)
+    try:
+        holder(replicas)
+        # Ten publishes in quick succession, spread over the three replicas: the holder's quiet period coalesces them.
+        for index, version in enumerate(range(50, 60)):
+            answer = send(replicas[index % 3]["webhook"], version)
+            assert answer.status_code == 202, answer.text
+        cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE settled", "10")
+        assert versions_sent(emulator) == ["59"]
+    finally:
+        for replica in replicas:
+            stop_relay(replica)
+
+
+def test_kill_9_of_the_delivering_replica_is_recovered_by_another(emulator, tmp_path, cluster):
+    replicas = start_replicas(emulator, tmp_path, cluster, 2, ROUTES)
+    try:
+        delivering = holder(replicas)
+        survivor = next(r for r in replicas if r is not delivering)
+        requests.post(emulator["url"] + "/emulator/faults", json={"status": 503, "count": 100000}, timeout=10)
+        answer = send(delivering["webhook"], 70)
+        assert answer.status_code == 202, answer.text  # committed; FCM is failing, so it retries
+        delivering["proc"].wait_for(lambda line: "retrying" in line.lower() or "503" in line)
+        delivering["proc"].proc.send_signal(signal.SIGKILL)
+        delivering["proc"].proc.wait(timeout=10)
+        requests.delete(emulator["url"] + "/emulator/messages", timeout=10)  # FCM is back (faults cleared)
+        survivor["proc"].wait_for(lambda line: "project lease taken" in line, timeout=60)
+        cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE settled", "1")
+        assert versions_sent(emulator) == ["70"]
+    finally:
+        for replica in replicas:
+            if replica["proc"].proc.poll() is None:
+                stop_relay(replica)
+
+
+def test_a_database_outage_refuses_webhooks_and_recovers(emulator, tmp_path, cluster):
+    replicas = start_replicas(emulator, tmp_path, cluster, 1, ROUTES)
+    relay = replicas[0]
+    try:
+        holder(replicas)
+        cluster.stop()
+        refused = send(relay["webhook"], 80)
+        assert refused.status_code == 503, refused.text
+        assert refused.headers["Content-Type"] == "application/problem+json"
+        assert int(refused.headers["Retry-After"]) > 0
+        assert cluster.url not in refused.text and str(cluster.port) not in refused.text
+        deadline = time.time() + 30
+        while requests.get(relay["url"] + "/readyz", timeout=10).status_code == 200:
+            assert time.time() < deadline, "readiness stayed true without the database"
+            time.sleep(0.1)
+        cluster.start()
+        # The lease lapsed during the outage: the replica takes it again, and only then delivers here.
+        deadline = time.time() + 30
+        while sum("project lease taken" in line for line in relay["proc"].lines) < 2:
+            assert time.time() < deadline, "the lease was not taken again"
+            time.sleep(0.05)
+        while requests.get(relay["url"] + "/readyz", timeout=10).status_code != 200:
+            assert time.time() < deadline, "readiness did not come back with the database"
+            time.sleep(0.1)
+        # The sender's retry: accepted now, delivered once.
+        again = send(relay["webhook"], 80)
+        assert again.status_code == 200, again.text
+        assert versions_sent(emulator) == ["80"]
+    finally:
+        stop_relay(relay)
+
+
+def test_a_database_restart_mid_delivery_loses_and_duplicates_nothing(emulator, tmp_path, cluster):
+    replicas = start_replicas(emulator, tmp_path, cluster, 2, ROUTES)
+    try:
+        delivering = holder(replicas)
+        requests.post(emulator["url"] + "/emulator/faults", json={"status": 503, "count": 100000}, timeout=10)
+        answer = send(delivering["webhook"], 90)
+        assert answer.status_code == 202, answer.text
+        cluster.stop()
+        cluster.start()
+        requests.delete(emulator["url"] + "/emulator/messages", timeout=10)  # FCM is back (faults cleared)
+        cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE settled", "1")
+        assert versions_sent(emulator) == ["90"]
+    finally:
+        for replica in replicas:
+            stop_relay(replica)
