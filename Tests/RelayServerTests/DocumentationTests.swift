@@ -134,3 +134,18 @@ private func text(_ path: String) throws -> String {
         appSide.contains("for byte in installationID.utf8 { hash = (hash ^ UInt32(byte)) &* 0x0100_0193 }"),
         "the Swift example is the hash checked here")
 }
+
+@Test func operationsDocumentsEveryMetricTheCodeMakes() throws {
+    let operations = try text("docs/operations.md")
+    var names: Set<String> = []
+    for folder in ["Sources/RelayServer", "Sources/DeliveryEngine"] {
+        let files = FileManager.default.enumerator(at: root.appendingPathComponent(folder), includingPropertiesForKeys: nil)
+        while let file = files?.nextObject() as? URL {
+            guard file.pathExtension == "swift" else { continue }
+            let source = try String(contentsOf: file, encoding: .utf8)
+            for match in source.matches(of: /"(rc_relay_[a-z_]+)"/) { names.insert(String(match.1)) }
+        }
+    }
+    #expect(names.count > 20)
+    for name in names.sorted() { #expect(operations.contains("| `\(name)` |"), "\(name)") }
+}
