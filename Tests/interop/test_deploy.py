@@ -514,7 +514,12 @@ def test_the_shipped_configurations_pass_check_config(emulator, tmp_path):
     for name, text in configs.items():
         path = tmp_path / (name.replace("/", "-").replace(" ", "-") + ".yaml")
         path.write_text(text)
-        result = subprocess.run([BINARY, "check-config", str(path)], env=env, capture_output=True, text=True, timeout=30)
+        # A configuration with a shared store has its outbox there instead of a spool.
+        uses_store = "store" in yaml.safe_load(text)
+        checked = {k: v for k, v in env.items() if not (uses_store and k == "RC_RELAY_DELIVERY_SPOOL_DIRECTORY")}
+        if uses_store:
+            checked["RC_RELAY_STORE_POSTGRES_PASSWORD"] = "a-password-for-the-check"
+        result = subprocess.run([BINARY, "check-config", str(path)], env=checked, capture_output=True, text=True, timeout=30)
         assert result.returncode == 0, f"{name}: {result.stderr}"
 
 
@@ -654,6 +659,39 @@ def test_kubernetes_manifests_are_valid():
     assert listed == on_disk, "kustomization.yaml lists every manifest but the example Secret"
 
 
+def test_the_kubernetes_postgres_overlay_gives_the_store_from_its_secret(emulator, tmp_path):
+    overlay = DEPLOY / "kubernetes" / "postgres"
+    kustomization = yaml.safe_load((overlay / "kustomization.yaml").read_text())
+    assert kustomization["resources"] == [".."]
+    (patch_path,) = [p["path"] for p in kustomization["patches"]]
+    patch = yaml.safe_load((overlay / patch_path).read_text())
+    base = next(d for d in k8s_documents() if d["kind"] == "Deployment")
+    assert (patch["kind"], patch["metadata"]["name"]) == ("Deployment", base["metadata"]["name"])
+    (container,) = patch["spec"]["template"]["spec"]["containers"]
+    assert container["name"] in [c["name"] for c in base["spec"]["template"]["spec"]["containers"]]
+    secret = yaml.safe_load((overlay / "postgres-secret.example.yaml").read_text())
+    env = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in container["env"]}
+    assert set(env) == {"RC_RELAY_STORE_POSTGRES_URL", "RC_RELAY_STORE_POSTGRES_PASSWORD"}
+    for reference in env.values():
+        assert reference["name"] == secret["metadata"]["name"] and reference["key"] in secret["stringData"]
+    # Each variable is one the relay reads (docs/configuration.md's table is generated from the same list).
+    documented = (ROOT / "docs" / "configuration.md").read_text()
+    for name in env:
+        assert f"| `{name}` |" in documented
+    # The ConfigMap with the overlay's variables (the example URL, its placeholder filled in) is a valid configuration.
+    config = tmp_path / "rc-relay.yaml"
+    config.write_text(next(d for d in k8s_documents() if d["kind"] == "ConfigMap")["data"]["rc-relay.yaml"])
+    env = {**os.environ, "RC_RELAY_WEBHOOK_SECRET": SECRET, "RC_RELAY_ADMIN_TOKEN": ADMIN_TOKEN,
+           "RC_RELAY_FCM_CREDENTIALS_FILE": str(emulator["key_file"]),
+           "RC_RELAY_STORE_POSTGRES_URL": secret["stringData"]["url"].replace("REPLACE_WITH_THE_DATABASE_HOST", "10.20.0.3"),
+           "RC_RELAY_STORE_POSTGRES_PASSWORD": "a-password-for-the-check"}
+    result = subprocess.run([BINARY, "check-config", str(config)], env=env, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    env["RC_RELAY_STORE_POSTGRES_URL"] = "mysql://not-postgres/rc_relay"
+    refused = subprocess.run([BINARY, "check-config", str(config)], env=env, capture_output=True, text=True, timeout=30)
+    assert refused.returncode != 0 and "store.postgres.url" in refused.stderr
+
+
 def test_kubernetes_manifests_match_the_service():
     documents = k8s_documents()
     by_kind = lambda kind: [d for d in documents if d["kind"] == kind]
@@ -772,6 +810,16 @@ def test_compose_file_is_valid_and_matches_the_service(tmp_path):
     assert relay["volumes"][0].split(":")[1] == relay["command"][relay["command"].index("--config") + 1]
     for entry in config["webhook"]["secrets"]:
         assert entry["env"] in relay["environment"]
+    # Two replicas on one PostgreSQL: both behind nginx, both with the database's password, the second unpublished.
+    second, postgres = services["rc-relay-2"], services["postgres"]
+    assert f"server rc-relay-2:{port};" in text
+    assert second["command"] == relay["command"] and second["volumes"] == relay["volumes"]
+    assert second.get("ports") == []
+    url = config["store"]["postgres"]["url"]
+    assert url.startswith(f"postgres://{postgres['environment']['POSTGRES_USER']}@postgres:5432/{postgres['environment']['POSTGRES_DB']}?")
+    for replica in (relay, second):
+        assert replica["environment"]["RC_RELAY_STORE_POSTGRES_PASSWORD"] == postgres["environment"]["POSTGRES_PASSWORD"]
+        assert replica["depends_on"]["postgres"] == {"condition": "service_healthy"}
 
 
 def dockerfile_user():
