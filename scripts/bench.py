@@ -87,7 +87,7 @@ def start_emulator(binary, work, latency_ms=0):
     return proc, url, key
 
 
-def start_relay(binary, work, emulator_url, key, routes=None, name="relay"):
+def start_relay(binary, work, emulator_url, key, routes=None, name="relay", extra=""):
     config = work / f"{name}.yaml"
     route_yaml = ""
     if routes:
@@ -98,7 +98,7 @@ webhook: {{secrets: ["{SECRET}"]}}
 fcm: {{credentialsFile: "{key}", baseURL: "{emulator_url}"}}
 delivery: {{answerWithinSeconds: 120, concurrency: 64}}
 log: {{level: notice, format: json}}
-{route_yaml}""")
+{route_yaml}{extra}""")
     log = work / f"{name}.log"
     started = time.monotonic()
     # The benchmark measures the relay, not its pace: FCM's whole quota (10,000 a second) instead of the default 1,000.
@@ -210,12 +210,15 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-bare", action="store_true", help="skip the bare Hummingbird + AsyncHTTPClient relay (the yardstick)")
     parser.add_argument("--micro", action="store_true", help="also run the micro-benchmarks (Benchmarks/, a release build of its own)")
+    parser.add_argument("--store", action="store_true",
+                        help="also run a relay on a throwaway PostgreSQL (store.postgres, default durability) in the same runs")
     args = parser.parse_args()
     if not Path(args.bin).exists():
         subprocess.run(["swift", "build", "-c", "release", "--product", "rc-relay", "--static-swift-stdlib"], cwd=ROOT, check=True)
     work = Path(tempfile.mkdtemp(prefix="rc-relay-bench-"))
     emulator, emulator_url, key = start_emulator(args.bin, work)
     relay, url, started = start_relay(args.bin, work, emulator_url, key)
+    cluster = stored = None
     try:
         startup = first_accepted(url, started)
         idle_rss = relay.memory_kb("VmRSS")
@@ -241,7 +244,16 @@ def main():
         bare = None
         if not args.no_bare:
             bare, bare_url = start_bare(work, emulator_url, token)
-        runs = {key: [] for key in ("relay", "ceiling", "ceiling_minimal", "cpu", "floor", "bare", "bare_cpu", "bare_floor")}
+        if args.store:
+            sys.path.insert(0, str(ROOT / "Tests" / "interop"))
+            from postgres import Cluster
+
+            cluster = Cluster(durable=True)
+            stored, stored_url, _ = start_relay(args.bin, work, emulator_url, key, name="store",
+                                                extra=f'store: {{postgres: {{url: "{cluster.url}"}}}}\n')
+            stored.wait_for_line(work / "store.log", "project lease taken")  # it delivers its own webhooks from here
+        runs = {key: [] for key in ("relay", "ceiling", "ceiling_minimal", "cpu", "floor", "bare", "bare_cpu", "bare_floor",
+                                    "store", "store_cpu", "store_db_cpu")}
         version = 1000
         script = work / "relay.lua"
         requests_file = work / "requests.tsv"
@@ -284,8 +296,16 @@ def main():
             if bare:
                 bare_result, bare_cpu = load(bare, bare_url, "bare relay")
                 bare_floor = floor(bare, bare_url)
+            if stored:
+                db_before = cluster.cpu_seconds()
+                store_result, store_cpu = load(stored, stored_url, "rc-relay with PostgreSQL")
+                store_db_cpu = (cluster.cpu_seconds() - db_before) / max(store_result["ok"], 1) * 1000
             if run == 0:
                 continue
+            if stored:
+                runs["store"].append(store_result)
+                runs["store_cpu"].append(store_cpu)
+                runs["store_db_cpu"].append(store_db_cpu)
             runs["relay"].append(result)
             runs["cpu"].append(cpu)
             runs["ceiling"].append(ceiling)
@@ -297,12 +317,16 @@ def main():
                 runs["bare_floor"].append(bare_floor)
         if bare:
             bare.stop()
+        if stored:
+            stored.stop()
         # One connection: a webhook's own latency when nothing queues in front of it.
         single, _ = load(relay, url, "rc-relay, one connection", connections=1, threads=1)
         peak_rss = relay.memory_kb("VmHWM")
     finally:
         relay.stop()
         emulator.stop()
+        if cluster:
+            cluster.destroy()
 
     # Fan-out: one webhook to 1,000 routes, 50 ms of emulator latency, 64 requests in flight; after a warm-up, the
     # median of as many webhooks as there are runs.
@@ -356,6 +380,15 @@ def main():
             "bare_cpu_ms_per_webhook": statistics.median(runs["bare_cpu"]),
             "bare_floor_cpu_ms_per_healthz": statistics.median(runs["bare_floor"]),
         }
+    if runs["store"]:
+        figures |= {
+            "store_webhooks_per_s": median("rps", runs["store"]),
+            "store_ratio_to_in_memory": median("rps", runs["store"]) / median("rps", relay_runs),
+            "store_p50_ms": median("p50_ms", runs["store"]),
+            "store_p99_ms": median("p99_ms", runs["store"]),
+            "store_cpu_ms_per_webhook": statistics.median(runs["store_cpu"]),
+            "store_postgres_cpu_ms_per_webhook": statistics.median(runs["store_db_cpu"]),
+        }
     machine = f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}"
     print(f"\nrc-relay benchmark — {args.runs} runs × {args.duration} s, {args.connections} connections, medians; {machine}\n")
     rows = [
@@ -378,6 +411,13 @@ def main():
             ("bare relay: latency p50 / p99", f"{figures['bare_p50_ms']:.2f} ms / {figures['bare_p99_ms']:.2f} ms"),
             ("bare relay: CPU per webhook", f"{figures['bare_cpu_ms_per_webhook']:.3f} ms"),
             ("bare relay: CPU per GET /healthz", f"{figures['bare_floor_cpu_ms_per_healthz']:.3f} ms"),
+        ]
+    if runs["store"]:
+        rows += [
+            ("with PostgreSQL: webhooks/s; ÷ in-memory", f"{figures['store_webhooks_per_s']:.0f}; {figures['store_ratio_to_in_memory']:.2f}"),
+            ("with PostgreSQL: latency p50 / p99", f"{figures['store_p50_ms']:.2f} ms / {figures['store_p99_ms']:.2f} ms"),
+            ("with PostgreSQL: CPU per webhook, relay / PostgreSQL",
+             f"{figures['store_cpu_ms_per_webhook']:.3f} ms / {figures['store_postgres_cpu_ms_per_webhook']:.3f} ms"),
         ]
     if args.micro:
         figures["micro_ns"] = micro()

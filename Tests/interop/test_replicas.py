@@ -3,97 +3,29 @@ directory, on a free port), two or three `rc-relay serve` processes on it, the r
 and the emulator recording what reaches FCM. The database and FCM's record decide, never a sleep."""
 import json
 import os
-import shutil
 import signal
-import socket
-import subprocess
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
 import requests
 
-from conftest import SECRET, recorded, signed_headers, start_relay, stop_relay
+from conftest import recorded, signed_headers, start_relay, stop_relay
+from postgres import Cluster, Missing
 from test_deploy import client_session, start_proxy, stop_proxy
 
 ADMIN = "replica-admin-token-0123456789"
 
 
-def postgres_bin():
-    root = Path("/usr/lib/postgresql")
-    for version in sorted((p for p in root.glob("*") if p.name.isdigit()), key=lambda p: -int(p.name)):
-        if (version / "bin" / "initdb").exists():
-            return version / "bin"
-    if os.environ.get("CI"):
-        raise AssertionError("PostgreSQL is not installed: .ci/run installs it (apt-get install postgresql)")
-    pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Cluster:
-    """A PostgreSQL server of the test's own; as root, its programs run as the postgres user (initdb refuses root)."""
-
-    def __init__(self):
-        self.bin = postgres_bin()
-        # Not under pytest's directory, which the postgres user may not enter.
-        self.dir = Path(tempfile.mkdtemp(prefix="rc-relay-pg-"))
-        self.port = free_port()
-        if os.geteuid() == 0:
-            shutil.chown(self.dir, "postgres", "postgres")
-        self.run("initdb", "-D", self.data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")
-        self.start()
-        self.run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "rc_relay")
-        self.url = f"postgres://postgres@127.0.0.1:{self.port}/rc_relay?sslmode=disable"
-
-    @property
-    def data(self):
-        return str(self.dir / "data")
-
-    def run(self, program, *args):
-        command = [str(self.bin / program), *args]
-        if os.geteuid() == 0:
-            command = ["runuser", "-u", "postgres", "--", *command]
-        return subprocess.run(command, check=True, capture_output=True, text=True, cwd="/tmp",
-                              stdin=subprocess.DEVNULL).stdout
-
-    def start(self):
-        self.run("pg_ctl", "-D", self.data, "-w", "-l", str(self.dir / "log"), "-o",
-                 f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
-
-    def stop(self):
-        self.run("pg_ctl", "-D", self.data, "-w", "-m", "immediate", "stop")
-
-    def sql(self, statement):
-        return self.run("psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-d", "rc_relay", "-At",
-                        "-c", statement).strip()
-
-    def wait_for(self, statement, expected, timeout=60):
-        """Waits until the query answers `expected` (the database's state is the event waited for)."""
-        deadline = time.time() + timeout
-        answer = None
-        while time.time() < deadline:
-            answer = self.sql(statement)
-            if answer == expected:
-                return
-            time.sleep(0.1)
-        raise AssertionError(f"{statement!r} answered {answer!r}, not {expected!r}")
-
-
 @pytest.fixture
-def cluster(tmp_path):
-    cluster = Cluster()
-    yield cluster
+def cluster():
     try:
-        cluster.stop()
-    except subprocess.CalledProcessError:
-        pass  # stopped by the test
-    shutil.rmtree(cluster.dir, ignore_errors=True)
+        cluster = Cluster()
+    except Missing as missing:
+        if os.environ.get("CI"):
+            raise AssertionError(f"{missing}: .ci/run installs it")
+        pytest.skip(str(missing))
+    yield cluster
+    cluster.destroy()
 
 
 def config(cluster, routes=""):

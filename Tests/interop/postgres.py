@@ -1,0 +1,101 @@
+"""A throwaway PostgreSQL server for a test or a benchmark: `initdb` in a temporary directory, `pg_ctl` on a free
+loopback port. Debian's `postgresql` package provides the programs (not on PATH); they refuse to run as root, so as root
+they run as the `postgres` user, in a directory outside pytest's (which that user may not enter)."""
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+
+class Missing(Exception):
+    """PostgreSQL is not installed."""
+
+
+def postgres_bin():
+    root = Path("/usr/lib/postgresql")
+    for version in sorted((p for p in root.glob("*") if p.name.isdigit()), key=lambda p: -int(p.name)):
+        if (version / "bin" / "initdb").exists():
+            return version / "bin"
+    raise Missing("PostgreSQL is not installed (apt-get install postgresql)")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    """A PostgreSQL server of its own, with an empty database `rc_relay`. `durable=False` turns fsync off (tests);
+    the benchmark keeps PostgreSQL's defaults."""
+
+    def __init__(self, durable=False):
+        self.bin = postgres_bin()
+        self.durable = durable
+        self.dir = Path(tempfile.mkdtemp(prefix="rc-relay-pg-"))
+        self.port = free_port()
+        if os.geteuid() == 0:
+            shutil.chown(self.dir, "postgres", "postgres")
+        self.run("initdb", "-D", self.data, "-A", "trust", "-U", "postgres", "-E", "UTF8", *([] if durable else ["--no-sync"]))
+        self.start()
+        self.run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "rc_relay")
+        self.url = f"postgres://postgres@127.0.0.1:{self.port}/rc_relay?sslmode=disable"
+
+    @property
+    def data(self):
+        return str(self.dir / "data")
+
+    def run(self, program, *args):
+        command = [str(self.bin / program), *args]
+        if os.geteuid() == 0:
+            command = ["runuser", "-u", "postgres", "--", *command]
+        return subprocess.run(command, check=True, capture_output=True, text=True, cwd="/tmp",
+                              stdin=subprocess.DEVNULL).stdout
+
+    def start(self):
+        options = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1" + ("" if self.durable else " -c fsync=off")
+        self.run("pg_ctl", "-D", self.data, "-w", "-l", str(self.dir / "log"), "-o", options, "start")
+
+    def stop(self):
+        self.run("pg_ctl", "-D", self.data, "-w", "-m", "immediate", "stop")
+
+    def destroy(self):
+        try:
+            self.stop()
+        except subprocess.CalledProcessError:
+            pass  # stopped already
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def sql(self, statement):
+        return self.run("psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-d", "rc_relay", "-At",
+                        "-c", statement).strip()
+
+    def wait_for(self, statement, expected, timeout=60):
+        """Waits until the query answers `expected` (the database's state is the event waited for)."""
+        deadline = time.time() + timeout
+        answer = None
+        while time.time() < deadline:
+            answer = self.sql(statement)
+            if answer == expected:
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"{statement!r} answered {answer!r}, not {expected!r}")
+
+    def cpu_seconds(self):
+        """CPU the server's processes used so far (the postmaster and its backends)."""
+        postmaster = int((self.dir / "data" / "postmaster.pid").read_text().split()[0])
+        ticks = os.sysconf("SC_CLK_TCK")
+        total = 0
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(entry.name) == postmaster or int(fields[1]) == postmaster:
+                total += int(fields[11]) + int(fields[12])
+        return total / ticks
