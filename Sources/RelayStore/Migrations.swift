@@ -1,6 +1,7 @@
 /// The relay's tables, as numbered steps. A step, once released, never changes: a new one is added instead.
 ///
-/// Every table is named `rc_relay_*`, so the relay can share a database with other applications.
+/// Every table is named `rc_relay_*`, so the relay can share a database with other applications. Records and reports
+/// are JSON kept as text: only the relay reads them, and `jsonb` would refuse a `\u0000` an FCM error message may carry.
 enum Migrations {
     struct Step: Sendable {
         var version: Int
@@ -18,9 +19,9 @@ enum Migrations {
                     project text NOT NULL,
                     version bigint NOT NULL,
                     fingerprint text NOT NULL,
-                    record jsonb NOT NULL,
+                    record text NOT NULL,
                     settled boolean NOT NULL DEFAULT false,
-                    reports jsonb,
+                    reports text,
                     received_at timestamptz NOT NULL DEFAULT now(),
                     settled_at timestamptz
                 )

@@ -26,6 +26,7 @@ extension PostgresStore {
         let json = try Self.encode(record)
         let seconds = Self.seconds(window)
         let (keys, fingerprint, project, version) = (record.keys, record.fingerprint, record.project, record.version.versionNumber)
+        let holder = holder
         return try await run("admit") { client, logger in
             do {
                 try await client.withTransaction(logger: logger) { connection in
@@ -37,7 +38,7 @@ extension PostgresStore {
                     let rows = try await connection.query(
                         """
                         INSERT INTO rc_relay_events (project, version, fingerprint, record)
-                        VALUES (\(project), \(version), \(fingerprint), \(json)::jsonb) RETURNING id
+                        VALUES (\(project), \(version), \(fingerprint), \(json)) RETURNING id
                         """, logger: logger)
                     var id: Int64?
                     for try await value in rows.decode(Int64.self) { id = value }
@@ -49,7 +50,7 @@ extension PostgresStore {
                     for try await _ in inserted.decode(String.self) { count += 1 }
                     // A key another event holds: undo, and say what that event is.
                     guard count == Set(keys).count else { throw KnownEvent() }
-                    try await connection.query("SELECT pg_notify(\(Self.channel), \(project))", logger: logger)
+                    try await connection.query("SELECT pg_notify(\(Self.channel), \(Self.notice(project: project, holder: holder)))", logger: logger)
                 }
                 return .admitted
             } catch let error as PostgresTransactionError where error.closureError is KnownEvent {
@@ -62,7 +63,7 @@ extension PostgresStore {
     private static func known(keys: [String], fingerprint: String, client: PostgresClient, logger: Logger) async throws -> Admission {
         let rows = try await client.query(
             """
-            SELECT k.key, e.fingerprint, e.settled, coalesce(e.reports::text, '[]') FROM rc_relay_event_keys k
+            SELECT k.key, e.fingerprint, e.settled, coalesce(e.reports, '[]') FROM rc_relay_event_keys k
             JOIN rc_relay_events e ON e.id = k.event WHERE k.key = ANY(\(keys))
             """, logger: logger)
         var found: [String: (String, Bool, String)] = [:]
@@ -85,7 +86,7 @@ extension PostgresStore {
         try await run("update") { client, logger in
             try await client.query(
                 """
-                UPDATE rc_relay_events SET record = \(json)::jsonb
+                UPDATE rc_relay_events SET record = \(json)
                 WHERE id = (SELECT event FROM rc_relay_event_keys WHERE key = \(key)) AND NOT settled
                 """, logger: logger)
         }
@@ -103,28 +104,39 @@ extension PostgresStore {
         try await run("settle") { client, logger in
             try await client.query(
                 """
-                UPDATE rc_relay_events SET settled = true, settled_at = now(), reports = \(json)::jsonb
+                UPDATE rc_relay_events SET settled = true, settled_at = now(), reports = \(json)
                 WHERE id = (SELECT event FROM rc_relay_event_keys WHERE key = \(key)) AND NOT settled
                 """, logger: logger)
         }
     }
 
-    /// The project's events still to deliver, oldest first.
-    package func pending(project: String, limit: Int = 1000) async throws(StoreError) -> [SpoolRecord] {
-        let texts = try await run("pending") { client, logger in
-            let rows = try await client.query(
-                "SELECT record::text FROM rc_relay_events WHERE project = \(project) AND NOT settled ORDER BY id LIMIT \(limit)", logger: logger)
-            var texts: [String] = []
-            for try await text in rows.decode(String.self) { texts.append(text) }
-            return texts
-        }
-        // A row this relay cannot read (written by hand, or by another program) is skipped, never trapped on.
-        return texts.compactMap { text in
-            guard let record = try? JSONDecoder().decode(SpoolRecord.self, from: Data(text.utf8)), record.defect == nil else {
-                logger.error("outbox row skipped: it is not an event", metadata: ["project": "\(project)"])
-                return nil
+    /// The project's events still to deliver, oldest first, in pages (so rows already under way, or that this relay
+    /// cannot read, never hide newer ones).
+    package func pending(project: String, pageSize: Int = 200) async throws(StoreError) -> [SpoolRecord] {
+        var records: [SpoolRecord] = []
+        var after: Int64 = 0
+        while true {
+            let cursor = after
+            let page = try await run("pending") { client, logger in
+                let rows = try await client.query(
+                    """
+                    SELECT id, record FROM rc_relay_events WHERE project = \(project) AND NOT settled AND id > \(cursor)
+                    ORDER BY id LIMIT \(pageSize)
+                    """, logger: logger)
+                var page: [(Int64, String)] = []
+                for try await row in rows.decode((Int64, String).self) { page.append(row) }
+                return page
             }
-            return record
+            for (_, text) in page {
+                // A row this relay cannot read (written by hand, or by a newer rc-relay) is skipped, never trapped on.
+                guard let record = try? JSONDecoder().decode(SpoolRecord.self, from: Data(text.utf8)), record.defect == nil else {
+                    logger.error("outbox row skipped: it is not an event this relay can read", metadata: ["project": "\(project)"])
+                    continue
+                }
+                records.append(record)
+            }
+            guard page.count == pageSize, let last = page.last?.0 else { return records }
+            after = last
         }
     }
 
@@ -147,16 +159,25 @@ extension PostgresStore {
         }
     }
 
-    /// The channel a replica is told on when another admits an event (the payload is the project).
+    /// The channel a replica is told on when another admits an event.
     package static let channel = "rc_relay_events"
+
+    /// The notice's payload: the project, and the replica that admitted the event (which delivers it itself when it
+    /// holds the lease, so it ignores its own notices).
+    static func notice(project: String, holder: String) -> String { project + "\n" + holder }
 
     /// Calls `onEvent` with the project of each event another replica admits, until cancelled or the connection
     /// drops (the caller listens again; its regular sweep covers the gap).
-    package func listen(_ onEvent: @escaping @Sendable (String) async -> Void) async throws(StoreError) {
+    package func listen(_ onEvent: @escaping @Sendable (String) -> Void) async throws(StoreError) {
+        let holder = holder
         do {
             try await client.withConnection { connection in
                 try await connection.listen(on: Self.channel) { notifications in
-                    for try await notification in notifications { await onEvent(notification.payload) }
+                    for try await notification in notifications {
+                        let parts = notification.payload.split(separator: "\n", maxSplits: 1).map(String.init)
+                        guard parts.count == 2, parts[1] != holder else { continue }
+                        onEvent(parts[0])
+                    }
                 }
             }
         } catch {
@@ -166,6 +187,19 @@ extension PostgresStore {
 
     /// Returns once the engine's changes queued so far are applied.
     package func flush() async { await outbox.flush() }
+
+    /// At a stop: returns once the engine's changes queued so far are applied, or after `limit` (the database is away:
+    /// the changes not applied are given up, which sends again at worst). True when all were applied.
+    package func flushBeforeStop(within limit: Duration) async -> Bool {
+        outbox.stopping()
+        let done = Settlement<Bool>()
+        let flush = Task { [outbox] in
+            await outbox.flush()
+            done.settle(true)
+        }
+        defer { flush.cancel() }
+        return await done.value(within: limit, on: SystemDeliveryClock()) ?? false
+    }
 
     /// Applies the engine's changes in order; a change the database refuses is retried until it is applied or the
     /// stream ends with the database still away (then it is logged: the row keeps its older state).
@@ -185,8 +219,14 @@ extension PostgresStore {
                     }
                     break
                 } catch {
+                    if case .failed = error {
+                        // The database refused it (not a lost connection): trying again cannot help, and every later
+                        // change would wait behind it. The row keeps its older state, which sends again at worst.
+                        logger.error("outbox change refused by PostgreSQL: the event will be delivered again", metadata: ["error": "\(error)"])
+                        break
+                    }
                     logger.warning("outbox change not applied yet; retrying", metadata: ["error": "\(error)"])
-                    if outbox.isFinished, delay > .seconds(2) {
+                    if outbox.isStopping, delay > .seconds(2) {
                         logger.error("outbox change not applied before the stop: the event will be delivered again", metadata: ["error": "\(error)"])
                         break
                     }

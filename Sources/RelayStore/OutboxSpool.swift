@@ -38,11 +38,13 @@ package final class OutboxSpool: Spool {
         }
     }
 
+    /// The relay is stopping: a change the database does not take within a few tries is given up.
+    func stopping() { finished.withLock { $0 = true } }
+
     func finish() {
-        finished.withLock { $0 = true }
+        stopping()
         continuation.finish()
     }
 
-    /// The engine has stopped: no change comes after those queued.
-    var isFinished: Bool { finished.withLock { $0 } }
+    var isStopping: Bool { finished.withLock { $0 } }
 }

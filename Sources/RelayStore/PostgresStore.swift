@@ -32,6 +32,13 @@ package final class PostgresStore: Service, Sendable {
             tls: try Self.tls(settings))
         configuration.options.connectTimeout = settings.statementTimeout
         configuration.options.maximumConnections = 16
+        // The server ends what the relay no longer waits for: a statement, a wait for a lock, an abandoned transaction.
+        let milliseconds =
+            settings.statementTimeout.components.seconds * 1000 + settings.statementTimeout.components.attoseconds / 1_000_000_000_000_000
+        configuration.options.additionalStartupParameters = [
+            ("statement_timeout", "\(milliseconds)"), ("lock_timeout", "\(milliseconds)"),
+            ("idle_in_transaction_session_timeout", "\(milliseconds * 2)"), ("application_name", "rc-relay"),
+        ]
         self.settings = settings
         self.observe = observe
         self.logger = logger
@@ -111,28 +118,32 @@ package final class PostgresStore: Service, Sendable {
     // MARK: - Running statements
 
     /// Runs `body` within the statement timeout, turning the driver's errors into ``StoreError``s.
+    ///
+    /// The caller has its answer by the timeout whatever the database does: postgres-nio does not abandon a query
+    /// under way when its task is cancelled, so `body` runs in a task of its own, which is cancelled and left to end
+    /// (the server ends the statement itself: `statement_timeout` and `lock_timeout` are set per connection).
     @discardableResult
     func run<Result: Sendable>(
         _ what: String, _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> Result
     ) async throws(StoreError) -> Result {
         let limit = settings.statementTimeout
         let started = ContinuousClock.now
-        let outcome: Swift.Result<Result, StoreError> = await withTaskGroup(of: Swift.Result<Result, StoreError>?.self) { group in
-            group.addTask { [client, logger] in
-                do {
-                    return .success(try await body(client, logger))
-                } catch {
-                    return .failure(Self.storeError(error))
-                }
+        let answer = Settlement<Swift.Result<Result, StoreError>>()
+        let work = Task { [client, logger] in
+            do {
+                answer.settle(.success(try await body(client, logger)))
+            } catch {
+                answer.settle(.failure(Self.storeError(error)))
             }
-            group.addTask {
-                try? await Task.sleep(for: limit)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first ?? .failure(.unavailable("no answer within \(limit)"))
         }
+        let timer = Task {
+            try? await Task.sleep(for: limit)
+            answer.settle(.failure(.unavailable("no answer within \(limit)")))
+        }
+        let outcome =
+            await answer.value(within: limit * 2, on: SystemDeliveryClock()) ?? .failure(.unavailable("no answer within \(limit)"))
+        timer.cancel()
+        work.cancel()
         observe(what, ContinuousClock.now - started, { if case .failure = outcome { true } else { false } }())
         switch outcome {
         case .success(let value): return value

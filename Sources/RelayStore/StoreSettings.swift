@@ -5,7 +5,8 @@ package struct StoreSettings: Sendable, Equatable {
     package enum TLSMode: String, Sendable, Equatable, CaseIterable {
         /// Plain TCP: loopback or a private network only.
         case disable
-        /// TLS when the server offers it, plain otherwise (libpq's default); the certificate is verified when TLS is used.
+        /// TLS when the server offers it, plain otherwise; the certificate is verified when TLS is used. The default on
+        /// loopback only: a server that refuses TLS gets the password in clear text.
         case prefer
         /// TLS or no connection; the certificate and host name are verified (libpq's `verify-full`).
         case verifyFull = "verify-full"
@@ -47,9 +48,12 @@ package struct StoreSettings: Sendable, Equatable {
         let database = String(url.path.drop(while: { $0 == "/" }))
         guard !database.isEmpty, !database.contains("/") else { throw URLError(description: "it names no database (postgres://USER@HOST/DATABASE)") }
         if let port = url.port, !(1...65535).contains(port) { throw URLError(description: "its port is not between 1 and 65535") }
+        let name = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        // Without sslmode, a database elsewhere gets verified TLS: postgres-nio answers a server's request for the
+        // password in clear text, so a connection an attacker can downgrade would give the password away.
         var settings = StoreSettings(
-            host: host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host, port: url.port ?? 5432,
-            username: url.user?.removingPercentEncoding ?? user, password: url.password?.removingPercentEncoding, database: database)
+            host: name, port: url.port ?? 5432, username: url.user?.removingPercentEncoding ?? user,
+            password: url.password?.removingPercentEncoding, database: database, tls: Self.isLoopback(name) ? .prefer : .verifyFull)
         for item in url.queryItems ?? [] {
             switch item.name {
             case "sslmode":
@@ -63,6 +67,11 @@ package struct StoreSettings: Sendable, Equatable {
             }
         }
         return settings
+    }
+
+    /// Whether the host is this machine (a Unix-domain-like trust: nobody on the path).
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }
 
     /// The URL without its password, for logs and the admin API.

@@ -100,10 +100,16 @@ def test_a_redelivery_to_another_replica_sends_nothing(emulator, tmp_path, clust
         proxy = start_proxy("nginx", tmp_path / "nginx", upstream)
         session = client_session()
         session.verify = proxy["cert"]
+        # The holder answers its own webhooks with their outcome (its own NOTIFY does not make them duplicates).
+        own = send(delivering["webhook"], 40)
+        assert own.status_code == 200, own.text
+        assert own.json()["duplicate"] is False
+        cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE settled", "1")
+        requests.delete(emulator["url"] + "/emulator/messages", timeout=10)
         # The sender's first try reaches the replica that does not deliver: committed to the outbox, 202.
         first = send(other["webhook"], 41, msg_id="msg_redelivered")
         assert first.status_code == 202, first.text
-        cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE settled", "1")
+        cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE settled", "2")
         assert versions_sent(emulator) == ["41"]
         # Its retries, through nginx to whichever replica, and to each directly: the same event, nothing sent again.
         for url in [proxy["url"] + "/webhooks/remote-config", delivering["webhook"], other["webhook"]]:
@@ -202,3 +208,37 @@ def test_a_database_restart_mid_delivery_loses_and_duplicates_nothing(emulator, 
     finally:
         for replica in replicas:
             stop_relay(replica)
+
+
+def test_a_database_outage_longer_than_the_lease_sends_nothing_twice(emulator, tmp_path, cluster):
+    replicas = start_replicas(emulator, tmp_path, cluster, 2, ROUTES)
+    try:
+        delivering = holder(replicas)
+        requests.post(emulator["url"] + "/emulator/faults", json={"status": 503, "count": 100000}, timeout=10)
+        answer = send(delivering["webhook"], 95)
+        assert answer.status_code == 202, answer.text
+        cluster.stop()
+        # The holder cannot renew: it stops delivering before its lease can pass to the other replica.
+        delivering["proc"].wait_for(lambda line: "project lease lapsed" in line, timeout=60)
+        requests.delete(emulator["url"] + "/emulator/messages", timeout=10)  # FCM is back (faults cleared)
+        cluster.start()
+        cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE settled", "1")
+        assert versions_sent(emulator) == ["95"]
+    finally:
+        for replica in replicas:
+            stop_relay(replica)
+
+
+def test_a_stop_while_the_database_is_away_still_ends(emulator, tmp_path, cluster):
+    replicas = start_replicas(emulator, tmp_path, cluster, 1, ROUTES)
+    relay = replicas[0]
+    holder(replicas)
+    requests.post(emulator["url"] + "/emulator/faults", json={"status": 503, "count": 100000}, timeout=10)
+    assert send(relay["webhook"], 99).status_code == 202
+    cluster.stop()
+    relay["proc"].proc.send_signal(signal.SIGTERM)
+    # It ends by itself (drainSeconds 0.5 + the outbox's flush, at most the lease's 3 s + the stop margin), and says
+    # why it left its lease to expire.
+    assert relay["proc"].proc.wait(timeout=60) == 0
+    assert "leases left to expire" in relay["proc"].output
+    stop_relay(relay)

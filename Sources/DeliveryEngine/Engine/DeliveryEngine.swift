@@ -84,6 +84,10 @@ package final class DeliveryEngine: Service {
     /// Whether the event is being delivered here, or was delivered within the deduplication window.
     package func knows(_ record: SpoolRecord) -> Bool { recent.knows(record) }
 
+    /// Stops the deliveries of the project's events, which another replica delivers now (its lease moved): each hands
+    /// what is still due back to the spool, and nothing more is sent for them here. Returns how many were stopped.
+    package func standDown(project: String) -> Int { recent.standDown(project: project) }
+
     /// Writes a pending delivery to the spool before the sender is told 202; if it settled first, says so instead.
     package func acknowledge(_ delivery: RecentEvents.EventDelivery) throws -> RecentEvents.Acknowledgement {
         try recent.acknowledge(delivery)

@@ -232,6 +232,18 @@ package final class RecentEvents: Sendable {
         }
     }
 
+    /// Stops the deliveries of the project's events (another replica delivers them now): no new attempt starts, and
+    /// each hands what is still due back to the spool. Returns how many were stopped.
+    func standDown(project: String) -> Int {
+        let running = state.withLock { state in
+            var unique: [ObjectIdentifier: EventDelivery] = [:]
+            for delivery in state.inFlight.values where delivery.record.project == project { unique[ObjectIdentifier(delivery)] = delivery }
+            return Array(unique.values)
+        }
+        for delivery in running { delivery.control.stop() }
+        return running.count
+    }
+
     /// Discards the route's ping of the acknowledged event waiting under `key`: it is not tried again, and once no
     /// route is due the spool file goes. False when no such event waits.
     func discard(key: String, route: String) -> Bool {

@@ -13,9 +13,11 @@ import Synchronization
 /// expires and delivers what the outbox still has. A graceful stop releases the leases once the engine has handed its
 /// deliveries back to the outbox, so another replica takes over at once.
 ///
-/// Every `lease / 3` the replica renews or tries to take each configured project's lease, delivers the outbox of those
-/// it holds, and prunes settled events; between sweeps, PostgreSQL's `NOTIFY` from the replica that admitted an event
-/// starts its delivery at once.
+/// Two tasks: one renews (or tries to take) each configured project's lease every `lease / 4`, on its own so that no
+/// slow sweep delays a renewal; the other delivers the outbox of the projects held, when a lease is taken, when
+/// another replica's `NOTIFY` says it admitted an event, and at each renewal, and prunes settled events. A claim counts
+/// locally for half the lease from before the statement that renewed it: a replica that cannot renew (the database is
+/// away) stops its deliveries of the project well before another replica can take the lease over.
 final class ProjectLeases: Service, Sendable {
     let store: PostgresStore
     let configuration: ConfigurationStore
@@ -25,22 +27,26 @@ final class ProjectLeases: Service, Sendable {
     let logger: Logger
 
     private struct State {
-        /// Projects whose lease this replica holds, with the instant the claim is safe until (measured from before the
-        /// statement that renewed it was sent, so never later than the database's expiry).
+        /// Projects whose lease this replica holds, with the instant the claim counts until.
         var held: [String: ContinuousClock.Instant] = [:]
         var migrated = false
         /// The last round trip that succeeded, for readiness.
         var lastContact: ContinuousClock.Instant?
         var lastError: String?
+        /// Projects whose outbox is to be swept.
+        var toSweep: Set<String> = []
     }
 
     private let state = Mutex(State())
+    private let wake: AsyncStream<Void>.Continuation
+    private let wakes: AsyncStream<Void>
 
     init(store: PostgresStore, configuration: ConfigurationStore, engine: DeliveryEngine, planner: Planner, metrics: RelayMetrics, logger: Logger) {
         (self.store, self.configuration, self.engine, self.planner, self.metrics) = (store, configuration, engine, planner, metrics)
         var logger = logger
         logger[metadataKey: "source"] = "store"
         self.logger = logger
+        (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     var lease: Duration { store.settings.lease }
@@ -67,13 +73,17 @@ final class ProjectLeases: Service, Sendable {
     func run() async throws {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.renewUntilCancelled() }
+            group.addTask { await self.sweepUntilCancelled() }
             group.addTask { await self.listenUntilCancelled() }
             try? await gracefulShutdown()
             group.cancelAll()
         }
         // The engine has stopped (it stops before this service): its hand-overs are queued. Once they are written,
-        // another replica may take over at once.
-        await store.flush()
+        // another replica may take over at once; if the database does not take them in time, the leases expire instead.
+        guard await store.flushBeforeStop(within: min(lease, .seconds(5))) else {
+            logger.warning("outbox changes not written before the stop: leases left to expire, another replica takes over then")
+            return
+        }
         for project in state.withLock({ Array($0.held.keys) }) {
             do {
                 try await store.release(Self.leaseName(project))
@@ -101,16 +111,16 @@ final class ProjectLeases: Service, Sendable {
 
     static func leaseName(_ project: String) -> String { "project/\(project)" }
 
-    // MARK: - Leases and sweeps
+    // MARK: - Leases
 
     private func renewUntilCancelled() async {
         while !Task.isCancelled {
             if state.withLock({ $0.migrated }) {
-                await renewAndSweep()
+                await renew()
             } else {
                 await migrate()
             }
-            try? await Task.sleep(for: state.withLock({ $0.migrated }) ? lease / 3 : .seconds(1))
+            try? await Task.sleep(for: state.withLock({ $0.migrated }) ? lease / 4 : .seconds(1))
         }
     }
 
@@ -125,9 +135,8 @@ final class ProjectLeases: Service, Sendable {
         }
     }
 
-    private func renewAndSweep() async {
-        let projects = configuration.current.projects.ids
-        for project in projects {
+    private func renew() async {
+        for project in configuration.current.projects.ids {
             guard !Task.isCancelled else { return }
             let sent = ContinuousClock.now
             do {
@@ -135,29 +144,65 @@ final class ProjectLeases: Service, Sendable {
                 contact()
                 let was = state.withLock { state in
                     let was = state.held[project].map { $0 > sent } ?? false
-                    state.held[project] = held ? sent + lease : nil
+                    state.held[project] = held ? sent + lease / 2 : nil
                     return was
                 }
                 if held, !was { logger.notice("project lease taken: this replica delivers its events", metadata: ["project": "\(project)"]) }
-                if !held, was { logger.notice("project lease lost to another replica", metadata: ["project": "\(project)"]) }
-                if held { await sweep(project) }
+                if held { requestSweep(project) }
             } catch {
                 failed(error, doing: "renewing the project's lease")
             }
         }
+        standDownWhereLapsed()
         let now = ContinuousClock.now
         metrics.leasesHeld(state.withLock { $0.held.values.filter { $0 > now }.count })
-        let settings = configuration.current.settings
-        do {
-            let pruned = try await store.prune(window: settings.dedupWindow, keep: max(settings.historySize, settings.dedupMaxEvents))
-            if pruned > 0 { logger.debug("settled events pruned", metadata: ["count": "\(pruned)"]) }
-        } catch {
-            failed(error, doing: "pruning settled events")
+    }
+
+    /// Stops the deliveries of each project whose claim lapsed (another replica holds it, or it could not be renewed
+    /// in time): the other replica delivers them from the outbox.
+    private func standDownWhereLapsed() {
+        let now = ContinuousClock.now
+        let lapsed = state.withLock { state in
+            let lapsed = state.held.filter { $0.value <= now }.map(\.key)
+            for project in lapsed { state.held[project] = nil }
+            return lapsed
+        }
+        for project in lapsed {
+            let stopped = engine.standDown(project: project)
+            logger.warning(
+                "project lease lapsed: this replica stops delivering its events, which another replica delivers",
+                metadata: ["project": "\(project)", "stopped": "\(stopped)"])
+        }
+    }
+
+    // MARK: - The outbox
+
+    /// Asks for a sweep of the project's outbox; requests made while one runs are served by one more sweep.
+    func requestSweep(_ project: String) {
+        state.withLock { _ = $0.toSweep.insert(project) }
+        wake.yield()
+    }
+
+    private func sweepUntilCancelled() async {
+        for await _ in wakes {
+            guard !Task.isCancelled else { return }
+            let projects = state.withLock { state in
+                defer { state.toSweep = [] }
+                return state.toSweep
+            }
+            for project in projects.sorted() { await sweep(project) }
+            let settings = configuration.current.settings
+            do {
+                let pruned = try await store.prune(window: settings.dedupWindow, keep: max(settings.historySize, settings.dedupMaxEvents))
+                if pruned > 0 { logger.debug("settled events pruned", metadata: ["count": "\(pruned)"]) }
+            } catch {
+                failed(error, doing: "pruning settled events")
+            }
         }
     }
 
     /// Starts the delivery of each event the project's outbox holds that this replica is not delivering already.
-    func sweep(_ project: String) async {
+    private func sweep(_ project: String) async {
         guard holds(project) else { return }
         let records: [SpoolRecord]
         do {
@@ -168,6 +213,7 @@ final class ProjectLeases: Service, Sendable {
             return
         }
         for record in records where !engine.knows(record) {
+            guard holds(project), !Task.isCancelled else { return }
             var logger = logger
             logger[metadataKey: "event_id"] = "\(record.eventID ?? "-")"
             logger[metadataKey: "project"] = "\(record.project)"
@@ -178,11 +224,12 @@ final class ProjectLeases: Service, Sendable {
         }
     }
 
-    /// Another replica's `NOTIFY` starts the delivery at once; the sweeps cover what a dropped connection missed.
+    /// Another replica's `NOTIFY` starts the delivery at once; the sweeps at each renewal cover what a dropped
+    /// connection missed.
     private func listenUntilCancelled() async {
         while !Task.isCancelled {
             do {
-                try await store.listen { project in await self.sweep(project) }
+                try await store.listen { project in self.requestSweep(project) }
             } catch {
                 if !Task.isCancelled { logger.debug("listening for new events stopped", metadata: ["error": "\(error)"]) }
             }

@@ -47,6 +47,8 @@ extension ConfigurationLoader {
             }
             settings.lease = .milliseconds(Int64(seconds * 1000))
         }
+        // A lease outlives a few statements that time out: one slow renewal never hands the lease back as it is taken.
+        settings.statementTimeout = min(.seconds(5), settings.lease / 3)
         if file.delivery?.spoolDirectory != nil {
             throw ConfigurationError(
                 key: "delivery.spoolDirectory", problem: "it is set together with store.postgres, whose outbox replaces the spool",

@@ -67,6 +67,24 @@ final class PostgresCluster: @unchecked Sendable {
         try program("pg_ctl", ["-D", data, "-w", "-m", "immediate", "stop"])
     }
 
+    /// Sends `signal` to the server and each of its processes (SIGSTOP: a database that hangs without closing
+    /// anything; SIGCONT: back).
+    func signalServer(_ signal: Int32) throws {
+        let pidFile = directory.appendingPathComponent("data/postmaster.pid").path
+        guard let text = try? String(contentsOfFile: pidFile, encoding: .utf8), let postmaster = Int32(text.split(separator: "\n")[0]) else {
+            throw Failure(description: "no postmaster.pid")
+        }
+        var pids: [Int32] = [postmaster]
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = Int32(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { continue }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            if fields.count > 1, Int32(fields[1]) == postmaster { pids.append(pid) }
+        }
+        for pid in pids { kill(pid, signal) }
+    }
+
     /// Runs SQL with psql, for what a test checks behind the relay's back.
     func sql(_ statement: String) throws -> String {
         try program("psql", ["-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-d", "rc_relay", "-At", "-c", statement])

@@ -61,7 +61,19 @@ import Testing
         #expect(settings.store?.host == "10.0.0.5")
         #expect(settings.store?.port == 5432)
         #expect(settings.store?.password == "from-env")
-        #expect(settings.store?.tls == .prefer)
+        // A database elsewhere gets verified TLS unless the URL says otherwise; loopback may go without.
+        #expect(settings.store?.tls == .verifyFull)
+        let loopback = try ConfigurationLoader(environment: ["RC_RELAY_STORE_POSTGRES_URL": "postgres://relay@127.0.0.1/rc"]).load(yaml: yaml(""))
+        #expect(loopback.store?.tls == .prefer)
+    }
+
+    @Test func theStatementTimeoutIsAThirdOfAShortLease() throws {
+        let settings = try ConfigurationLoader(environment: [:]).load(
+            yaml: yaml("store: {postgres: {url: \"postgres://relay@db/rc\", leaseSeconds: 6}}"))
+        #expect(settings.store?.statementTimeout == .seconds(2))
+        #expect(
+            try ConfigurationLoader(environment: [:]).load(yaml: yaml("store: {postgres: {url: \"postgres://relay@db/rc\"}}")).store?.statementTimeout
+                == .seconds(5))
     }
 
     @Test(arguments: [

@@ -181,6 +181,51 @@ import Testing
         }
     }
 
+    @Test func aHungDatabaseIsUnavailableAtTheStatementTimeout() async throws {
+        try await withPostgres { cluster in
+            try await withReplicas(cluster, count: 1) { stores in
+                let store = stores[0]
+                try await store.migrate()
+                #expect(try await store.admit(record(version: 1, id: nil), window: .seconds(600)) == .admitted)
+                // Every server process stopped: connections stay open, and nothing answers.
+                try cluster.signalServer(SIGSTOP)
+                await #expect {
+                    try await store.admit(record(version: 2, id: nil), window: .seconds(600))
+                } throws: { error in
+                    guard case StoreError.unavailable = error else { return false }
+                    return true
+                }
+                try cluster.signalServer(SIGCONT)
+                var admitted: PostgresStore.Admission?
+                while admitted == nil { admitted = try? await store.admit(record(version: 3, id: nil), window: .seconds(600)) }
+                #expect(admitted == .admitted)
+            }
+        }
+    }
+
+    @Test func aChangeTheDatabaseRefusesDoesNotHoldUpTheOthers() async throws {
+        try await withPostgres { cluster in
+            try await withReplicas(cluster, count: 1) { stores in
+                let store = stores[0]
+                try await store.migrate()
+                for version in Int64(1)...2 { _ = try await store.admit(record(version: version, id: nil), window: .seconds(600)) }
+                // A row the database refuses to change (a trigger stands for any refusal that retrying cannot cure).
+                _ = try cluster.sql(
+                    """
+                    CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+                    BEGIN IF NEW.version = 1 THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END $$;
+                    CREATE TRIGGER refuse BEFORE UPDATE ON rc_relay_events FOR EACH ROW EXECUTE FUNCTION refuse();
+                    """)
+                store.outbox.settle(record(version: 1, id: nil), reports: [])
+                store.outbox.settle(record(version: 2, id: nil), reports: [])
+                await store.flush()
+                #expect(
+                    try cluster.sql("SELECT string_agg(version::text || ':' || settled::text, ',' ORDER BY version) FROM rc_relay_events")
+                        == "1:false,2:true")
+            }
+        }
+    }
+
     @Test func anOutageIsUnavailableAndTheStoreRecoversByItself() async throws {
         try await withPostgres { cluster in
             try await withReplicas(cluster, count: 1) { stores in
