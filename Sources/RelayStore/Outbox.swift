@@ -18,65 +18,36 @@ extension PostgresStore {
         case conflict(key: String)
     }
 
-    private struct KnownEvent: Error {}
-
     /// Commits the event with its keys, unless one of its keys is taken; `window` is the deduplication window (a
-    /// settled event older than it is forgotten first).
+    /// settled event older than it is forgotten first). One round trip: the `rc_relay_admit` function.
     package func admit(_ record: SpoolRecord, window: Duration) async throws(StoreError) -> Admission {
         let json = try Self.encode(record)
         let seconds = Self.seconds(window)
         let (keys, fingerprint, project, version) = (record.keys, record.fingerprint, record.project, record.version.versionNumber)
-        let holder = holder
-        return try await run("admit") { client, logger in
-            do {
-                try await client.withTransaction(logger: logger) { connection in
-                    try await connection.query(
-                        """
-                        DELETE FROM rc_relay_events e USING rc_relay_event_keys k
-                        WHERE k.event = e.id AND k.key = ANY(\(keys)) AND e.settled AND e.settled_at < now() - make_interval(secs => \(seconds))
-                        """, logger: logger)
-                    let rows = try await connection.query(
-                        """
-                        INSERT INTO rc_relay_events (project, version, fingerprint, record)
-                        VALUES (\(project), \(version), \(fingerprint), \(json)) RETURNING id
-                        """, logger: logger)
-                    var id: Int64?
-                    for try await value in rows.decode(Int64.self) { id = value }
-                    guard let id else { throw StoreError.failed("the event's row was not created") }
-                    let inserted = try await connection.query(
-                        "INSERT INTO rc_relay_event_keys (key, event) SELECT unnest(\(keys)::text[]), \(id) ON CONFLICT DO NOTHING RETURNING key",
-                        logger: logger)
-                    var count = 0
-                    for try await _ in inserted.decode(String.self) { count += 1 }
-                    // A key another event holds: undo, and say what that event is.
-                    guard count == Set(keys).count else { throw KnownEvent() }
-                    try await connection.query("SELECT pg_notify(\(Self.channel), \(Self.notice(project: project, holder: holder)))", logger: logger)
-                }
-                return .admitted
-            } catch let error as PostgresTransactionError where error.closureError is KnownEvent {
-                return try await Self.known(keys: keys, fingerprint: fingerprint, client: client, logger: logger)
+        let notice = Self.notice(project: project, holder: holder)
+        let holders = try await run("admit") { client, logger in
+            let rows = try await client.query(
+                "SELECT * FROM rc_relay_admit(\(project), \(version), \(fingerprint), \(json), \(keys), \(seconds), \(notice))", logger: logger)
+            var holders: [String: (String, Bool, String)] = [:]
+            for try await (key, other, settled, reports) in rows.decode((String, String, Bool, String).self) {
+                holders[key] = (other, settled, reports)
             }
+            return holders
         }
-    }
-
-    /// The event that holds one of `keys`: the same event (pending or settled), or a conflict.
-    private static func known(keys: [String], fingerprint: String, client: PostgresClient, logger: Logger) async throws -> Admission {
-        let rows = try await client.query(
-            """
-            SELECT k.key, e.fingerprint, e.settled, coalesce(e.reports, '[]') FROM rc_relay_event_keys k
-            JOIN rc_relay_events e ON e.id = k.event WHERE k.key = ANY(\(keys))
-            """, logger: logger)
-        var found: [String: (String, Bool, String)] = [:]
-        for try await (key, other, settled, reports) in rows.decode((String, String, Bool, String).self) { found[key] = (other, settled, reports) }
+        guard !holders.isEmpty else { return .admitted }
         // In the order of the event's keys (its project and version first), as the in-memory registry does.
         for key in keys {
-            guard let (other, settled, reports) = found[key] else { continue }
+            guard let (other, settled, reports) = holders[key] else { continue }
             guard other == fingerprint else { return .conflict(key: key) }
             guard settled else { return .pending }
-            return .settled(try JSONDecoder().decode([DeliveryReport].self, from: Data(reports.utf8)))
+            do {
+                return .settled(try JSONDecoder().decode([DeliveryReport].self, from: Data(reports.utf8)))
+            } catch {
+                throw .failed("the reports of the event could not be read: \(error)")
+            }
         }
-        // The holder was forgotten between the two statements: the caller's retry admits it.
-        throw StoreError.unavailable("the event changed while it was admitted; retry")
+        // The holder was forgotten between the two steps: the caller's retry admits it.
+        throw .unavailable("the event changed while it was admitted; retry")
     }
 
     /// Records progress (shards accepted, the routes still due at a stop) of an event still pending.
