@@ -59,7 +59,9 @@ enum Migrations {
                         ON CONFLICT DO NOTHING RETURNING 1)
                     SELECT count(*) INTO inserted FROM added;
                     IF inserted = (SELECT count(DISTINCT k) FROM unnest(p_keys) AS k) THEN
-                        PERFORM pg_notify('rc_relay_events', p_notice);
+                        IF p_notice IS NOT NULL THEN
+                            PERFORM pg_notify('rc_relay_events', p_notice);
+                        END IF;
                         RETURN;
                     END IF;
                     DELETE FROM rc_relay_events WHERE id = new_id;

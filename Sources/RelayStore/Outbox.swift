@@ -19,12 +19,14 @@ extension PostgresStore {
     }
 
     /// Commits the event with its keys, unless one of its keys is taken; `window` is the deduplication window (a
-    /// settled event older than it is forgotten first). One round trip: the `rc_relay_admit` function.
-    package func admit(_ record: SpoolRecord, window: Duration) async throws(StoreError) -> Admission {
+    /// settled event older than it is forgotten first). One round trip: the `rc_relay_admit` function. `notify`: tell
+    /// the replica that delivers the project (false when this one does).
+    package func admit(_ record: SpoolRecord, window: Duration, notify: Bool = true) async throws(StoreError) -> Admission {
         let json = try Self.encode(record)
         let seconds = Self.seconds(window)
         let (keys, fingerprint, project, version) = (record.keys, record.fingerprint, record.project, record.version.versionNumber)
-        let notice = Self.notice(project: project, holder: holder)
+        // The lease holder delivers what it admits itself: only other replicas' admissions need to wake it.
+        let notice: String? = notify ? Self.notice(project: project, holder: holder) : nil
         let holders = try await run("admit") { client, logger in
             let rows = try await client.query(
                 "SELECT * FROM rc_relay_admit(\(project), \(version), \(fingerprint), \(json), \(keys), \(seconds), \(notice))", logger: logger)
@@ -172,38 +174,96 @@ extension PostgresStore {
         return await done.value(within: limit, on: SystemDeliveryClock()) ?? false
     }
 
-    /// Applies the engine's changes in order; a change the database refuses is retried until it is applied or the
-    /// stream ends with the database still away (then it is logged: the row keeps its older state).
+    /// Applies the engine's changes in order, consecutive settlements in one statement; a change the database does not
+    /// take is retried until it is applied or the relay is stopping (then it is logged: the row keeps its older state).
     func applyChanges() async {
-        for await change in changes {
-            if case .flush(let waiter) = change {
-                waiter.resume()
+        for await _ in outbox.wakes { await apply(outbox.take()) }
+        await apply(outbox.take())  // queued before the end
+    }
+
+    private func apply(_ changes: [OutboxSpool.Change]) async {
+        var settlements: [(SpoolRecord, [DeliveryReport])] = []
+        for change in changes {
+            if case .settle(let record, let reports) = change {
+                settlements.append((record, reports))
                 continue
             }
-            var delay = Duration.milliseconds(100)
-            while true {
-                do {
-                    switch change {
-                    case .update(let record): try await update(record)
-                    case .settle(let record, let reports): try await settle(record, reports: reports)
-                    case .flush: break
-                    }
-                    break
-                } catch {
-                    if case .failed = error {
-                        // The database refused it (not a lost connection): trying again cannot help, and every later
-                        // change would wait behind it. The row keeps its older state, which sends again at worst.
-                        logger.error("outbox change refused by PostgreSQL: the event will be delivered again", metadata: ["error": "\(error)"])
-                        break
-                    }
-                    logger.warning("outbox change not applied yet; retrying", metadata: ["error": "\(error)"])
-                    if outbox.isStopping, delay > .seconds(2) {
-                        logger.error("outbox change not applied before the stop: the event will be delivered again", metadata: ["error": "\(error)"])
-                        break
-                    }
-                    try? await Task.sleep(for: delay)
-                    delay = min(delay * 2, .seconds(5))
+            await settleAll(settlements)
+            settlements = []
+            switch change {
+            case .flush(let waiter): waiter.resume()
+            case .update(let record): await applying("update") { () throws(StoreError) in try await self.update(record) }
+            case .settle: break
+            }
+        }
+        await settleAll(settlements)
+    }
+
+    /// Settles the events in one statement; if the database refuses it, one by one (so only the refused one is lost).
+    private func settleAll(_ settlements: [(SpoolRecord, [DeliveryReport])]) async {
+        guard !settlements.isEmpty else { return }
+        if settlements.count > 1 {
+            do {
+                try await settle(settlements)
+                return
+            } catch {
+                if case .unavailable = error {
+                    await applying("settle") { () throws(StoreError) in try await self.settle(settlements) }
+                    return
                 }
+            }
+        }
+        for (record, reports) in settlements {
+            await applying("settle") { () throws(StoreError) in try await self.settle(record, reports: reports) }
+        }
+    }
+
+    /// Settles several events at once.
+    private func settle(_ settlements: [(SpoolRecord, [DeliveryReport])]) async throws(StoreError) {
+        var keys: [String] = []
+        var reports: [String] = []
+        for (record, settled) in settlements {
+            keys.append(record.keys.first ?? "")
+            do {
+                reports.append(String(decoding: try JSONEncoder().encode(settled), as: UTF8.self))
+            } catch {
+                throw .failed("the reports could not be encoded: \(error)")
+            }
+        }
+        let (batchKeys, batchReports) = (keys, reports)
+        try await run("settle") { client, logger in
+            try await client.query(
+                """
+                UPDATE rc_relay_events e SET settled = true, settled_at = now(), reports = v.reports
+                FROM unnest(\(batchKeys)::text[], \(batchReports)::text[]) AS v(key, reports), rc_relay_event_keys k
+                WHERE k.key = v.key AND e.id = k.event AND NOT e.settled
+                """, logger: logger)
+        }
+    }
+
+    /// Runs one change until the database takes it, refuses it for good, or the relay stops while it is away.
+    private func applying(_ what: String, _ change: () async throws(StoreError) -> Void) async {
+        var delay = Duration.milliseconds(100)
+        while true {
+            do {
+                try await change()
+                return
+            } catch {
+                if case .failed = error {
+                    // The database refused it (not a lost connection): trying again cannot help, and every later
+                    // change would wait behind it. The row keeps its older state, which sends again at worst.
+                    logger.error(
+                        "outbox change refused by PostgreSQL: the event will be delivered again",
+                        metadata: ["change": "\(what)", "error": "\(error)"])
+                    return
+                }
+                logger.warning("outbox change not applied yet; retrying", metadata: ["change": "\(what)", "error": "\(error)"])
+                if outbox.isStopping, delay > .seconds(2) {
+                    logger.error("outbox change not applied before the stop: the event will be delivered again", metadata: ["error": "\(error)"])
+                    return
+                }
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(5))
             }
         }
     }

@@ -5,7 +5,7 @@ import Synchronization
 /// answer), so the engine's writes here are progress (shards accepted, routes still due at a stop) and settlements.
 ///
 /// The engine calls a spool synchronously, under a delivery's lock; these calls only queue the change, and
-/// ``PostgresStore/run()`` applies them in order, retrying while the database is away. A change not applied before a
+/// ``PostgresStore/run()`` applies them in order (settlements in batches), retrying while the database is away. A change not applied before a
 /// crash leaves the row as it was, which sends again what it would have recorded as done: never fewer pings.
 package final class OutboxSpool: Spool {
     enum Change: Sendable {
@@ -15,36 +15,63 @@ package final class OutboxSpool: Spool {
         case flush(CheckedContinuation<Void, Never>)
     }
 
-    private let continuation: AsyncStream<Change>.Continuation
-    private let finished = Mutex(false)
-
-    private init(_ continuation: AsyncStream<Change>.Continuation) { self.continuation = continuation }
-
-    static func make() -> (AsyncStream<Change>, OutboxSpool) {
-        let (stream, continuation) = AsyncStream.makeStream(of: Change.self)
-        return (stream, OutboxSpool(continuation))
+    private struct Queue {
+        var changes: [Change] = []
+        var stopping = false
+        var finished = false
     }
 
-    package func write(_ record: SpoolRecord) throws { continuation.yield(.update(record)) }
-    package func remove(_ record: SpoolRecord) { continuation.yield(.settle(record, [])) }
-    package func settle(_ record: SpoolRecord, reports: [DeliveryReport]) { continuation.yield(.settle(record, reports)) }
+    private let queue = Mutex(Queue())
+    private let wake: AsyncStream<Void>.Continuation
+    /// Yields when changes are queued (at most one wake-up waits: the consumer takes everything queued at once).
+    let wakes: AsyncStream<Void>
+
+    init() {
+        (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    private func enqueue(_ change: Change) -> Bool {
+        let queued = queue.withLock { queue in
+            guard !queue.finished else { return false }
+            queue.changes.append(change)
+            return true
+        }
+        if queued { wake.yield() }
+        return queued
+    }
+
+    /// Everything queued so far, oldest first.
+    func take() -> [Change] {
+        queue.withLock { queue in
+            defer { queue.changes = [] }
+            return queue.changes
+        }
+    }
+
+    package func write(_ record: SpoolRecord) throws { _ = enqueue(.update(record)) }
+    package func remove(_ record: SpoolRecord) { _ = enqueue(.settle(record, [])) }
+    package func settle(_ record: SpoolRecord, reports: [DeliveryReport]) { _ = enqueue(.settle(record, reports)) }
     /// Nothing to recover at start: a replica delivers a project's outbox once it holds the project's lease.
     package func recover() -> SpoolRecovery { SpoolRecovery() }
 
     /// Returns once every change queued before the call is applied (or given up at a stop).
     func flush() async {
         await withCheckedContinuation { waiter in
-            if case .terminated = continuation.yield(.flush(waiter)) { waiter.resume() }
+            if !enqueue(.flush(waiter)) { waiter.resume() }
         }
     }
 
     /// The relay is stopping: a change the database does not take within a few tries is given up.
-    func stopping() { finished.withLock { $0 = true } }
+    func stopping() { queue.withLock { $0.stopping = true } }
 
+    /// No change comes any more: the consumer applies what is queued and ends.
     func finish() {
-        stopping()
-        continuation.finish()
+        queue.withLock {
+            $0.stopping = true
+            $0.finished = true
+        }
+        wake.finish()
     }
 
-    var isStopping: Bool { finished.withLock { $0 } }
+    var isStopping: Bool { queue.withLock { $0.stopping } }
 }

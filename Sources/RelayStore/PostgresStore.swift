@@ -18,7 +18,6 @@ package final class PostgresStore: Service, Sendable {
     let logger: Logger
     /// The engine's spool calls, applied in order by ``run()``.
     package let outbox: OutboxSpool
-    let changes: AsyncStream<OutboxSpool.Change>
 
     /// Told each statement's name, duration and failure, for metrics.
     let observe: @Sendable (_ statement: String, _ duration: Duration, _ failed: Bool) -> Void
@@ -44,7 +43,7 @@ package final class PostgresStore: Service, Sendable {
         self.logger = logger
         self.holder = holder ?? "\(ProcessInfo.processInfo.hostName)/\(getpid())/\(UInt32.random(in: 0...UInt32.max))"
         client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        (changes, outbox) = OutboxSpool.make()
+        outbox = OutboxSpool()
     }
 
     private static func tls(_ settings: StoreSettings) throws -> PostgresClient.Configuration.TLS {

@@ -100,7 +100,7 @@ final class ProjectLeases: Service, Sendable {
     /// acknowledged.
     func admit(_ record: SpoolRecord, window: Duration, logger: Logger) async throws(Refusal) -> PostgresStore.Admission {
         do {
-            let admission = try await store.admit(record, window: window)
+            let admission = try await store.admit(record, window: window, notify: !holds(record.project))
             contact()
             return admission
         } catch {
