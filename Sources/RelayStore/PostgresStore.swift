@@ -77,7 +77,9 @@ package final class PostgresStore: Service, Sendable {
     /// first, which migrates; the others find nothing to do. Returns the versions applied here.
     @discardableResult
     package func migrate() async throws(StoreError) -> [Int] {
-        try await run("migrate") { client, logger in
+        // A transaction of many statements, once per start: not held to one statement's timeout (each of its statements
+        // is, on the server).
+        try await run("migrate", within: max(settings.statementTimeout, .seconds(60))) { client, logger in
             try await client.withTransaction(logger: logger) { connection -> [Int] in
                 try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
                 try await connection.query(
@@ -123,9 +125,9 @@ package final class PostgresStore: Service, Sendable {
     /// (the server ends the statement itself: `statement_timeout` and `lock_timeout` are set per connection).
     @discardableResult
     func run<Result: Sendable>(
-        _ what: String, _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> Result
+        _ what: String, within limit: Duration? = nil, _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> Result
     ) async throws(StoreError) -> Result {
-        let limit = settings.statementTimeout
+        let limit = limit ?? settings.statementTimeout
         let started = ContinuousClock.now
         let answer = Settlement<Swift.Result<Result, StoreError>>()
         let work = Task { [client, logger] in

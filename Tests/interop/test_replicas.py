@@ -33,7 +33,7 @@ def config(cluster, routes=""):
 webhook: {{secrets: [{{env: TEST_WEBHOOK_SECRET}}]}}
 admin: {{tokens: ["{ADMIN}"]}}
 delivery: {{answerWithinSeconds: 2, baseDelaySeconds: 0.2, maxDelaySeconds: 1, drainSeconds: 0.5}}
-store: {{postgres: {{url: "{cluster.url}", leaseSeconds: 3}}}}
+store: {{postgres: {{url: "{cluster.url}", leaseSeconds: 6}}}}
 {routes}
 """
 
@@ -237,7 +237,7 @@ def test_a_stop_while_the_database_is_away_still_ends(emulator, tmp_path, cluste
     assert send(relay["webhook"], 99).status_code == 202
     cluster.stop()
     relay["proc"].proc.send_signal(signal.SIGTERM)
-    # It ends by itself (drainSeconds 0.5 + the outbox's flush, at most the lease's 3 s + the stop margin), and says
+    # It ends by itself (drainSeconds 0.5 + the outbox's flush, at most min(lease, 5 s) + the stop margin), and says
     # why it left its lease to expire.
     assert relay["proc"].proc.wait(timeout=60) == 0
     assert "leases left to expire" in relay["proc"].output

@@ -43,8 +43,9 @@ final class PostgresCluster: @unchecked Sendable {
 
     var data: String { directory.appendingPathComponent("data").path }
 
-    /// The store's settings for this server (plain TCP on loopback), with a short statement timeout.
-    func settings(lease: Duration = .seconds(3), statementTimeout: Duration = .seconds(2)) -> StoreSettings {
+    /// The store's settings for this server (plain TCP on loopback). The statement timeout is generous (a loaded CI
+    /// machine under the thread sanitizer is slow); the test of a hung database gives a short one.
+    func settings(lease: Duration = .seconds(30), statementTimeout: Duration = .seconds(10)) -> StoreSettings {
         StoreSettings(
             host: "127.0.0.1", port: port, username: "postgres", database: "rc_relay", tls: .disable, lease: lease,
             statementTimeout: statementTimeout)

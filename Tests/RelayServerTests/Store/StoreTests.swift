@@ -20,10 +20,11 @@ import Testing
 
     /// Runs `body` with `count` stores (replicas) on one database, their pools running.
     func withReplicas(
-        _ cluster: PostgresCluster, count: Int = 2, lease: Duration = .seconds(3), _ body: @escaping @Sendable ([PostgresStore]) async throws -> Void
+        _ cluster: PostgresCluster, count: Int = 2, statementTimeout: Duration = .seconds(10),
+        _ body: @escaping @Sendable ([PostgresStore]) async throws -> Void
     ) async throws {
         let stores = try (0..<count).map { index in
-            try PostgresStore(settings: cluster.settings(lease: lease), logger: Self.logger, holder: "replica-\(index)")
+            try PostgresStore(settings: cluster.settings(statementTimeout: statementTimeout), logger: Self.logger, holder: "replica-\(index)")
         }
         let group = ServiceGroup(services: stores, logger: Self.logger)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
@@ -162,7 +163,7 @@ import Testing
 
     @Test func aLeaseHasOneHolderUntilReleasedOrExpired() async throws {
         try await withPostgres { cluster in
-            try await withReplicas(cluster, lease: .seconds(3)) { stores in
+            try await withReplicas(cluster) { stores in
                 let (a, b) = (stores[0], stores[1])
                 try await a.migrate()
                 #expect(try await a.acquire("project/demo", for: .seconds(60)))
@@ -183,7 +184,7 @@ import Testing
 
     @Test func aHungDatabaseIsUnavailableAtTheStatementTimeout() async throws {
         try await withPostgres { cluster in
-            try await withReplicas(cluster, count: 1) { stores in
+            try await withReplicas(cluster, count: 1, statementTimeout: .seconds(1)) { stores in
                 let store = stores[0]
                 try await store.migrate()
                 #expect(try await store.admit(record(version: 1, id: nil), window: .seconds(600)) == .admitted)
