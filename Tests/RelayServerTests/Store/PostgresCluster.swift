@@ -101,7 +101,10 @@ final class PostgresCluster: @unchecked Sendable {
     @discardableResult
     private func program(_ name: String, _ arguments: [String]) throws -> String {
         let path = bin.appendingPathComponent(name).path
-        if getuid() == 0 { return try Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", path] + arguments) }
+        // As root, the programs run as `postgres` (the server refuses root), from /tmp, which that user can enter.
+        if getuid() == 0 {
+            return try Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", "/usr/bin/env", "-C", "/tmp", path] + arguments)
+        }
         return try Self.run(path, arguments)
     }
 
@@ -109,14 +112,20 @@ final class PostgresCluster: @unchecked Sendable {
     /// server that `pg_ctl start` leaves running inherits, so it would never see `pg_ctl` end.
     @discardableResult
     private static func run(_ executable: String, _ arguments: [String]) throws -> String {
-        let log = NSTemporaryDirectory() + "rc-relay-pg-output-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: log) }
+        // Output and errors go to separate files: psql run as `postgres` from a directory that user cannot enter
+        // warns about it on stderr, and a query's answer must not carry the warning.
+        let output = NSTemporaryDirectory() + "rc-relay-pg-output-\(UUID().uuidString)"
+        let errors = output + "-errors"
+        defer {
+            try? FileManager.default.removeItem(atPath: output)
+            try? FileManager.default.removeItem(atPath: errors)
+        }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { for argument in argv { free(argument) } }
         var pid: pid_t = 0
@@ -124,10 +133,12 @@ final class PostgresCluster: @unchecked Sendable {
         guard spawned == 0 else { throw Failure(description: "\(executable) could not start (error \(spawned))") }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0, errno == EINTR {}
-        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
         // Exited normally with status 0: WIFEXITED and WEXITSTATUS, which Swift does not import.
         guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
-            throw Failure(description: "\(executable) \(arguments.joined(separator: " ")) failed (status \(status)): \(text)")
+            let said = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+            throw Failure(
+                description: "\(executable) \(arguments.joined(separator: " ")) failed (status \(status)): \(text)\(said)")
         }
         return text
     }
