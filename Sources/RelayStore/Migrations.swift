@@ -78,7 +78,24 @@ enum Migrations {
                     expires_at timestamptz NOT NULL
                 )
                 """,
-            ])
+            ]),
+        Step(
+            version: 2, description: "the delivery history every replica writes",
+            statements: [
+                """
+                CREATE TABLE rc_relay_pings (
+                    id text PRIMARY KEY,
+                    seq bigint GENERATED ALWAYS AS IDENTITY,
+                    project text NOT NULL,
+                    route text NOT NULL,
+                    version bigint NOT NULL,
+                    status text NOT NULL,
+                    entry text NOT NULL,
+                    updated_at timestamptz NOT NULL DEFAULT now()
+                )
+                """,
+                "CREATE UNIQUE INDEX rc_relay_pings_seq ON rc_relay_pings (seq)",
+            ]),
     ]
 
     static var latest: Int { steps.map(\.version).max() ?? 0 }

@@ -113,9 +113,10 @@ extension PostgresStore {
         }
     }
 
-    /// Forgets settled events older than `window`, then all but the newest `keep` settled ones. Returns how many.
+    /// Forgets settled events older than `window`, then all but the newest `keep` settled ones, and all but the
+    /// newest `keepPings` entries of the delivery history. Returns how many rows went.
     @discardableResult
-    package func prune(window: Duration, keep: Int) async throws(StoreError) -> Int {
+    package func prune(window: Duration, keep: Int, keepPings: Int = 1000) async throws(StoreError) -> Int {
         let seconds = Self.seconds(window)
         return try await run("prune") { client, logger in
             var removed = 0
@@ -124,6 +125,10 @@ extension PostgresStore {
                 """
                 DELETE FROM rc_relay_events WHERE settled AND id <= (
                     SELECT id FROM rc_relay_events WHERE settled ORDER BY id DESC OFFSET \(keep) LIMIT 1) RETURNING 1
+                """,
+                """
+                DELETE FROM rc_relay_pings WHERE seq <= (
+                    SELECT seq FROM rc_relay_pings ORDER BY seq DESC OFFSET \(keepPings) LIMIT 1) RETURNING 1
                 """,
             ] {
                 for try await _ in try await client.query(query, logger: logger).decode(Int.self) { removed += 1 }
@@ -143,14 +148,40 @@ extension PostgresStore {
     /// drops (the caller listens again; its regular sweep covers the gap).
     package func listen(_ onEvent: @escaping @Sendable (String) -> Void) async throws(StoreError) {
         let holder = holder
+        try await listen(on: Self.channel) { payload in
+            let parts = payload.split(separator: "\n", maxSplits: 1).map(String.init)
+            guard parts.count == 2, parts[1] != holder else { return }
+            onEvent(parts[0])
+        }
+    }
+
+    /// The channel an operator's discard of a ping is passed on, to the replica that delivers its project.
+    package static let discards = "rc_relay_discards"
+
+    /// Tells every replica to discard the route's dead ping of the event under `key` (the one delivering it does).
+    package func requestDiscard(key: String, route: String) async throws(StoreError) {
+        let payload = route + "\n" + key
+        try await run("discard") { client, logger in
+            try await client.query("SELECT pg_notify(\(Self.discards), \(payload))", logger: logger)
+        }
+    }
+
+    /// Calls `onDiscard` with the event's key and the route of each discard an operator asked another replica for,
+    /// until cancelled or the connection drops.
+    package func listenForDiscards(_ onDiscard: @escaping @Sendable (_ key: String, _ route: String) -> Void) async throws(StoreError) {
+        try await listen(on: Self.discards) { payload in
+            // The route first: a route name has no line break, an event's key may.
+            let parts = payload.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+            guard parts.count == 2 else { return }
+            onDiscard(parts[1], parts[0])
+        }
+    }
+
+    private func listen(on channel: String, _ body: @escaping @Sendable (String) -> Void) async throws(StoreError) {
         do {
             try await client.withConnection { connection in
-                try await connection.listen(on: Self.channel) { notifications in
-                    for try await notification in notifications {
-                        let parts = notification.payload.split(separator: "\n", maxSplits: 1).map(String.init)
-                        guard parts.count == 2, parts[1] != holder else { continue }
-                        onEvent(parts[0])
-                    }
+                try await connection.listen(on: channel) { notifications in
+                    for try await notification in notifications { body(notification.payload) }
                 }
             }
         } catch {
@@ -165,6 +196,11 @@ extension PostgresStore {
     /// the changes not applied are given up, which sends again at worst). True when all were applied.
     package func flushBeforeStop(within limit: Duration) async -> Bool {
         outbox.stopping()
+        return await flush(within: limit)
+    }
+
+    /// Returns once the engine's changes queued so far are applied, or after `limit`. True when all were applied.
+    package func flush(within limit: Duration) async -> Bool {
         let done = Settlement<Bool>()
         let flush = Task { [outbox] in
             await outbox.flush()
@@ -183,20 +219,29 @@ extension PostgresStore {
 
     private func apply(_ changes: [OutboxSpool.Change]) async {
         var settlements: [(SpoolRecord, [DeliveryReport])] = []
+        var entries = JournalBatch()
         for change in changes {
-            if case .settle(let record, let reports) = change {
+            switch change {
+            case .settle(let record, let reports):
                 settlements.append((record, reports))
                 continue
+            case .journal(let entry):
+                entries.add(entry)
+                continue
+            case .flush, .update: break
             }
             await settleAll(settlements)
             settlements = []
+            await journalAll(entries)
+            entries = JournalBatch()
             switch change {
             case .flush(let waiter): waiter.resume()
             case .update(let record): await applying("update") { () throws(StoreError) in try await self.update(record) }
-            case .settle: break
+            case .settle, .journal: break
             }
         }
         await settleAll(settlements)
+        await journalAll(entries)
     }
 
     /// Settles the events in one statement; if the database refuses it, one by one (so only the refused one is lost).
@@ -239,6 +284,13 @@ extension PostgresStore {
                 WHERE k.key = v.key AND e.id = k.event AND NOT e.settled
                 """, logger: logger)
         }
+    }
+
+    /// Writes the history copies in one statement; if the database refuses it, they are logged and dropped (the
+    /// history is for reading: it never holds up the outbox).
+    private func journalAll(_ batch: JournalBatch) async {
+        guard !batch.entries.isEmpty else { return }
+        await applying("journal") { () throws(StoreError) in try await self.journal(batch.entries) }
     }
 
     /// Runs one change until the database takes it, refuses it for good, or the relay stops while it is away.

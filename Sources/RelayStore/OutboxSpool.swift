@@ -1,22 +1,29 @@
 import DeliveryEngine
 import Synchronization
 
-/// The delivery engine's spool, on the store: an event is in the outbox from the moment it is admitted (before any
+/// The delivery engine's spool and history journal, on the store: an event is in the outbox from the moment it is admitted (before any
 /// answer), so the engine's writes here are progress (shards accepted, routes still due at a stop) and settlements.
 ///
 /// The engine calls a spool synchronously, under a delivery's lock; these calls only queue the change, and
 /// ``PostgresStore/run()`` applies them in order (settlements in batches), retrying while the database is away. A change not applied before a
 /// crash leaves the row as it was, which sends again what it would have recorded as done: never fewer pings.
-package final class OutboxSpool: Spool {
+package final class OutboxSpool: Spool, DeliveryJournal {
     enum Change: Sendable {
         case update(SpoolRecord)
         case settle(SpoolRecord, [DeliveryReport])
         /// Resumed once every change before it is applied.
         case flush(CheckedContinuation<Void, Never>)
+        /// A delivery history entry, copied for the other replicas' admin API.
+        case journal(DeliveryHistory.Entry)
     }
+
+    /// History copies waiting at most (the database is away): more are dropped, since the history is for reading and
+    /// must not grow the queue without bound. Events and settlements are never dropped.
+    static let journalLimit = 10_000
 
     private struct Queue {
         var changes: [Change] = []
+        var journalEntries = 0
         var stopping = false
         var finished = false
     }
@@ -33,6 +40,10 @@ package final class OutboxSpool: Spool {
     private func enqueue(_ change: Change) -> Bool {
         let queued = queue.withLock { queue in
             guard !queue.finished else { return false }
+            if case .journal = change {
+                guard queue.journalEntries < Self.journalLimit else { return false }
+                queue.journalEntries += 1
+            }
             queue.changes.append(change)
             return true
         }
@@ -43,7 +54,10 @@ package final class OutboxSpool: Spool {
     /// Everything queued so far, oldest first.
     func take() -> [Change] {
         queue.withLock { queue in
-            defer { queue.changes = [] }
+            defer {
+                queue.changes = []
+                queue.journalEntries = 0
+            }
             return queue.changes
         }
     }
@@ -51,6 +65,8 @@ package final class OutboxSpool: Spool {
     package func write(_ record: SpoolRecord) throws { _ = enqueue(.update(record)) }
     package func remove(_ record: SpoolRecord) { _ = enqueue(.settle(record, [])) }
     package func settle(_ record: SpoolRecord, reports: [DeliveryReport]) { _ = enqueue(.settle(record, reports)) }
+    /// Copies a history entry to the store (see ``DeliveryJournal``).
+    package func record(_ entry: DeliveryHistory.Entry) { _ = enqueue(.journal(entry)) }
     /// Nothing to recover at start: a replica delivers a project's outbox once it holds the project's lease.
     package func recover() -> SpoolRecovery { SpoolRecovery() }
 

@@ -30,23 +30,28 @@ def cluster():
     cluster.destroy()
 
 
-def config(cluster, routes=""):
+def config(cluster, routes="", attempts=8):
     return f"""
 webhook: {{secrets: [{{env: TEST_WEBHOOK_SECRET}}]}}
 admin: {{tokens: ["{ADMIN}"]}}
-delivery: {{answerWithinSeconds: 2, baseDelaySeconds: 0.2, maxDelaySeconds: 1, drainSeconds: 0.5}}
+delivery: {{answerWithinSeconds: 2, baseDelaySeconds: 0.2, maxDelaySeconds: 1, drainSeconds: 0.5, maxAttempts: {attempts}}}
 store: {{postgres: {{url: "{cluster.url}", leaseSeconds: 6}}}}
 {routes}
 """
 
 
-def start_replicas(emulator, tmp_path, cluster, count, routes=""):
+def start_replicas(emulator, tmp_path, cluster, count, routes="", attempts=8):
     replicas = []
     for index in range(count):
         directory = tmp_path / f"replica-{index}"
         directory.mkdir()
-        replicas.append(start_relay(emulator, directory, config(cluster, routes), server="{port: 0, trustedProxies: [127.0.0.1/32]}"))
+        replicas.append(
+            start_relay(emulator, directory, config(cluster, routes, attempts), server="{port: 0, trustedProxies: [127.0.0.1/32]}"))
     return replicas
+
+
+def admin(replica, method, path):
+    return requests.request(method, replica["url"] + path, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=30)
 
 
 def holder(replicas, project="demo-project"):
@@ -82,7 +87,7 @@ def test_replicas_starting_at_once_migrate_once(emulator, tmp_path, cluster):
     replicas = start_replicas(emulator, tmp_path, cluster, 3)
     try:
         holder(replicas)
-        assert cluster.sql("SELECT string_agg(version::text, ',') FROM rc_relay_schema") == "1"
+        assert cluster.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM rc_relay_schema") == "1,2"
         migrated = [r for r in replicas if any("database schema migrated" in line for line in r["proc"].lines)]
         assert len(migrated) == 1
         # One holder per project, whichever replica it is.
@@ -122,6 +127,41 @@ def test_a_redelivery_to_another_replica_sends_nothing(emulator, tmp_path, clust
     finally:
         if proxy:
             stop_proxy(proxy)
+        for replica in replicas:
+            stop_relay(replica)
+
+
+def test_any_replica_lists_shows_and_discards_every_replicas_pings(emulator, tmp_path, cluster):
+    replicas = start_replicas(emulator, tmp_path, cluster, 2, ROUTES, attempts=2)
+    try:
+        delivering = holder(replicas)
+        other = next(r for r in replicas if r is not delivering)
+        # Sent to the replica that does not deliver: the holder's ping is in the other's admin API.
+        assert send(other["webhook"], 60).status_code == 202
+        cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE settled", "1")
+        listed = admin(other, "GET", "/admin/deliveries?version=60")
+        assert listed.status_code == 200, listed.text
+        [ping] = listed.json()["deliveries"]
+        assert (ping["route"], ping["status"], ping["versionNumber"]) == ("stale", "accepted", "60")
+        shown = admin(other, "GET", f"/admin/deliveries/{ping['id']}")
+        assert shown.status_code == 200 and shown.json() == ping
+        # A ping that goes dead on the holder is discarded through the other replica: passed on, applied there.
+        requests.post(emulator["url"] + "/emulator/faults", json={"status": 503, "count": 100000}, timeout=10)
+        assert send(other["webhook"], 61).status_code == 202
+        delivering["proc"].wait_for(lambda line: "ping is dead" in line, timeout=60)
+        # Each parked retry of the event is a new ping in the list: the newest is the one to discard.
+        dead = admin(other, "GET", "/admin/deliveries?version=61&status=dead").json()["deliveries"][0]
+        discarded = admin(other, "POST", f"/admin/deliveries/{dead['id']}/discard")
+        assert discarded.status_code == 202, discarded.text
+        delivering["proc"].wait_for(lambda line: "admin discard applied" in line, timeout=30)
+        cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE settled", "2")
+        # Asked again on the holder, where nothing waits for it any more: refused.
+        again = admin(delivering, "POST", f"/admin/deliveries/{dead['id']}/discard")
+        assert again.status_code == 409, again.text
+        # A ping nobody kept is 404 on every replica.
+        for replica in replicas:
+            assert admin(replica, "GET", "/admin/deliveries/nowhere-1").status_code == 404
+    finally:
         for replica in replicas:
             stop_relay(replica)
 

@@ -30,7 +30,7 @@ package final class DeliveryEngine: Service {
 
     package init(
         settings: EngineSettings, spool: (any Spool)?, metrics factory: any MetricsFactory, clock: any DeliveryClock = SystemDeliveryClock(),
-        logger: Logger, replan: @escaping @Sendable (SpoolRecord) async -> DeliveryPlan?
+        logger: Logger, journal: (any DeliveryJournal)? = nil, replan: @escaping @Sendable (SpoolRecord) async -> DeliveryPlan?
     ) {
         let metrics = DeliveryMetrics(factory: factory)
         self.settings = settings
@@ -38,7 +38,7 @@ package final class DeliveryEngine: Service {
         self.clock = clock
         self.logger = logger
         self.replan = replan
-        history = DeliveryHistory(capacity: settings.historySize, clock: clock)
+        history = DeliveryHistory(capacity: settings.historySize, clock: clock, journal: journal)
         limit = OutboundLimit(limit: settings.outboundConcurrency)
         pacers = Pacers(rate: settings.messagesPerSecond, clock: clock)
         latest = LatestVersions(lifetime: settings.supersedeWindow)

@@ -11,11 +11,11 @@ import RelayCore
 /// more than the few dictionary operations they guard.
 package final class DeliveryHistory: Sendable {
     /// What started a ping.
-    package enum Origin: String, Sendable {
+    package enum Origin: String, Sendable, Codable {
         case webhook, spool, send, retry, poll
     }
 
-    package struct Entry: Sendable {
+    package struct Entry: Sendable, Codable, Equatable {
         package var id: String
         package var project: String
         package var route: String
@@ -77,24 +77,29 @@ package final class DeliveryHistory: Sendable {
     /// Ids stay unique across restarts: a random prefix per process, then a counter.
     private let prefix = String(UInt32.random(in: 0...UInt32.max), radix: 16)
 
-    package init(capacity: Int = 1000, clock: any DeliveryClock = SystemDeliveryClock()) {
+    /// Told every change of an entry, when the history is shared with other replicas.
+    let journal: (any DeliveryJournal)?
+
+    package init(capacity: Int = 1000, clock: any DeliveryClock = SystemDeliveryClock(), journal: (any DeliveryJournal)? = nil) {
         self.capacity = max(1, capacity)
         self.clock = clock
+        self.journal = journal
     }
 
     func start(_ ping: Ping, batch: DeliveryBatch, validateOnly: Bool) -> String {
         var toDevice = false
         if case .token = ping.message.target { toDevice = true }
-        return state.withLock { state in
+        let entry = state.withLock { state in
             state.next += 1
             let id = "\(prefix)-\(state.next)"
-            state.entries[id] = Entry(
+            var entry = Entry(
                 id: id, project: ping.project, route: ping.route, version: batch.version, eventID: batch.eventID,
                 origin: batch.origin, retryOf: batch.retryOf, toDevice: toDevice, validateOnly: validateOnly,
                 receivedAt: batch.receivedAt, settledAt: nil, report: nil)
-            state.entries[id]?.decision = ping.decision
-            state.entries[id]?.audience = toDevice ? nil : ping.message.target
-            state.entries[id]?.shard = ping.schedule.shard
+            entry.decision = ping.decision
+            entry.audience = toDevice ? nil : ping.message.target
+            entry.shard = ping.schedule.shard
+            state.entries[id] = entry
             state.order.append(id)
             if state.order.count - state.head > capacity {
                 state.entries[state.order[state.head]] = nil
@@ -104,26 +109,39 @@ package final class DeliveryHistory: Sendable {
                     state.head = 0
                 }
             }
-            return id
+            return entry
         }
+        journal?.record(entry)
+        return entry.id
     }
 
     func settle(_ id: String, _ report: DeliveryReport) {
         let now = clock.now()
-        state.withLock { state in
-            state.entries[id]?.report = report
-            state.entries[id]?.settledAt = now
-            state.entries[id]?.waitingUntil = nil
-            state.entries[id]?.waitingFor = nil
+        change(id) { entry in
+            entry.report = report
+            entry.settledAt = now
+            entry.waitingUntil = nil
+            entry.waitingFor = nil
         }
     }
 
     /// The pending ping waits until `until` for `reason` (nil: it no longer waits).
     func waiting(_ id: String, until: Date?, for reason: String?) {
-        state.withLock { state in
-            state.entries[id]?.waitingUntil = until
-            state.entries[id]?.waitingFor = reason
+        change(id) { entry in
+            entry.waitingUntil = until
+            entry.waitingFor = reason
         }
+    }
+
+    /// Changes the entry (if still kept) and tells the journal, outside the lock.
+    private func change(_ id: String, _ body: (inout Entry) -> Void) {
+        let changed: Entry? = state.withLock { state in
+            guard var entry = state.entries[id] else { return nil }
+            body(&entry)
+            state.entries[id] = entry
+            return entry
+        }
+        if let changed { journal?.record(changed) }
     }
 
     package func entry(_ id: String) -> Entry? { state.withLock { $0.entries[id] } }

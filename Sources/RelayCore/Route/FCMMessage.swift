@@ -1,7 +1,7 @@
 /// The `message` object of an FCM HTTP v1 `messages:send` request, encoded as firebase-admin does (snake case).
 public struct FCMMessage: Sendable, Equatable, Encodable {
     /// Exactly one target, as FCM requires.
-    public enum Target: Sendable, Equatable {
+    public enum Target: Sendable, Equatable, Codable {
         case topic(String)
         case condition(String)
         case token(String)

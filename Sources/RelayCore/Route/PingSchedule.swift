@@ -25,7 +25,7 @@ public struct PingSchedule: Sendable, Equatable {
     /// The ping's place in its route's wave.
     public var shard: Shard?
 
-    public struct Shard: Sendable, Equatable {
+    public struct Shard: Sendable, Equatable, Codable {
         public var index: Int
         public var count: Int
         public var spacing: Duration

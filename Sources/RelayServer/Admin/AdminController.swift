@@ -10,6 +10,15 @@ struct AdminController: Sendable {
     let engine: DeliveryEngine
     let planner: Planner
     let reloader: Reloader
+    /// The delivery history the admin API reads: this process's, or every replica's on the shared store.
+    var log: any DeliveryLog
+    /// With a shared store: tells the replica that delivers a project to discard a ping.
+    var replicas: ProjectLeases? = nil
+
+    init(configuration: ConfigurationStore, engine: DeliveryEngine, planner: Planner, reloader: Reloader, log: (any DeliveryLog)? = nil) {
+        (self.configuration, self.engine, self.planner, self.reloader) = (configuration, engine, planner, reloader)
+        self.log = log ?? engine.history
+    }
 
     private var logger: Logger { RequestInfo.current?.logger ?? Logger(label: "rc-relay") }
 
@@ -183,16 +192,36 @@ struct AdminController: Sendable {
         guard (1...1000).contains(limit) else { throw Refusal(kind: .invalidRequest, detail: "limit must be 1 to 1000") }
         let filter = DeliveryHistory.Filter(
             status: query.status?.rawValue, route: query.route, project: query.project, version: version, limit: limit)
-        return .init(deliveries: engine.history.list(filter).map(Components.Schemas.DeliveryRecord.init))
+        return .init(deliveries: try await history(filter).map(Components.Schemas.DeliveryRecord.init))
+    }
+
+    /// The pings that match, newest first, from every replica when the store is shared.
+    func history(_ filter: DeliveryHistory.Filter) async throws(Refusal) -> [DeliveryHistory.Entry] {
+        do {
+            return try await log.list(filter)
+        } catch {
+            throw Self.storeUnavailable(error, logger: logger)
+        }
+    }
+
+    /// The ping, whichever replica sent it; nil when no longer kept.
+    func historyEntry(_ id: String) async throws(Refusal) -> DeliveryHistory.Entry? {
+        // This replica's own pings are fresher in memory than their copy in the store.
+        if let entry = engine.history.entry(id) { return entry }
+        do {
+            return try await log.entry(id)
+        } catch {
+            throw Self.storeUnavailable(error, logger: logger)
+        }
     }
 
     func delivery(_ id: String) async throws(Refusal) -> Components.Schemas.DeliveryRecord {
-        guard let entry = engine.history.entry(id) else { throw Self.noDelivery(id) }
+        guard let entry = try await historyEntry(id) else { throw Self.noDelivery(id) }
         return .init(entry)
     }
 
     func retry(_ id: String) async throws(Refusal) -> Components.Schemas.DeliveryRecord {
-        guard let entry = engine.history.entry(id) else { throw Self.noDelivery(id) }
+        guard let entry = try await historyEntry(id) else { throw Self.noDelivery(id) }
         guard let status = entry.report?.status, status == .dead || status == .failed else {
             throw Refusal(
                 kind: .notRetryable, detail: "ping \(id) is \(entry.report?.status.rawValue ?? "pending"); only dead or failed pings are retried")
@@ -217,19 +246,43 @@ struct AdminController: Sendable {
         return Self.record(reports[0], project: project, batch: batch, toDevice: false)
     }
 
-    /// Gives up on a dead ping of an acknowledged event that waits for FCM: it is not tried again.
-    func discard(_ id: String) throws(Refusal) -> Components.Schemas.DeliveryRecord {
-        guard let entry = engine.history.entry(id) else { throw Self.noDelivery(id) }
+    /// What a discard came to: done here, or passed to the replica that delivers the ping's project.
+    enum Discarded {
+        case here(Components.Schemas.DeliveryRecord)
+        case passedOn(Components.Schemas.DeliveryRecord)
+    }
+
+    /// Gives up on a dead ping of an acknowledged event that waits for FCM: it is not tried again. With a shared
+    /// store, a ping another replica delivers is discarded there: that replica is told through the store.
+    func discard(_ id: String) async throws(Refusal) -> Discarded {
+        guard let entry = try await historyEntry(id) else { throw Self.noDelivery(id) }
         let key = "\(entry.project)/version/\(entry.version.versionNumber)"
-        guard entry.report?.status == .dead, !entry.validateOnly, engine.discard(key: key, route: entry.route) else {
-            throw Refusal(
-                kind: .notDiscardable,
-                detail:
-                    "ping \(id) is \(entry.report?.status.rawValue ?? "pending"), and only the dead ping of a spooled event that waits for FCM can be discarded"
-            )
+        let refusal = Refusal(
+            kind: .notDiscardable,
+            detail:
+                "ping \(id) is \(entry.report?.status.rawValue ?? "pending"), and only the dead ping of a spooled event that waits for FCM can be discarded"
+        )
+        // A send or a retry is not an event: nothing waits for it.
+        guard entry.report?.status == .dead, !entry.validateOnly, entry.origin != .send, entry.origin != .retry else { throw refusal }
+        let metadata: Logger.Metadata = ["delivery_id": "\(id)", "route": "\(entry.route)", "version": "\(entry.version.versionNumber)"]
+        if engine.discard(key: key, route: entry.route) {
+            logger.notice("admin discard", metadata: metadata)
+            return .here(.init(entry))
         }
-        logger.notice("admin discard", metadata: ["delivery_id": "\(id)", "route": "\(entry.route)", "version": "\(entry.version.versionNumber)"])
-        return .init(entry)
+        guard let replicas, !replicas.holds(entry.project) else { throw refusal }
+        do {
+            try await replicas.store.requestDiscard(key: key, route: entry.route)
+        } catch {
+            throw Self.storeUnavailable(error, logger: logger)
+        }
+        logger.notice("admin discard passed to the replica that delivers the project", metadata: metadata)
+        return .passedOn(.init(entry))
+    }
+
+    /// The shared store did not answer a read or a request of the admin API.
+    private static func storeUnavailable(_ error: any Error, logger: Logger) -> Refusal {
+        logger.warning("PostgreSQL did not answer the admin API", metadata: ["error": "\(error)"])
+        return Refusal(kind: .notReady, detail: "the relay's shared store did not answer; retry shortly", retryAfter: 5)
     }
 
     func reload() async throws(Refusal) -> Components.Schemas.Reloaded {

@@ -75,6 +75,7 @@ final class ProjectLeases: Service, Sendable {
             group.addTask { await self.renewUntilCancelled() }
             group.addTask { await self.sweepUntilCancelled() }
             group.addTask { await self.listenUntilCancelled() }
+            group.addTask { await self.listenForDiscardsUntilCancelled() }
             try? await gracefulShutdown()
             group.cancelAll()
         }
@@ -193,7 +194,8 @@ final class ProjectLeases: Service, Sendable {
             for project in projects.sorted() { await sweep(project) }
             let settings = configuration.current.settings
             do {
-                let pruned = try await store.prune(window: settings.dedupWindow, keep: max(settings.historySize, settings.dedupMaxEvents))
+                let pruned = try await store.prune(
+                    window: settings.dedupWindow, keep: max(settings.historySize, settings.dedupMaxEvents), keepPings: settings.historySize)
                 if pruned > 0 { logger.debug("settled events pruned", metadata: ["count": "\(pruned)"]) }
             } catch {
                 failed(error, doing: "pruning settled events")
@@ -232,6 +234,21 @@ final class ProjectLeases: Service, Sendable {
                 try await store.listen { project in self.requestSweep(project) }
             } catch {
                 if !Task.isCancelled { logger.debug("listening for new events stopped", metadata: ["error": "\(error)"]) }
+            }
+            try? await Task.sleep(for: .seconds(1))
+        }
+    }
+
+    /// An operator's discard through another replica's admin API: the replica delivering the event discards it.
+    private func listenForDiscardsUntilCancelled() async {
+        while !Task.isCancelled {
+            do {
+                try await store.listenForDiscards { key, route in
+                    guard self.engine.discard(key: key, route: route) else { return }
+                    self.logger.notice("admin discard applied, asked through another replica", metadata: ["key": "\(key)", "route": "\(route)"])
+                }
+            } catch {
+                if !Task.isCancelled { logger.debug("listening for discards stopped", metadata: ["error": "\(error)"]) }
             }
             try? await Task.sleep(for: .seconds(1))
         }

@@ -44,7 +44,7 @@ public enum RelayApplication {
             }
             engine = DeliveryEngine(
                 settings: engineSettings(settings), spool: try shared?.outbox ?? makeSpool(settings.spoolDirectory), metrics: metrics.factory,
-                clock: clock, logger: logger, replan: { await store.plan(for: $0, planner: planner, logger: logger) })
+                clock: clock, logger: logger, journal: shared?.outbox, replan: { await store.plan(for: $0, planner: planner, logger: logger) })
         } catch {
             try? await httpClient.shutdown()
             throw error
@@ -57,7 +57,10 @@ public enum RelayApplication {
         }
         var probes = Probes(configuration: store, drain: drain, engine: engine, metrics: metrics, cacheFor: settings.readinessCache)
         probes.replicas = replicas
-        let api = RelayAPI(probes: probes, admin: AdminController(configuration: store, engine: engine, planner: planner, reloader: reloader))
+        var admin = AdminController(
+            configuration: store, engine: engine, planner: planner, reloader: reloader, log: shared.map { SharedDeliveryLog(store: $0) })
+        admin.replicas = replicas
+        let api = RelayAPI(probes: probes, admin: admin)
         var controller = WebhookController(configuration: store, engine: engine, planner: planner, relayed: relayed, metrics: metrics)
         controller.replicas = replicas
         let ingest = IngestRoutes(intake: WebhookIntake(configuration: store, drain: drain, metrics: metrics), controller: controller)

@@ -42,14 +42,20 @@ struct ConsoleRoutes: Sendable {
         router.get("/console/deliveries") { request, _ in
             await signedIn(request) { session in
                 page(
-                    "Deliveries", "deliveries", deliveries(request.uri.queryParameters, csrf: session.csrf), session: session,
+                    "Deliveries", "deliveries", await deliveries(request.uri.queryParameters, csrf: session.csrf), session: session,
                     current: "deliveriesPage")
             }
         }
         router.get("/console/deliveries/:id") { request, context in
             let id = context.parameters.get("id") ?? ""
             return await signedIn(request) { session in
-                guard let entry = admin.engine.history.entry(id) else {
+                let found: DeliveryHistory.Entry?
+                do throws(Refusal) {
+                    found = try await admin.historyEntry(id)
+                } catch {
+                    return page("Not available", "overview", await overview(), session: session, notice: error.detail, status: .serviceUnavailable)
+                }
+                guard let entry = found else {
                     return page(
                         "No such ping", "overview", await overview(), session: session, notice: "No ping '\(id)' in the pings kept.",
                         status: .notFound)
@@ -236,7 +242,9 @@ struct ConsoleRoutes: Sendable {
     private func overview() async -> [String: Any] {
         let checks = await probes.readiness()
         var publishes: [(key: String, value: [String: Any], pings: [[String: Any]])] = []
-        for entry in admin.engine.history.list(.init(limit: 300)) where !entry.toDevice && entry.origin != .send {
+        // The store away: the overview still shows readiness, which says so.
+        let recent = (try? await admin.history(.init(limit: 300))) ?? []
+        for entry in recent where !entry.toDevice && entry.origin != .send {
             let key = "\(entry.project)/\(entry.version.versionNumber)"
             let ping: [String: Any] = ["id": entry.id, "route": entry.route, "status": Self.status(entry), "waiting": entry.waitingFor ?? ""]
             if let index = publishes.firstIndex(where: { $0.key == key }) {
@@ -255,7 +263,7 @@ struct ConsoleRoutes: Sendable {
 
     static let statuses = ["", "pending", "accepted", "validated", "failed", "dead", "superseded", "interrupted"]
 
-    private func deliveries(_ query: Parameters, csrf: String) -> [String: Any] {
+    private func deliveries(_ query: Parameters, csrf: String) async -> [String: Any] {
         let status = query.get("status").flatMap { Self.statuses.contains($0) && !$0.isEmpty ? $0 : nil }
         let route = query.get("route").flatMap { $0.isEmpty ? nil : String($0.prefix(200)) }
         let project = query.get("project").flatMap { $0.isEmpty ? nil : String($0.prefix(200)) }
@@ -268,7 +276,12 @@ struct ConsoleRoutes: Sendable {
                 problem = "A version is a number."
             }
         }
-        let entries = admin.engine.history.list(.init(status: status, route: route, project: project, version: version, limit: 200))
+        var entries: [DeliveryHistory.Entry] = []
+        do throws(Refusal) {
+            entries = try await admin.history(.init(status: status, route: route, project: project, version: version, limit: 200))
+        } catch {
+            problem = problem ?? error.detail
+        }
         return [
             "statuses": Self.statuses.map { ["value": $0, "label": $0.isEmpty ? "any" : $0, "selected": $0 == (status ?? "")] as [String: Any] },
             "route": route ?? "", "project": project ?? "", "version": version.map(String.init) ?? "", "problem": problem ?? "",

@@ -60,7 +60,10 @@ struct RelayAPI: APIProtocol {
     }
 
     func discardDelivery(_ input: Operations.DiscardDelivery.Input) async throws -> Operations.DiscardDelivery.Output {
-        .ok(.init(body: .json(try admin.discard(input.path.id))))
+        switch try await admin.discard(input.path.id) {
+        case .here(let record): .ok(.init(body: .json(record)))
+        case .passedOn(let record): .accepted(.init(body: .json(record)))
+        }
     }
 
     func reloadConfiguration(_ input: Operations.ReloadConfiguration.Input) async throws -> Operations.ReloadConfiguration.Output {

@@ -43,10 +43,10 @@ import Testing
                     for store in stores { group.addTask { try await store.migrate() } }
                     return try await group.reduce(into: [[Int]]()) { $0.append($1) }
                 }
-                #expect(applied.filter { !$0.isEmpty } == [[1]])
+                #expect(applied.filter { !$0.isEmpty } == [[1, 2]])
                 #expect(applied.filter(\.isEmpty).count == 3)
             }
-            #expect(try cluster.sql("SELECT string_agg(version::text, ',') FROM rc_relay_schema") == "1")
+            #expect(try cluster.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM rc_relay_schema") == "1,2")
         }
     }
 
@@ -58,7 +58,7 @@ import Testing
                 await #expect {
                     try await stores[0].migrate()
                 } throws: { error in
-                    guard case StoreError.schemaTooNew(found: 999, known: 1) = error else { return false }
+                    guard case StoreError.schemaTooNew(found: 999, known: 2) = error else { return false }
                     return true
                 }
             }
@@ -157,6 +157,80 @@ import Testing
                 _ = try cluster.sql(
                     "INSERT INTO rc_relay_events (project, version, fingerprint, record) VALUES ('demo', 9, 'demo/9', '{\"keys\": []}')")
                 #expect(try await store.pending(project: "demo").map(\.version.versionNumber) == [3])
+            }
+        }
+    }
+
+    func entry(_ id: String, project: String = "demo", route: String = "default", version: Int64 = 7, report: DeliveryReport? = nil)
+        -> DeliveryHistory.Entry
+    {
+        DeliveryHistory.Entry(
+            id: id, project: project, route: route, version: TemplateVersion(versionNumber: version), eventID: "evt-\(id)", origin: .webhook,
+            retryOf: nil, toDevice: false, validateOnly: false, receivedAt: Date(timeIntervalSince1970: 1_700_000_000), settledAt: nil,
+            report: report)
+    }
+
+    @Test func everyReplicasHistoryIsReadFromAnyReplicaNewestFirst() async throws {
+        try await withPostgres { cluster in
+            try await withReplicas(cluster) { stores in
+                let (a, b) = (stores[0], stores[1])
+                try await a.migrate()
+                // Replica a's engine records a ping as it starts, waits and settles: one batch holds its three copies.
+                var started = entry("a-1")
+                started.audience = .condition("'PUSH_RC' in topics && 'beta' in topics")
+                started.shard = PingSchedule.Shard(index: 1, count: 4, spacing: .seconds(30))
+                a.outbox.record(started)
+                var waiting = started
+                waiting.waitingFor = "quiet period"
+                a.outbox.record(waiting)
+                let accepted = DeliveryReport(route: "default", status: .accepted, messageName: "projects/demo/messages/1", attempts: [])
+                var settled = waiting
+                (settled.report, settled.waitingFor) = (accepted, nil)
+                a.outbox.record(settled)
+                #expect(await a.flush(within: .seconds(10)))
+                // Newest first: by when the store first had the ping.
+                b.outbox.record(entry("b-1", project: "other", route: "beta", version: 8))
+                #expect(await b.flush(within: .seconds(10)))
+                a.outbox.record(entry("a-2", version: 9, report: DeliveryReport(route: "default", status: .dead, attempts: [])))
+                #expect(await a.flush(within: .seconds(10)))
+                // Each replica reads what the other wrote.
+                let log = SharedDeliveryLog(store: b)
+                #expect(try await log.list(.init()).map(\.id) == ["a-2", "b-1", "a-1"])
+                #expect(try await log.entry("a-1") == settled)
+                #expect(try await log.list(.init(status: "accepted")).map(\.id) == ["a-1"])
+                #expect(try await log.list(.init(status: "dead", project: "demo", version: 9)).map(\.id) == ["a-2"])
+                #expect(try await log.list(.init(route: "beta")).map(\.id) == ["b-1"])
+                #expect(try await log.list(.init(limit: 1)).map(\.id) == ["a-2"])
+                #expect(try await log.entry("nowhere") == nil)
+                // A replica's own pings are written before it reads, so what it just recorded is listed.
+                a.outbox.record(entry("a-3"))
+                #expect(try await SharedDeliveryLog(store: a).entry("a-3")?.id == "a-3")
+                // Pruning keeps the newest `historySize`.
+                try await a.prune(window: .seconds(600), keep: 1000, keepPings: 2)
+                #expect(try await log.list(.init()).map(\.id) == ["a-3", "a-2"])
+            }
+        }
+    }
+
+    @Test func aDiscardIsPassedToTheOtherReplicas() async throws {
+        try await withPostgres { cluster in
+            try await withReplicas(cluster) { stores in
+                let (a, b) = (stores[0], stores[1])
+                try await a.migrate()
+                let (heard, tell) = AsyncStream.makeStream(of: [String].self)
+                let listening = Task { try await b.listenForDiscards { key, route in tell.yield([key, route]) } }
+                defer { listening.cancel() }
+                // LISTEN has no acknowledgement the test can wait for: ask until b hears (a notice sent before b
+                // listens is lost, as PostgreSQL documents).
+                let asking = Task {
+                    while !Task.isCancelled {
+                        try await a.requestDiscard(key: "demo/id/line\nbreak", route: "waved@2")
+                        try await Task.sleep(for: .milliseconds(50))
+                    }
+                }
+                defer { asking.cancel() }
+                var iterator = heard.makeAsyncIterator()
+                #expect(await iterator.next() == ["demo/id/line\nbreak", "waved@2"])
             }
         }
     }
