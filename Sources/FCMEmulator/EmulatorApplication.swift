@@ -1,15 +1,38 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
+import HummingbirdHTTP2
 import Logging
 import NIOCore
+import NIOSSL
+
+/// How the emulator serves TLS, as Google's front ends do: HTTP/2 by ALPN (HTTP/1.1 for a client that does not offer
+/// it). Ending long-lived connections with `GOAWAY` is ``EmulatorState/maxConnectionAge``.
+public struct EmulatorTLS: Sendable {
+    /// PEM files: the server's certificate chain and its private key.
+    public var certificateFile: String
+    public var keyFile: String
+
+    public init(certificateFile: String, keyFile: String) {
+        (self.certificateFile, self.keyFile) = (certificateFile, keyFile)
+    }
+
+    func server() throws -> HTTPServerBuilder {
+        let chain = try NIOSSLCertificate.fromPEMFile(certificateFile).map { NIOSSLCertificateSource.certificate($0) }
+        let tls = TLSConfiguration.makeServerConfiguration(
+            certificateChain: chain, privateKey: .privateKey(try NIOSSLPrivateKey(file: keyFile, format: .pem)))
+        return try .http2Upgrade(tlsConfiguration: tls, configuration: HTTP2ChannelConfiguration())
+    }
+}
 
 /// The emulator as a Hummingbird application: Google's two endpoints plus `/emulator/…` controls for tests.
 public enum FCMEmulatorServer {
-    /// Builds the application; `onServerRunning` receives the bound port (useful with port 0).
+    /// Builds the application; `onServerRunning` receives the bound port (useful with port 0). With `tls`, it serves
+    /// HTTPS with HTTP/2, as Google does; without, plaintext HTTP/1.1.
     public static func buildApplication(
-        state: EmulatorState, host: String = "127.0.0.1", port: Int = 0, logger: Logger,
+        state: EmulatorState, host: String = "127.0.0.1", port: Int = 0, tls: EmulatorTLS? = nil, logger: Logger,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
-    ) -> some ApplicationProtocol {
+    ) throws -> some ApplicationProtocol {
         let router = Router(context: EmulatorContext.self)
         let token = TokenEndpoint(state: state)
         let send = SendEndpoint(state: state)
@@ -21,7 +44,8 @@ public enum FCMEmulatorServer {
         addMetadataServer(to: router, state: state)
         addControls(to: router, state: state)
         return Application(
-            router: router, configuration: .init(address: .hostname(host, port: port), serverName: "fcm-emulator"),
+            router: router, server: try tls?.server() ?? .http1(),
+            configuration: .init(address: .hostname(host, port: port), serverName: "fcm-emulator"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
             logger: logger)
     }

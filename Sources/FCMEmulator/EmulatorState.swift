@@ -73,13 +73,40 @@ public actor EmulatorState {
         public var maxConcurrentSends = 0
         /// Remote Config `get` and `listVersions` requests.
         public var remoteConfigRequests = 0
+        /// `messages:send` requests that came as HTTP/2 streams.
+        public var http2Sends = 0
+        /// Connections that carried `messages:send` requests (with HTTP/2, many streams share one).
+        public var sendConnections = 0
+        /// HTTP/2 connections told to go away (``EmulatorState/maxConnectionAge``).
+        public var goAways = 0
     }
 
     private var sendsInProgress = 0
+    /// When each connection carried its first `messages:send`, and whether it was told to go away.
+    private var connections: [ObjectIdentifier: (since: ContinuousClock.Instant, goneAway: Bool)] = [:]
+    /// With HTTP/2: a connection that carried a `messages:send` this long ago is told `GOAWAY`, as Google's front ends
+    /// end long-lived connections; nil: never.
+    public var maxConnectionAge: Duration?
 
-    func beginSend() {
+    /// A connection closed: its identity may be reused by the next one.
+    func connectionClosed(_ connection: ObjectIdentifier) { connections[connection] = nil }
+
+    /// A `messages:send` begins, on `connection`, as an HTTP/2 stream or not. True when the connection is to be told to
+    /// go away now; nil when it is new (the caller tells ``connectionClosed(_:)`` when it closes).
+    func beginSend(connection: ObjectIdentifier, http2: Bool) -> Bool? {
         sendsInProgress += 1
         stats.maxConcurrentSends = max(stats.maxConcurrentSends, sendsInProgress)
+        if http2 { stats.http2Sends += 1 }
+        let now = ContinuousClock.now
+        guard let known = connections[connection] else {
+            connections[connection] = (now, false)
+            stats.sendConnections += 1
+            return nil
+        }
+        guard http2, let age = maxConnectionAge, !known.goneAway, now - known.since >= age else { return false }
+        connections[connection]?.goneAway = true
+        stats.goAways += 1
+        return true
     }
 
     func endSend() { sendsInProgress -= 1 }
@@ -176,5 +203,8 @@ public actor EmulatorState {
         assertions = []
         faults = []
         stats = Stats()
+        connections = [:]
     }
+
+    public func setMaxConnectionAge(_ age: Duration?) { maxConnectionAge = age }
 }

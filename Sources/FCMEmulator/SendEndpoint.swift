@@ -1,5 +1,7 @@
 import Foundation
 import Hummingbird
+import NIOCore
+import NIOHTTP2
 
 /// FCM HTTP v1 `messages:send`: a token this emulator issued, FCM's message rules, injected faults.
 struct SendEndpoint {
@@ -7,10 +9,29 @@ struct SendEndpoint {
 
     func handle(_ request: Request, context: EmulatorContext, project: String) async throws -> Response {
         let body = try await request.body.collect(upTo: 1024 * 1024)
-        await state.beginSend()
+        // An HTTP/2 request is a stream channel whose parent is the connection.
+        let connection = context.channel.parent ?? context.channel
+        let id = ObjectIdentifier(connection)
+        switch await state.beginSend(connection: id, http2: context.channel.parent != nil) {
+        case nil: connection.closeFuture.whenComplete { [state] _ in Task { await state.connectionClosed(id) } }
+        case true?: Self.goAway(connection)
+        case false?: break
+        }
         let response = await respond(to: request, body: body, context: context, project: project)
         await state.endSend()
         return response
+    }
+
+    /// Tells the client to open no more streams on the connection, as Google's front ends do to a long-lived one: a
+    /// `GOAWAY` whose last stream is the largest possible, so every stream under way finishes and is answered; the
+    /// client closes the connection once its streams are done, and opens another.
+    ///
+    /// Written here rather than with Hummingbird's `maxAgeTimeout`, whose second step closes the connection as its
+    /// last stream closes: a response not yet flushed was lost with it (seen as `remoteConnectionClosed` after the
+    /// message was recorded), which Google's front ends do not do.
+    static func goAway(_ connection: any Channel) {
+        let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .noError, opaqueData: nil))
+        connection.writeAndFlush(frame, promise: nil)
     }
 
     private func respond(to request: Request, body: ByteBuffer, context: EmulatorContext, project: String) async -> Response {

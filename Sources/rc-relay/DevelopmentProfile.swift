@@ -12,7 +12,7 @@ enum DevelopmentProfile {
     static func run(environment: [String: String], logger: Logger) async throws {
         let state = EmulatorState()
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let emulator = FCMEmulatorServer.buildApplication(
+        let emulator = try FCMEmulatorServer.buildApplication(
             state: state, port: Int(environment["RC_RELAY_DEV_EMULATOR_PORT"] ?? "") ?? 0, logger: logger,
             onServerRunning: { continuation.yield($0) })
         let emulatorGroup = ServiceGroup(services: [emulator], gracefulShutdownSignals: [], logger: logger)

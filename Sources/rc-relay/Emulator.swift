@@ -15,25 +15,45 @@ struct Emulator: AsyncParsableCommand {
     var keyFile = "emulator-service-account.json"
     @Option(help: "Lifetime of issued access tokens, in seconds.") var tokenLifetime = 3599
     @Option(help: "Latency added to every messages:send, in milliseconds.") var latencyMs = 0
+    @Option(help: "Serve HTTPS (HTTP/2 by ALPN, as Google does) with this PEM certificate chain; needs --tls-key.")
+    var tlsCert: String?
+    @Option(help: "The PEM private key of --tls-cert.") var tlsKey: String?
+    @Option(help: "With TLS: end each connection with GOAWAY once it is this many seconds old, as Google's front ends do.")
+    var maxConnectionAge: Double?
+
+    func validate() throws {
+        guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
+        if let age = maxConnectionAge {
+            guard tlsCert != nil else { throw ValidationError("--max-connection-age needs --tls-cert (it ends HTTP/2 connections)") }
+            guard age.isFinite, age > 0, age <= 86_400 else { throw ValidationError("--max-connection-age must be above 0 and at most 86400") }
+        }
+    }
 
     func run() async throws {
         var logger = Logger(label: "fcm-emulator")
         logger.logLevel = .notice
         let state = EmulatorState(tokenLifetime: tokenLifetime, baseLatencyMs: latencyMs, metadataProject: project)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let app = FCMEmulatorServer.buildApplication(state: state, host: host, port: port, logger: logger) { continuation.yield($0) }
+        let tls = tlsCert.map { EmulatorTLS(certificateFile: $0, keyFile: tlsKey ?? "") }
+        await state.setMaxConnectionAge(maxConnectionAge.map { .milliseconds(Int64($0 * 1000)) })
+        let app = try FCMEmulatorServer.buildApplication(state: state, host: host, port: port, tls: tls, logger: logger) {
+            continuation.yield($0)
+        }
+        let scheme = tls == nil ? "http" : "https"
+        // With TLS the certificate names the host: `localhost` matches a certificate made for it.
+        let shownHost = host == "0.0.0.0" ? "127.0.0.1" : (tls == nil ? host : "localhost")
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await app.runService() }
             var iterator = ports.makeAsyncIterator()
             guard let bound = await iterator.next() else { return }
-            let tokenURI = "http://\(host == "0.0.0.0" ? "127.0.0.1" : host):\(bound)/token"
+            let tokenURI = "\(scheme)://\(shownHost):\(bound)/token"
             if let existing = FileManager.default.contents(atPath: keyFile) {
                 try await ServiceAccountFactory.trust(keyFile: existing, tokenURI: tokenURI, state: state)
             } else {
                 try await ServiceAccountFactory.make(project: project, tokenURI: tokenURI, state: state)
                     .write(to: URL(fileURLWithPath: keyFile), options: .atomic)
             }
-            FileHandle.standardOutput.write(Data("fcm-emulator listening on http://\(host):\(bound) (key file: \(keyFile))\n".utf8))
+            FileHandle.standardOutput.write(Data("fcm-emulator listening on \(scheme)://\(shownHost):\(bound) (key file: \(keyFile))\n".utf8))
             try await group.waitForAll()
         }
     }

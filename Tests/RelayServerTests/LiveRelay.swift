@@ -178,7 +178,7 @@ struct RelaySetup: Sendable {
     func run(_ body: (LiveRelay) async throws -> Void) async throws {
         let state = EmulatorState(tokenLifetime: tokenLifetimeSeconds)
         let (emulatorPorts, emulatorContinuation) = AsyncStream.makeStream(of: Int.self)
-        let emulator = FCMEmulatorServer.buildApplication(state: state, logger: quietLogger) { emulatorContinuation.yield($0) }
+        let emulator = try FCMEmulatorServer.buildApplication(state: state, logger: quietLogger) { emulatorContinuation.yield($0) }
         let emulatorGroup = ServiceGroup(services: [emulator], gracefulShutdownSignals: [], logger: quietLogger)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await emulatorGroup.run() }

@@ -57,24 +57,30 @@ class Process:
             self.proc.kill()
 
 
-@pytest.fixture
-def emulator(tmp_path):
+def start_emulator(tmp_path, *options):
+    """Runs `rc-relay emulator` with its key file in `tmp_path`; `options` are more of its command-line options."""
     key_file = tmp_path / "key.json"
-    proc = Process([BINARY, "emulator", "--port", "0", "--key-file", str(key_file)])
+    proc = Process([BINARY, "emulator", "--port", "0", "--key-file", str(key_file), *options])
     line = proc.wait_for(lambda l: "fcm-emulator listening" in l)
     url = line.split("listening on ")[1].split(" ")[0]
-    yield {"url": url, "key_file": key_file, "key": json.loads(key_file.read_text())}
-    proc.stop()
+    return {"url": url, "key_file": key_file, "key": json.loads(key_file.read_text()), "proc": proc}
 
 
-def start_relay(emulator, tmp_path, extra="", server="{port: 0}"):
+@pytest.fixture
+def emulator(tmp_path):
+    emulator = start_emulator(tmp_path)
+    yield emulator
+    emulator["proc"].stop()
+
+
+def start_relay(emulator, tmp_path, extra="", server="{port: 0}", fcm=""):
     """Runs `rc-relay serve` with a config pointing at the emulator; `extra` adds top-level YAML, `server` replaces the
-    server section (a YAML flow mapping)."""
+    server section (a YAML flow mapping), `fcm` adds to the fcm section (`, key: value`)."""
     config = tmp_path / "rc-relay.yaml"
     config.write_text(
         f"""
 server: {server}
-fcm: {{credentialsFile: "{emulator['key_file']}", baseURL: "{emulator['url']}"}}
+fcm: {{credentialsFile: "{emulator['key_file']}", baseURL: "{emulator['url']}"{fcm}}}
 log: {{format: json, level: debug}}
 {extra}
 """

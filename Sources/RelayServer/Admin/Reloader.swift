@@ -74,6 +74,7 @@ struct Reloader: Sendable {
         check("delivery.dedupMaxEvents", old.dedupMaxEvents != new.dedupMaxEvents)
         check("delivery.historySize", old.historySize != new.historySize)
         check("fcm.timeoutSeconds", old.fcmTimeout != new.fcmTimeout)
+        check("fcm.caFile", old.outboundCAFile != new.outboundCAFile)
         check("poll.intervalSeconds", old.poll?.interval != new.poll?.interval)
         check("poll.graceSeconds", old.poll?.grace != new.poll?.grace)
         check("log.level", old.logLevel != new.logLevel)

@@ -6,6 +6,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOSSL
 import OpenAPIHummingbird
 import RelayCore
 import RelayStore
@@ -120,6 +121,12 @@ public enum RelayApplication {
         // No tracer: by default the client opens a span per request on the global (no-op) tracer, which measured
         // 2 % of the relay's CPU per webhook and records nothing.
         client.tracing.tracer = nil
+        if let caFile = settings.outboundCAFile {
+            // Beside the system's roots, not instead: Google's own certificates still verify.
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.additionalTrustRoots = [.file(caFile)]
+            client.tlsConfiguration = tls
+        }
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: client)
     }
 

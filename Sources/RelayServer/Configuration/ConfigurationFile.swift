@@ -76,6 +76,8 @@ struct ConfigurationFile: Decodable {
         var baseURL: String?
         var validateOnly: Bool?
         var timeoutSeconds: Int?
+        /// Extra CA certificates for every outbound HTTPS request.
+        var caFile: String?
     }
 
     struct Delivery: Decodable {
@@ -141,7 +143,7 @@ struct ConfigurationFile: Decodable {
         ],
         "webhook": ["auth", "secrets", "toleranceSeconds"],
         "oidc": ["audiences", "allowedEmails", "jwksURL", "jwksFile", "clockSkewSeconds", "jwksMinRefreshSeconds"],
-        "fcm": ["project", "credentialsFile", "metadataURL", "baseURL", "validateOnly", "timeoutSeconds"],
+        "fcm": ["project", "credentialsFile", "metadataURL", "baseURL", "validateOnly", "timeoutSeconds", "caFile"],
         "log": ["level", "format", "pings"],
         "routes[]": [
             "name", "topic", "condition", "data", "when", "audience", "android", "apns", "webpush", "debounceSeconds", "waves",

@@ -112,7 +112,7 @@ extension ConfigurationLoader {
                     key: "poll.intervalSeconds", problem: "the poll section is there but says no interval, so nothing is polled",
                     fix: "set it (300 reads one small version list per project every 5 minutes), or remove the section"))
         }
-        return RelaySettings(
+        var settings = RelaySettings(
             host: file.server?.host ?? RelaySettings.defaultHost, port: port,
             maxBodyBytes: maxBody,
             trustedProxies: problems.check(TrustedProxies()) { () throws(ConfigurationError) in
@@ -142,6 +142,19 @@ extension ConfigurationLoader {
             dedupMaxEvents: problems.check(10_000) { () throws(ConfigurationError) in try dedupMaxEvents(file.delivery) },
             logLevel: level,
             logFormat: format, logPings: file.log?.pings ?? false)
+        settings.outboundCAFile = problems.check(nil) { () throws(ConfigurationError) in try resolveCAFile(file.fcm?.caFile) }
+        return settings
+    }
+
+    /// `fcm.caFile`: a readable PEM bundle of certificates.
+    private func resolveCAFile(_ path: String?) throws(ConfigurationError) -> String? {
+        guard let path else { return nil }
+        guard BoundedFile.text(path)?.contains("-----BEGIN CERTIFICATE-----") == true else {
+            throw ConfigurationError(
+                key: "fcm.caFile", problem: "\(path) cannot be read as PEM certificates",
+                fix: "point it at the CA bundle your egress proxy re-signs TLS with (PEM, -----BEGIN CERTIFICATE-----)")
+        }
+        return path
     }
 
     /// The valid routes; each route's problem (and each name used twice) is noted.

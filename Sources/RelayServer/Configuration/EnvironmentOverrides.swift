@@ -80,6 +80,7 @@ public enum EnvironmentOverrides {
         .init(key: "fcm.baseURL"),
         .init(key: "fcm.validateOnly"),
         .init(key: "fcm.timeoutSeconds"),
+        .init(key: "fcm.caFile"),
         .init(key: "remoteConfig.baseURL"),
         .init(key: "remoteConfig.timeoutSeconds"),
         .init(key: "poll.intervalSeconds"),

@@ -40,6 +40,9 @@ public struct RelaySettings: Sendable {
     public var fcmBaseURL: String
     public var validateOnly: Bool
     public var fcmTimeout: Duration
+    /// PEM certificates trusted beside the system's for every request to Google (FCM, OAuth, the metadata server,
+    /// JWKS, Remote Config): a corporate egress proxy that re-signs TLS, or a test's CA. Nil: the system's only.
+    public var outboundCAFile: String? = nil
     /// Remote Config's REST API: catch-up polling lists its versions.
     public var remoteConfigBaseURL: String
     public var remoteConfigTimeout: Duration
