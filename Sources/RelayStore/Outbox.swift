@@ -67,20 +67,7 @@ extension PostgresStore {
 
     /// Marks the event delivered (or given up by an operator), with its reports for duplicates.
     package func settle(_ record: SpoolRecord, reports: [DeliveryReport]) async throws(StoreError) {
-        let json: String
-        do {
-            json = String(decoding: try JSONEncoder().encode(reports), as: UTF8.self)
-        } catch {
-            throw .failed("the reports could not be encoded: \(error)")
-        }
-        let key = record.keys.first ?? ""
-        try await run("settle") { client, logger in
-            try await client.query(
-                """
-                UPDATE rc_relay_events SET settled = true, settled_at = now(), reports = \(json)
-                WHERE id = (SELECT event FROM rc_relay_event_keys WHERE key = \(key)) AND NOT settled
-                """, logger: logger)
-        }
+        try await settle([(record, reports)])
     }
 
     /// The project's events still to deliver, oldest first, in pages (so rows already under way, or that this relay
@@ -263,7 +250,7 @@ extension PostgresStore {
         }
     }
 
-    /// Settles several events at once.
+    /// Settles several events in one statement.
     private func settle(_ settlements: [(SpoolRecord, [DeliveryReport])]) async throws(StoreError) {
         var keys: [String] = []
         var reports: [String] = []

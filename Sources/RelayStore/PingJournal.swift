@@ -44,8 +44,7 @@ extension PostgresStore {
                 """, logger: logger)
             var entries: [DeliveryHistory.Entry] = []
             for try await text in rows.decode(String.self) {
-                // A row this relay cannot read (a newer rc-relay wrote it) is left out of the list, never trapped on.
-                if let entry = try? JSONDecoder().decode(DeliveryHistory.Entry.self, from: Data(text.utf8)) { entries.append(entry) }
+                if let entry = Self.entry(text) { entries.append(entry) }
             }
             return entries
         }
@@ -55,11 +54,15 @@ extension PostgresStore {
     func ping(_ id: String) async throws(StoreError) -> DeliveryHistory.Entry? {
         try await run("pings") { client, logger in
             let rows = try await client.query("SELECT entry FROM rc_relay_pings WHERE id = \(id)", logger: logger)
-            for try await text in rows.decode(String.self) {
-                return try? JSONDecoder().decode(DeliveryHistory.Entry.self, from: Data(text.utf8))
-            }
+            for try await text in rows.decode(String.self) { return Self.entry(text) }
             return nil
         }
+    }
+
+    /// A row's entry; nil for a row this relay cannot read (a newer rc-relay wrote it), which is left out, never
+    /// trapped on.
+    static func entry(_ text: String) -> DeliveryHistory.Entry? {
+        try? JSONDecoder().decode(DeliveryHistory.Entry.self, from: Data(text.utf8))
     }
 
     /// The admin API's status of an entry.

@@ -16,6 +16,10 @@ BINARY = os.environ.get("RC_RELAY_BIN", str(ROOT / ".build" / "debug" / "rc-rela
 SECRET = "whsec_" + __import__("base64").b64encode(os.urandom(32)).decode()
 
 
+# Told of every line any child process prints: a test that waits for something several processes may print waits on it.
+LINES = threading.Condition()
+
+
 class Process:
     """A child process whose stdout is read line by line in the background."""
 
@@ -29,7 +33,9 @@ class Process:
 
     def _pump(self):
         for line in self.proc.stdout:
-            self.lines.append(line)
+            with LINES:
+                self.lines.append(line)
+                LINES.notify_all()
             self._queue.put(line)
 
     def wait_for(self, predicate, timeout=30):

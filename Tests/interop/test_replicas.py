@@ -11,7 +11,7 @@ import time
 import pytest
 import requests
 
-from conftest import recorded, signed_headers, start_relay, stop_relay
+from conftest import LINES, recorded, signed_headers, start_relay, stop_relay
 from postgres import Cluster, Missing
 from test_deploy import client_session, start_proxy, stop_proxy
 
@@ -55,14 +55,33 @@ def admin(replica, method, path):
 
 
 def holder(replicas, project="demo-project"):
-    """The replica that took the project's lease, as its own log says."""
+    """The replica that took the project's lease, as its own log says (woken by each line a replica prints)."""
+
+    def taken():
+        return next((r for r in replicas if any("project lease taken" in line and project in line for line in r["proc"].lines)), None)
+
+    with LINES:
+        found = LINES.wait_for(taken, timeout=30)
+    assert found, "no replica took the project's lease"
+    return found
+
+
+def fail_fcm(emulator):
+    """FCM answers 503 to every send from now on."""
+    requests.post(emulator["url"] + "/emulator/faults", json={"status": 503, "count": 100000}, timeout=10)
+
+
+def fcm_back(emulator):
+    """FCM accepts sends again (the faults and what it recorded are cleared)."""
+    requests.delete(emulator["url"] + "/emulator/messages", timeout=10)
+
+
+def wait_ready(relay, ready):
+    """Polls /readyz until it says `ready`: readiness is a state the relay prints no line for."""
     deadline = time.time() + 30
-    while time.time() < deadline:
-        for replica in replicas:
-            if any("project lease taken" in line and project in line for line in replica["proc"].lines):
-                return replica
-        time.sleep(0.05)
-    raise AssertionError("no replica took the project's lease")
+    while (requests.get(relay["url"] + "/readyz", timeout=10).status_code == 200) != ready:
+        assert time.time() < deadline, f"readiness did not turn {ready}"
+        time.sleep(0.1)
 
 
 def send(url, version, msg_id=None, session=None):
@@ -112,7 +131,7 @@ def test_a_redelivery_to_another_replica_sends_nothing(emulator, tmp_path, clust
         assert own.status_code == 200, own.text
         assert own.json()["duplicate"] is False
         cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE settled", "1")
-        requests.delete(emulator["url"] + "/emulator/messages", timeout=10)
+        fcm_back(emulator)  # forget what FCM recorded so far
         # The sender's first try reaches the replica that does not deliver: committed to the outbox, 202.
         first = send(other["webhook"], 41, msg_id="msg_redelivered")
         assert first.status_code == 202, first.text
@@ -146,7 +165,7 @@ def test_any_replica_lists_shows_and_discards_every_replicas_pings(emulator, tmp
         shown = admin(other, "GET", f"/admin/deliveries/{ping['id']}")
         assert shown.status_code == 200 and shown.json() == ping
         # A ping that goes dead on the holder is discarded through the other replica: passed on, applied there.
-        requests.post(emulator["url"] + "/emulator/faults", json={"status": 503, "count": 100000}, timeout=10)
+        fail_fcm(emulator)
         assert send(other["webhook"], 61).status_code == 202
         delivering["proc"].wait_for(lambda line: "ping is dead" in line, timeout=60)
         # Each parked retry of the event is a new ping in the list: the newest is the one to discard.
@@ -187,13 +206,13 @@ def test_kill_9_of_the_delivering_replica_is_recovered_by_another(emulator, tmp_
     try:
         delivering = holder(replicas)
         survivor = next(r for r in replicas if r is not delivering)
-        requests.post(emulator["url"] + "/emulator/faults", json={"status": 503, "count": 100000}, timeout=10)
+        fail_fcm(emulator)
         answer = send(delivering["webhook"], 70)
         assert answer.status_code == 202, answer.text  # committed; FCM is failing, so it retries
         delivering["proc"].wait_for(lambda line: "retrying" in line.lower() or "503" in line)
         delivering["proc"].proc.send_signal(signal.SIGKILL)
         delivering["proc"].proc.wait(timeout=10)
-        requests.delete(emulator["url"] + "/emulator/messages", timeout=10)  # FCM is back (faults cleared)
+        fcm_back(emulator)
         survivor["proc"].wait_for(lambda line: "project lease taken" in line, timeout=60)
         cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE settled", "1")
         assert versions_sent(emulator) == ["70"]
@@ -214,19 +233,13 @@ def test_a_database_outage_refuses_webhooks_and_recovers(emulator, tmp_path, clu
         assert refused.headers["Content-Type"] == "application/problem+json"
         assert int(refused.headers["Retry-After"]) > 0
         assert cluster.url not in refused.text and str(cluster.port) not in refused.text
-        deadline = time.time() + 30
-        while requests.get(relay["url"] + "/readyz", timeout=10).status_code == 200:
-            assert time.time() < deadline, "readiness stayed true without the database"
-            time.sleep(0.1)
+        wait_ready(relay, False)
         cluster.start()
         # The lease lapsed during the outage: the replica takes it again, and only then delivers here.
         # Its log lines in order: the first "taken" at start, the second after the outage.
         relay["proc"].wait_for(lambda line: "project lease taken" in line)
         relay["proc"].wait_for(lambda line: "project lease taken" in line)
-        deadline = time.time() + 30
-        while requests.get(relay["url"] + "/readyz", timeout=10).status_code != 200:
-            assert time.time() < deadline, "readiness did not come back with the database"
-            time.sleep(0.1)
+        wait_ready(relay, True)
         # The sender's retry: accepted now, delivered once.
         again = send(relay["webhook"], 80)
         assert again.status_code == 200, again.text
@@ -239,12 +252,12 @@ def test_a_database_restart_mid_delivery_loses_and_duplicates_nothing(emulator, 
     replicas = start_replicas(emulator, tmp_path, cluster, 2, ROUTES)
     try:
         delivering = holder(replicas)
-        requests.post(emulator["url"] + "/emulator/faults", json={"status": 503, "count": 100000}, timeout=10)
+        fail_fcm(emulator)
         answer = send(delivering["webhook"], 90)
         assert answer.status_code == 202, answer.text
         cluster.stop()
         cluster.start()
-        requests.delete(emulator["url"] + "/emulator/messages", timeout=10)  # FCM is back (faults cleared)
+        fcm_back(emulator)
         cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE settled", "1")
         assert versions_sent(emulator) == ["90"]
     finally:
@@ -256,13 +269,13 @@ def test_a_database_outage_longer_than_the_lease_sends_nothing_twice(emulator, t
     replicas = start_replicas(emulator, tmp_path, cluster, 2, ROUTES)
     try:
         delivering = holder(replicas)
-        requests.post(emulator["url"] + "/emulator/faults", json={"status": 503, "count": 100000}, timeout=10)
+        fail_fcm(emulator)
         answer = send(delivering["webhook"], 95)
         assert answer.status_code == 202, answer.text
         cluster.stop()
         # The holder cannot renew: it stops delivering before its lease can pass to the other replica.
         delivering["proc"].wait_for(lambda line: "project lease lapsed" in line, timeout=60)
-        requests.delete(emulator["url"] + "/emulator/messages", timeout=10)  # FCM is back (faults cleared)
+        fcm_back(emulator)
         cluster.start()
         cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE settled", "1")
         assert versions_sent(emulator) == ["95"]
@@ -275,7 +288,7 @@ def test_a_stop_while_the_database_is_away_still_ends(emulator, tmp_path, cluste
     replicas = start_replicas(emulator, tmp_path, cluster, 1, ROUTES)
     relay = replicas[0]
     holder(replicas)
-    requests.post(emulator["url"] + "/emulator/faults", json={"status": 503, "count": 100000}, timeout=10)
+    fail_fcm(emulator)
     assert send(relay["webhook"], 99).status_code == 202
     cluster.stop()
     relay["proc"].proc.send_signal(signal.SIGTERM)
