@@ -122,9 +122,10 @@ def test_goaway_and_resets_mid_burst_lose_nothing(tmp_path, certificates):
         assert max(sent) in recorded_versions
         assert counters["http2Sends"] == counters["sendRequests"]
         assert counters["goAways"] >= 3 and counters["sendConnections"] >= counters["goAways"]
-        # Not asserted: that nothing is sent twice. AsyncHTTPClient can fail a stream FCM already answered when a
-        # GOAWAY arrives mid-burst (`remoteConnectionClosed`); the relay then tries it again unless a newer version's
-        # ping supersedes it (docs/performance.md, "HTTP/2 and GOAWAY", has the figures and the open question).
+        # Not asserted: that nothing is sent twice. After its GOAWAY the emulator's HTTP/2 server (swift-nio-http2 and
+        # Hummingbird) can close a connection with streams it has already processed, so the relay sees
+        # `remoteConnectionClosed` for a ping FCM recorded, and tries it again unless a newer version supersedes it;
+        # Google's front ends do not (docs/performance.md, "TLS, HTTP/2 and GOAWAY", has the evidence).
     finally:
         stop_relay(relay)
         emulator["proc"].stop()
