@@ -21,7 +21,10 @@ public struct EmulatorTLS: Sendable {
         let chain = try NIOSSLCertificate.fromPEMFile(certificateFile).map { NIOSSLCertificateSource.certificate($0) }
         let tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: chain, privateKey: .privateKey(try NIOSSLPrivateKey(file: keyFile, format: .pem)))
-        return try .http2Upgrade(tlsConfiguration: tls, configuration: HTTP2ChannelConfiguration())
+        return HTTPServerBuilder { responder in
+            GuardedHTTP2Channel(
+                inner: try HTTP2UpgradeChannel(tlsConfiguration: tls, configuration: HTTP2ChannelConfiguration(), responder: responder))
+        }
     }
 }
 
