@@ -7,7 +7,12 @@ messages:send to measure the ceiling the relay's throughput is compared with. Th
 relay of issue #7 (Benchmarks/Sources/BareRelay) is measured the same way in the same runs. Afterwards the emulator's
 count of accepted messages must equal each relay's count of 2xx answers, or the run is void.
 
-Usage: scripts/bench [--bin PATH] [--duration 10] [--connections 32] [--runs 3] [--no-bare] [--micro]
+Usage: scripts/bench [--bin PATH] [--duration 10] [--connections 32] [--runs 3] [--no-bare] [--micro] [--store] [--tls]
+                     [--flood]
+
+--tls: the emulator serves HTTPS with HTTP/2 (as fcm.googleapis.com does) on a certificate of a CA made for the run,
+which both relays trust as rc-relay's fcm.caFile says; run it beside a plaintext run to compare.
+--flood: also measure refusals of an unauthenticated flood, and signed webhooks answered during it.
 """
 import argparse
 import csv
@@ -18,6 +23,8 @@ import json
 import os
 import platform
 import re
+import socket
+import ssl
 import statistics
 import subprocess
 import sys
@@ -28,19 +35,21 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "whsec_" + base64.b64encode(b"rc-relay-benchmark-secret-32byte").decode()
+# With --tls: the run's CA, which the script's own requests to the emulator trust too.
+TLS_CONTEXT = None
 
 
 def http(method, url, body=None, headers=None, timeout=60):
     request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with urllib.request.urlopen(request, timeout=timeout, context=TLS_CONTEXT if url.startswith("https") else None) as response:
             return response.status, response.read()
     except urllib.error.HTTPError as error:
         return error.code, error.read()
 
 
-def signed(body: bytes, msg_id: str):
-    timestamp = str(int(time.time()))
+def signed(body: bytes, msg_id: str, timestamp=None):
+    timestamp = str(timestamp or int(time.time()))
     key = base64.b64decode(SECRET[len("whsec_"):])
     digest = hmac.new(key, f"{msg_id}.{timestamp}.".encode() + body, hashlib.sha256).digest()
     return {"content-type": "application/json", "webhook-id": msg_id, "webhook-timestamp": timestamp,
@@ -78,16 +87,35 @@ class Process:
             self.proc.kill()
 
 
-def start_emulator(binary, work, latency_ms=0):
+def certificates(work):
+    """A CA, and a certificate it signed for localhost and 127.0.0.1 (as the transport tests make them)."""
+    directory = work / "tls"
+    directory.mkdir()
+
+    def openssl(*args):
+        subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True, timeout=60)
+
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+            "-subj", "/CN=rc-relay benchmark CA", "-keyout", "ca.key", "-out", "ca.pem")
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=localhost",
+            "-keyout", "server.key", "-out", "server.csr")
+    (directory / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2",
+            "-extfile", "san.ext", "-out", "server.pem")
+    return {"ca": directory / "ca.pem", "cert": directory / "server.pem", "key": directory / "server.key"}
+
+
+def start_emulator(binary, work, latency_ms=0, tls=None):
     log = work / f"emulator-{latency_ms}.log"
     key = work / f"key-{latency_ms}.json"
-    proc = Process([binary, "emulator", "--port", "0", "--key-file", str(key), "--latency-ms", str(latency_ms)], log)
+    options = ["--tls-cert", str(tls["cert"]), "--tls-key", str(tls["key"])] if tls else []
+    proc = Process([binary, "emulator", "--port", "0", "--key-file", str(key), "--latency-ms", str(latency_ms), *options], log)
     text = proc.wait_for_line(log, "fcm-emulator listening")
-    url = re.search(r"listening on (http://\S+)", text).group(1)
+    url = re.search(r"listening on (https?://\S+)", text).group(1)
     return proc, url, key
 
 
-def start_relay(binary, work, emulator_url, key, routes=None, name="relay", extra=""):
+def start_relay(binary, work, emulator_url, key, routes=None, name="relay", extra="", ca=None):
     config = work / f"{name}.yaml"
     route_yaml = ""
     if routes:
@@ -95,28 +123,29 @@ def start_relay(binary, work, emulator_url, key, routes=None, name="relay", extr
     config.write_text(f"""
 server: {{port: 0}}
 webhook: {{secrets: ["{SECRET}"]}}
-fcm: {{credentialsFile: "{key}", baseURL: "{emulator_url}"}}
+fcm: {{credentialsFile: "{key}", baseURL: "{emulator_url}"{f', caFile: "{ca}"' if ca else ""}}}
 delivery: {{answerWithinSeconds: 120, concurrency: 64}}
-log: {{level: notice, format: json}}
 {route_yaml}{extra}""")
     log = work / f"{name}.log"
     started = time.monotonic()
     # The benchmark measures the relay, not its pace: FCM's whole quota (10,000 a second) instead of the default 1,000.
     # Given as a variable, which builds from before `delivery.messagesPerSecond` ignore, so older builds still run.
     proc = Process([binary, "serve", "--config", str(config)], log, env={"RC_RELAY_DELIVERY_MESSAGES_PER_SECOND": "10000"})
+    # The default logs (level info, text), as issue #20 asks: each request keeps its access line, each webhook its
+    # decision line.
     text = proc.wait_for_line(log, "rc-relay listening")
-    address = json.loads([l for l in text.splitlines() if "rc-relay listening" in l][0])["address"]
+    address = re.search(r"address=(\S+)", [l for l in text.splitlines() if "rc-relay listening" in l][0]).group(1)
     return proc, f"http://{address}/webhooks/remote-config", started
 
 
-def start_bare(work, emulator_url, token):
+def start_bare(work, emulator_url, token, ca=None):
     """The issue's yardstick (Benchmarks/Sources/BareRelay): bare Hummingbird + AsyncHTTPClient doing only the minimum."""
     binary = ROOT / "Benchmarks" / ".build" / "release" / "bare-relay"
     if not binary.exists():
         subprocess.run(["swift", "build", "-c", "release", "--package-path", "Benchmarks", "--product", "bare-relay",
                         "--static-swift-stdlib"], cwd=ROOT, check=True)
     log = work / "bare-relay.log"
-    proc = Process([str(binary), "0", emulator_url, token, SECRET], log)
+    proc = Process([str(binary), "0", emulator_url, token, SECRET, *([str(ca)] if ca else [])], log)
     text = proc.wait_for_line(log, "bare-relay listening")
     return proc, re.search(r"listening on (http://\S+)", text).group(1) + "/webhooks/remote-config"
 
@@ -158,6 +187,63 @@ end
 """
 
 
+FLOOD_LUA = r"""
+-- Unauthenticated requests, in turn: a wrong signature, a replay (a valid signature, an hour old) and a
+-- webhook-signature header of 1,000 entries.
+local requests = {
+%s
+}
+local i = 0
+request = function()
+  i = i + 1
+  return requests[(i %% #requests) + 1]
+end
+response = function(status, headers, body)
+  if status < 400 or status >= 500 then io.stderr:write("flood answered " .. status .. "\n") end
+end
+"""
+
+
+def write_flood(path, target_path):
+    body = json.dumps({"versionNumber": "1"}, separators=(",", ":"))
+    now = int(time.time())
+    fake = "v1," + base64.b64encode(bytes(32)).decode()
+    variants = [
+        {"webhook-id": "msg_forged", "webhook-timestamp": str(now), "webhook-signature": fake},
+        signed(body.encode(), "msg_replayed", timestamp=now - 3600),
+        {"webhook-id": "msg_oversized", "webhook-timestamp": str(now), "webhook-signature": " ".join([fake] * 1000)},
+    ]
+    lines = []
+    for headers in variants:
+        fields = ", ".join(f"[{json.dumps(k)}] = {json.dumps(v)}" for k, v in {"Content-Type": "application/json", **headers}.items())
+        lines.append(f"  wrk.format(\"POST\", {json.dumps(target_path)}, {{{fields}}}, {json.dumps(body)}),")
+    path.write_text(FLOOD_LUA % "\n".join(lines))
+
+
+def flood(process, target, script, connections, duration, probe=None):
+    """wrk floods `target` with refused requests; meanwhile `probe` (a function returning one signed webhook's latency in
+    seconds, or None) runs one after another. Returns (wrk, CPU ms per refusal, probe latencies)."""
+    cpu_before = process.cpu_seconds()
+    command = ["wrk", "-t", "2", "-c", str(connections), "-d", f"{duration}s", "--latency", "-s", str(script), target]
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        runner = subprocess.Popen(command, stdout=out, stderr=err, text=True)
+        latencies = []
+        time.sleep(0.5)  # the flood first
+        while probe and runner.poll() is None:
+            latencies.append(probe())
+            time.sleep(0.01)
+        runner.wait()
+        out.seek(0)
+        err.seek(0)
+        output, errors = out.read(), err.read()
+    if runner.returncode or "flood answered" in errors:
+        raise SystemExit(f"void flood run: {errors[-2000:]}")
+    result = parse_wrk(output)
+    if result["requests"] != result["non2xx"]:
+        raise SystemExit(f"void flood run: {result['requests'] - result['non2xx']} requests were not refused")
+    return result, (process.cpu_seconds() - cpu_before) / max(result["requests"], 1) * 1000, latencies
+
+
 def accepted(emulator_url):
     """The messages the emulator has accepted so far."""
     return json.loads(http("GET", emulator_url + "/emulator/stats")[1])["accepted"]
@@ -177,7 +263,10 @@ def wrk(script, url, connections, duration, threads=2):
         capture_output=True, text=True, check=True)
     for line in output.stderr.splitlines():
         print(line, file=sys.stderr)
-    output = output.stdout
+    return parse_wrk(output.stdout)
+
+
+def parse_wrk(output):
     requests = int(re.search(r"(\d+) requests in", output).group(1))
     non2xx = int(m.group(1)) if (m := re.search(r"Non-2xx or 3xx responses: (\d+)", output)) else 0
     errors = sum(int(x) for x in re.findall(r"(?:connect|read|write|timeout) (\d+)", output))
@@ -212,12 +301,20 @@ def main():
     parser.add_argument("--micro", action="store_true", help="also run the micro-benchmarks (Benchmarks/, a release build of its own)")
     parser.add_argument("--store", action="store_true",
                         help="also run a relay on a throwaway PostgreSQL (store.postgres, default durability) in the same runs")
+    parser.add_argument("--tls", action="store_true", help="the emulator serves HTTPS with HTTP/2, as FCM does")
+    parser.add_argument("--flood", action="store_true",
+                        help="also flood each relay with refused requests, and time signed webhooks sent during it")
     args = parser.parse_args()
+    global TLS_CONTEXT
     if not Path(args.bin).exists():
         subprocess.run(["swift", "build", "-c", "release", "--product", "rc-relay", "--static-swift-stdlib"], cwd=ROOT, check=True)
     work = Path(tempfile.mkdtemp(prefix="rc-relay-bench-"))
-    emulator, emulator_url, key = start_emulator(args.bin, work)
-    relay, url, started = start_relay(args.bin, work, emulator_url, key)
+    tls = certificates(work) if args.tls else None
+    ca = tls["ca"] if tls else None
+    if tls:
+        TLS_CONTEXT = ssl.create_default_context(cafile=str(ca))
+    emulator, emulator_url, key = start_emulator(args.bin, work, tls=tls)
+    relay, url, started = start_relay(args.bin, work, emulator_url, key, ca=ca)
     cluster = stored = None
     try:
         startup = first_accepted(url, started)
@@ -243,17 +340,18 @@ def main():
         floor_script.write_text('wrk.method = "GET"\n')
         bare = None
         if not args.no_bare:
-            bare, bare_url = start_bare(work, emulator_url, token)
+            bare, bare_url = start_bare(work, emulator_url, token, ca=ca)
         if args.store:
             sys.path.insert(0, str(ROOT / "Tests" / "interop"))
             from postgres import Cluster
 
             cluster = Cluster(durable=True)
-            stored, stored_url, _ = start_relay(args.bin, work, emulator_url, key, name="store",
+            stored, stored_url, _ = start_relay(args.bin, work, emulator_url, key, name="store", ca=ca,
                                                 extra=f'store: {{postgres: {{url: "{cluster.url}"}}}}\n')
             stored.wait_for_line(work / "store.log", "project lease taken")  # it delivers its own webhooks from here
         runs = {key: [] for key in ("relay", "ceiling", "ceiling_minimal", "cpu", "floor", "bare", "bare_cpu", "bare_floor",
-                                    "store", "store_cpu", "store_db_cpu")}
+                                    "store", "store_cpu", "store_db_cpu", "flood", "flood_cpu", "flood_probe",
+                                    "bare_flood", "bare_flood_cpu")}
         version = 1000
         script = work / "relay.lua"
         requests_file = work / "requests.tsv"
@@ -280,6 +378,22 @@ def main():
                     f"({result['socket_errors']} socket errors), emulator accepted {sent}; see {work}")
             return result, cpu / max(result["ok"], 1) * 1000
 
+        flood_script = work / "flood.lua"
+        write_flood(flood_script, "/webhooks/remote-config")
+        bare_flood_script = work / "bare-flood.lua"
+        write_flood(bare_flood_script, "/refuse")
+
+        def probe():
+            """One signed webhook, on a connection of its own; its latency in seconds."""
+            nonlocal version
+            version += 1
+            body = json.dumps({"versionNumber": str(version)}).encode()
+            began = time.monotonic()
+            status, _ = http("POST", url, body, signed(body, f"msg_probe_{version}"))
+            if status != 200:
+                raise SystemExit(f"void flood run: a signed webhook was answered {status}")
+            return time.monotonic() - began
+
         def floor(process, target):
             cpu_before = process.cpu_seconds()
             result = wrk(floor_script, target.replace("/webhooks/remote-config", "/healthz"), args.connections, args.duration)
@@ -300,8 +414,20 @@ def main():
                 db_before = cluster.cpu_seconds()
                 store_result, store_cpu = load(stored, stored_url, "rc-relay with PostgreSQL")
                 store_db_cpu = (cluster.cpu_seconds() - db_before) / max(store_result["ok"], 1) * 1000
+            if args.flood:
+                flood_result, flood_cpu, probes = flood(relay, url, flood_script, args.connections, args.duration, probe)
+                if bare:
+                    bare_flood_result, bare_flood_cpu, _ = flood(
+                        bare, bare_url.replace("/webhooks/remote-config", "/refuse"), bare_flood_script, args.connections, args.duration)
             if run == 0:
                 continue
+            if args.flood:
+                runs["flood"].append(flood_result)
+                runs["flood_cpu"].append(flood_cpu)
+                runs["flood_probe"] += probes
+                if bare:
+                    runs["bare_flood"].append(bare_flood_result)
+                    runs["bare_flood_cpu"].append(bare_flood_cpu)
             if stored:
                 runs["store"].append(store_result)
                 runs["store_cpu"].append(store_cpu)
@@ -330,8 +456,8 @@ def main():
 
     # Fan-out: one webhook to 1,000 routes, 50 ms of emulator latency, 64 requests in flight; after a warm-up, the
     # median of as many webhooks as there are runs.
-    emulator, emulator_url, key = start_emulator(args.bin, work, latency_ms=50)
-    relay, url, _ = start_relay(args.bin, work, emulator_url, key, routes=1000, name="fanout")
+    emulator, emulator_url, key = start_emulator(args.bin, work, latency_ms=50, tls=tls)
+    relay, url, _ = start_relay(args.bin, work, emulator_url, key, routes=1000, name="fanout", ca=ca)
     try:
         http("POST", url, json.dumps({"versionNumber": "6"}).encode(), signed(json.dumps({"versionNumber": "6"}).encode(), "warm"))
         fanouts = []
@@ -343,6 +469,7 @@ def main():
             delivered = sum(1 for d in json.loads(answer)["deliveries"] if d["status"] == "accepted")
             assert status == 200 and delivered == 1000, (status, delivered)
         fanout = statistics.median(fanouts)
+        fanout_stats = json.loads(http("GET", emulator_url + "/emulator/stats")[1])
     finally:
         relay.stop()
         emulator.stop()
@@ -369,6 +496,9 @@ def main():
         "fanout_1000_s": fanout,
         "fanout_ideal_s": ideal,
         "fanout_ratio": fanout / ideal,
+        "fanout_connections": fanout_stats["sendConnections"],
+        "fanout_http2_sends": fanout_stats["http2Sends"],
+        "transport": "TLS, HTTP/2 by ALPN" if args.tls else "plaintext HTTP/1.1",
         "non2xx": sum(r["non2xx"] for r in relay_runs),
     }
     if runs["bare"]:
@@ -380,6 +510,20 @@ def main():
             "bare_cpu_ms_per_webhook": statistics.median(runs["bare_cpu"]),
             "bare_floor_cpu_ms_per_healthz": statistics.median(runs["bare_floor"]),
         }
+    if runs["flood"]:
+        probes = sorted(runs["flood_probe"])
+        figures |= {
+            "flood_refusals_per_s": median("rps", runs["flood"]),
+            "flood_cpu_ms_per_refusal": statistics.median(runs["flood_cpu"]),
+            "flood_signed_webhooks": len(probes),
+            "flood_signed_p50_ms": probes[len(probes) // 2] * 1000,
+            "flood_signed_p99_ms": probes[min(len(probes) - 1, int(len(probes) * 0.99))] * 1000,
+        }
+        if runs["bare_flood"]:
+            figures |= {
+                "bare_flood_refusals_per_s": median("rps", runs["bare_flood"]),
+                "bare_flood_cpu_ms_per_refusal": statistics.median(runs["bare_flood_cpu"]),
+            }
     if runs["store"]:
         figures |= {
             "store_webhooks_per_s": median("rps", runs["store"]),
@@ -390,7 +534,8 @@ def main():
             "store_postgres_cpu_ms_per_webhook": statistics.median(runs["store_db_cpu"]),
         }
     machine = f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}"
-    print(f"\nrc-relay benchmark — {args.runs} runs × {args.duration} s, {args.connections} connections, medians; {machine}\n")
+    print(f"\nrc-relay benchmark — {args.runs} runs × {args.duration} s, {args.connections} connections, medians; "
+          f"{figures['transport']} to the emulator; {machine}\n")
     rows = [
         ("webhooks/s end to end", f"{figures['webhooks_per_s']:.0f}"),
         ("emulator ceiling, requests/s (rc-relay's message)", f"{figures['ceiling_per_s']:.0f}"),
@@ -403,7 +548,8 @@ def main():
         ("floor: CPU per GET /healthz, same load", f"{figures['floor_cpu_ms_per_healthz']:.3f} ms"),
         ("RSS idle / peak", f"{figures['idle_rss_mb']:.1f} MB / {figures['peak_rss_mb']:.1f} MB"),
         ("start to first accepted webhook", f"{figures['start_to_first_webhook_ms']:.0f} ms"),
-        ("fan-out, 1,000 routes at 50 ms", f"{figures['fanout_1000_s']:.2f} s (ideal {ideal:.2f} s, ×{figures['fanout_ratio']:.2f})"),
+        ("fan-out, 1,000 routes at 50 ms", f"{figures['fanout_1000_s']:.2f} s (ideal {ideal:.2f} s, ×{figures['fanout_ratio']:.2f}); "
+         f"{figures['fanout_connections']} connection(s), {figures['fanout_http2_sends']} HTTP/2 sends"),
     ]
     if runs["bare"]:
         rows += [
@@ -412,6 +558,15 @@ def main():
             ("bare relay: CPU per webhook", f"{figures['bare_cpu_ms_per_webhook']:.3f} ms"),
             ("bare relay: CPU per GET /healthz", f"{figures['bare_floor_cpu_ms_per_healthz']:.3f} ms"),
         ]
+    if runs["flood"]:
+        rows += [
+            ("flood: refusals/s; CPU per refusal", f"{figures['flood_refusals_per_s']:.0f}; {figures['flood_cpu_ms_per_refusal']:.3f} ms"),
+            ("flood: signed webhooks during it, p50 / p99",
+             f"{figures['flood_signed_p50_ms']:.2f} ms / {figures['flood_signed_p99_ms']:.2f} ms ({figures['flood_signed_webhooks']} webhooks)"),
+        ]
+        if runs["bare_flood"]:
+            rows += [("bare Hummingbird 401 route: refusals/s; CPU per refusal",
+                      f"{figures['bare_flood_refusals_per_s']:.0f}; {figures['bare_flood_cpu_ms_per_refusal']:.3f} ms")]
     if runs["store"]:
         rows += [
             ("with PostgreSQL: webhooks/s; ÷ in-memory", f"{figures['store_webhooks_per_s']:.0f}; {figures['store_ratio_to_in_memory']:.2f}"),

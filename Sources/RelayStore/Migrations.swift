@@ -96,6 +96,32 @@ enum Migrations {
                 """,
                 "CREATE UNIQUE INDEX rc_relay_pings_seq ON rc_relay_pings (seq)",
             ]),
+        Step(
+            version: 3, description: "admission of several events in one round trip",
+            statements: [
+                // The admissions a replica has waiting go in one call and one commit (AdmissionBatcher): each is
+                // `rc_relay_admit` on its slice of the keys, and its rows, if any, say which item they answer.
+                """
+                CREATE FUNCTION rc_relay_admit_all(
+                    p_projects text[], p_versions bigint[], p_fingerprints text[], p_records text[], p_keys text[],
+                    p_key_counts integer[], p_windows double precision[], p_notices text[])
+                RETURNS TABLE (item integer, holder_key text, holder_fingerprint text, holder_settled boolean, holder_reports text)
+                LANGUAGE plpgsql AS $$
+                DECLARE
+                    key_start integer := 1;
+                    item_keys text[];
+                BEGIN
+                    FOR i IN 1 .. coalesce(array_length(p_projects, 1), 0) LOOP
+                        item_keys := coalesce(p_keys[key_start : key_start + p_key_counts[i] - 1], '{}');
+                        key_start := key_start + p_key_counts[i];
+                        RETURN QUERY SELECT i, a.holder_key, a.holder_fingerprint, a.holder_settled, a.holder_reports
+                            FROM rc_relay_admit(p_projects[i], p_versions[i], p_fingerprints[i], p_records[i], item_keys,
+                                p_windows[i], nullif(p_notices[i], '')) AS a;
+                    END LOOP;
+                END
+                $$
+                """
+            ]),
     ]
 
     static var latest: Int { steps.map(\.version).max() ?? 0 }

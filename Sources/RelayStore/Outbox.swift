@@ -19,37 +19,57 @@ extension PostgresStore {
     }
 
     /// Commits the event with its keys, unless one of its keys is taken; `window` is the deduplication window (a
-    /// settled event older than it is forgotten first). One round trip: the `rc_relay_admit` function. `notify`: tell
-    /// the replica that delivers the project (false when this one does).
+    /// settled event older than it is forgotten first). `notify`: tell the replica that delivers the project (false
+    /// when this one does). The admissions waiting at the same time share one round trip and one commit
+    /// (``AdmissionBatcher``); this returns once the commit holding the event is done.
     package func admit(_ record: SpoolRecord, window: Duration, notify: Bool = true) async throws(StoreError) -> Admission {
-        let json = try Self.encode(record)
-        let seconds = Self.seconds(window)
-        let (keys, fingerprint, project, version) = (record.keys, record.fingerprint, record.project, record.version.versionNumber)
-        // The lease holder delivers what it admits itself: only other replicas' admissions need to wake it.
-        let notice: String? = notify ? Self.notice(project: project, holder: holder) : nil
-        let holders = try await run("admit") { client, logger in
-            let rows = try await client.query(
-                "SELECT * FROM rc_relay_admit(\(project), \(version), \(fingerprint), \(json), \(keys), \(seconds), \(notice))", logger: logger)
-            var holders: [String: (String, Bool, String)] = [:]
-            for try await (key, other, settled, reports) in rows.decode((String, String, Bool, String).self) {
-                holders[key] = (other, settled, reports)
-            }
-            return holders
-        }
+        let request = AdmissionBatcher.Request(
+            project: record.project, version: record.version.versionNumber, fingerprint: record.fingerprint, record: try Self.encode(record),
+            keys: record.keys, window: Self.seconds(window),
+            // The lease holder delivers what it admits itself: only other replicas' admissions need to wake it.
+            notice: notify ? Self.notice(project: record.project, holder: holder) : "")
+        let holders = try await admissions.admit(request) { batch throws(StoreError) in try await self.admitAll(batch) }
         guard !holders.isEmpty else { return .admitted }
         // In the order of the event's keys (its project and version first), as the in-memory registry does.
-        for key in keys {
-            guard let (other, settled, reports) = holders[key] else { continue }
-            guard other == fingerprint else { return .conflict(key: key) }
-            guard settled else { return .pending }
+        for key in record.keys {
+            guard let other = holders[key] else { continue }
+            guard other.fingerprint == record.fingerprint else { return .conflict(key: key) }
+            guard other.settled else { return .pending }
             do {
-                return .settled(try JSONDecoder().decode([DeliveryReport].self, from: Data(reports.utf8)))
+                return .settled(try JSONDecoder().decode([DeliveryReport].self, from: Data(other.reports.utf8)))
             } catch {
                 throw .failed("the reports of the event could not be read: \(error)")
             }
         }
         // The holder was forgotten between the two steps: the caller's retry admits it.
         throw .unavailable("the event changed while it was admitted; retry")
+    }
+
+    /// One round of admissions: one statement, one transaction. Per request, the holders of its keys that are not it.
+    func admitAll(_ batch: [AdmissionBatcher.Request]) async throws(StoreError) -> [[String: AdmissionBatcher.Holder]] {
+        let projects = batch.map(\.project)
+        let versions = batch.map(\.version)
+        let fingerprints = batch.map(\.fingerprint)
+        let records = batch.map(\.record)
+        let keys = batch.flatMap(\.keys)
+        let keyCounts = batch.map { Int32($0.keys.count) }
+        let windows = batch.map(\.window)
+        let notices = batch.map(\.notice)
+        return try await run("admit") { client, logger in
+            let rows = try await client.query(
+                """
+                SELECT * FROM rc_relay_admit_all(\(projects), \(versions), \(fingerprints), \(records), \(keys), \(keyCounts), \(windows),
+                    \(notices))
+                """, logger: logger)
+            var holders = [[String: AdmissionBatcher.Holder]](repeating: [:], count: batch.count)
+            for try await (item, key, fingerprint, settled, reports) in rows.decode((Int, String, String, Bool, String).self) {
+                guard holders.indices.contains(item - 1) else {
+                    throw StoreError.failed("the admission answered for event \(item) of \(batch.count)")
+                }
+                holders[item - 1][key] = AdmissionBatcher.Holder(fingerprint: fingerprint, settled: settled, reports: reports)
+            }
+            return holders
+        }
     }
 
     /// Records progress (shards accepted, the routes still due at a stop) of an event still pending.

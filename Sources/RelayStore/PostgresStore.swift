@@ -18,6 +18,8 @@ package final class PostgresStore: Service, Sendable {
     let logger: Logger
     /// The engine's spool calls, applied in order by ``run()``.
     package let outbox: OutboxSpool
+    /// Admissions waiting for the next round trip.
+    let admissions = AdmissionBatcher()
 
     /// Told each statement's name, duration and failure, for metrics.
     let observe: @Sendable (_ statement: String, _ duration: Duration, _ failed: Bool) -> Void

@@ -4,6 +4,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import NIOSSL
 
 // The reference point, rebuilt so the benchmark measures it in the same run as rc-relay: a bare
 // Hummingbird + AsyncHTTPClient relay that does only the minimum for a webhook (read the body, check the Standard
@@ -11,25 +12,33 @@ import NIOCore
 // retries, deduplication, spool, logs or metrics. Not a product (its signature comparison is not even constant-time):
 // a yardstick.
 //
-// Usage: bare-relay <port> <emulator URL> <access token> <whsec_ secret>
+// Usage: bare-relay <port> <emulator URL> <access token> <whsec_ secret> [<CA file>]
+// With an https emulator URL, the CA file's certificates are trusted beside the system's (as rc-relay's fcm.caFile).
 let arguments = CommandLine.arguments
-guard arguments.count == 5, let port = Int(arguments[1]), arguments[4].hasPrefix("whsec_"),
+guard arguments.count == 5 || arguments.count == 6, let port = Int(arguments[1]), arguments[4].hasPrefix("whsec_"),
     let keyBytes = Data(base64Encoded: String(arguments[4].dropFirst(6)))
 else {
-    FileHandle.standardError.write(Data("usage: bare-relay <port> <emulator URL> <token> <whsec_secret>\n".utf8))
+    FileHandle.standardError.write(Data("usage: bare-relay <port> <emulator URL> <token> <whsec_secret> [<CA file>]\n".utf8))
     exit(2)
 }
 let sendURL = arguments[2] + "/v1/projects/demo-project/messages:send"
 let authorization = "Bearer " + arguments[3]
 let key = SymmetricKey(data: keyBytes)
-let client = HTTPClient(
-    eventLoopGroupProvider: .singleton,
-    configuration: .init(connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)))
+var clientConfiguration = HTTPClient.Configuration(
+    connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64))
+if arguments.count == 6 {
+    var tls = TLSConfiguration.makeClientConfiguration()
+    tls.additionalTrustRoots = [.file(arguments[5])]
+    clientConfiguration.tlsConfiguration = tls
+}
+let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
 
 struct Version: Decodable { var versionNumber: String }
 
 let router = Router()
 router.get("/healthz") { _, _ in "ok" }
+// The floor for refusing: a route that answers 401 and does nothing else (scripts/bench --flood).
+router.post("/refuse") { _, _ -> Response in throw HTTPError(.unauthorized) }
 router.post("/webhooks/remote-config") { request, _ -> Response in
     let body = try await request.body.collect(upTo: 1 << 20)
     guard let id = request.headers[HTTPField.Name("webhook-id")!],

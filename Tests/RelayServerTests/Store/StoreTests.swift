@@ -1,11 +1,11 @@
 import Foundation
 import Logging
 import RelayCore
-import RelayStore
 import ServiceLifecycle
 import Testing
 
 @testable import DeliveryEngine
+@testable import RelayStore
 
 /// The shared store against a real PostgreSQL server (a throwaway cluster per test): migrations, admission across
 /// replicas, leases, the outbox and an outage.
@@ -43,10 +43,10 @@ import Testing
                     for store in stores { group.addTask { try await store.migrate() } }
                     return try await group.reduce(into: [[Int]]()) { $0.append($1) }
                 }
-                #expect(applied.filter { !$0.isEmpty } == [[1, 2]])
+                #expect(applied.filter { !$0.isEmpty } == [[1, 2, 3]])
                 #expect(applied.filter(\.isEmpty).count == 3)
             }
-            #expect(try cluster.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM rc_relay_schema") == "1,2")
+            #expect(try cluster.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM rc_relay_schema") == "1,2,3")
         }
     }
 
@@ -58,7 +58,7 @@ import Testing
                 await #expect {
                     try await stores[0].migrate()
                 } throws: { error in
-                    guard case StoreError.schemaTooNew(found: 999, known: 2) = error else { return false }
+                    guard case StoreError.schemaTooNew(found: 999, known: 3) = error else { return false }
                     return true
                 }
             }
@@ -99,6 +99,37 @@ import Testing
                 #expect(outcomes.filter { $0 == .pending }.count == 11)
                 #expect(try cluster.sql("SELECT count(*) FROM rc_relay_events") == "1")
                 #expect(try cluster.sql("SELECT count(*) FROM rc_relay_event_keys") == "2")
+            }
+        }
+    }
+
+    @Test func oneRoundAdmitsEachEventOnItsOwnKeys() async throws {
+        try await withPostgres { cluster in
+            try await withReplicas(cluster, count: 1) { stores in
+                let store = stores[0]
+                try await store.migrate()
+                func request(_ record: SpoolRecord) throws -> AdmissionBatcher.Request {
+                    AdmissionBatcher.Request(
+                        project: record.project, version: record.version.versionNumber, fingerprint: record.fingerprint,
+                        record: try PostgresStore.encode(record), keys: record.keys, window: 600, notice: "")
+                }
+                // In one round: an event, the same event again, its id for another version, an event without an id
+                // (no keys but its version's), and another project's.
+                let round = try [
+                    record(), record(), record(version: 8), record(version: 9, id: nil), record(project: "other", version: 7),
+                ].map(request)
+                let holders = try await store.admitAll(round)
+                let first = AdmissionBatcher.Holder(fingerprint: "demo/7", settled: false, reports: "[]")
+                #expect(holders.count == 5)
+                #expect(holders[0].isEmpty)
+                #expect(holders[1] == ["demo/version/7": first, "demo/id/evt-1": first])
+                #expect(holders[2] == ["demo/id/evt-1": first])
+                #expect(holders[3].isEmpty)
+                #expect(holders[4].isEmpty)
+                #expect(try cluster.sql("SELECT string_agg(fingerprint, ',' ORDER BY id) FROM rc_relay_events") == "demo/7,demo/9,other/7")
+                #expect(try cluster.sql("SELECT count(*) FROM rc_relay_event_keys") == "5")
+                // An empty round is an empty answer.
+                #expect(try await store.admitAll([]).isEmpty)
             }
         }
     }

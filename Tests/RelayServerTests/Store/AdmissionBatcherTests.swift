@@ -1,0 +1,115 @@
+import Synchronization
+import Testing
+
+@testable import RelayStore
+
+/// Admissions in rounds, with a round function that stands in for the database and holds its first round until told.
+struct AdmissionBatcherTests {
+    func request(_ project: String) -> AdmissionBatcher.Request {
+        AdmissionBatcher.Request(
+            project: project, version: 1, fingerprint: "\(project)/1", record: "{}", keys: ["\(project)/version/1"], window: 600, notice: "")
+    }
+
+    /// A round function that records each round's projects, answers each request with a holder named after it (so a
+    /// caller given another's answer shows), refuses rounds as `refuse` says, and holds its first round until
+    /// `release` is called.
+    final class Rounds: Sendable {
+        let rounds = Mutex<[[String]]>([])
+        let refuse: @Sendable ([AdmissionBatcher.Request]) -> StoreError?
+        let (started, startedContinuation) = AsyncStream.makeStream(of: Void.self)
+        let (gate, gateContinuation) = AsyncStream.makeStream(of: Void.self)
+
+        init(refuse: @escaping @Sendable ([AdmissionBatcher.Request]) -> StoreError? = { _ in nil }) { self.refuse = refuse }
+
+        func release() { gateContinuation.finish() }
+
+        func run(_ batch: [AdmissionBatcher.Request]) async throws(StoreError) -> [[String: AdmissionBatcher.Holder]] {
+            let first = rounds.withLock { rounds in
+                rounds.append(batch.map(\.project))
+                return rounds.count == 1
+            }
+            if first {
+                startedContinuation.yield()
+                for await _ in gate {}
+            }
+            if let error = refuse(batch) { throw error }
+            return batch.map { [$0.project: AdmissionBatcher.Holder(fingerprint: $0.fingerprint, settled: false, reports: "[]")] }
+        }
+    }
+
+    /// Admits `first`, and once its round is under way, `then` concurrently; returns each one's outcome by project.
+    func admit(
+        first: String, then projects: [String], batcher: AdmissionBatcher, rounds: Rounds
+    ) async -> [String: Result<[String: AdmissionBatcher.Holder], StoreError>] {
+        await withTaskGroup(of: (String, Result<[String: AdmissionBatcher.Holder], StoreError>).self) { group in
+            for project in [first] + projects {
+                if project != first {
+                    // Every later admission arrives while the first round is on its way.
+                    while batcher.waiting < projects.firstIndex(of: project)! { await Task.yield() }
+                }
+                group.addTask {
+                    do throws(StoreError) {
+                        return (
+                            project, .success(try await batcher.admit(request(project)) { batch throws(StoreError) in try await rounds.run(batch) })
+                        )
+                    } catch {
+                        return (project, .failure(error))
+                    }
+                }
+                if project == first { for await _ in rounds.started { break } }
+            }
+            while batcher.waiting < projects.count { await Task.yield() }
+            rounds.release()
+            return await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+        }
+    }
+
+    @Test func admissionsArrivingDuringARoundGoTogetherInTheNext() async throws {
+        let (batcher, rounds) = (AdmissionBatcher(), Rounds())
+        let projects = (1...10).map { "p\($0)" }
+        let outcomes = await admit(first: "p0", then: projects, batcher: batcher, rounds: rounds)
+        #expect(rounds.rounds.withLock { $0 } == [["p0"], projects])
+        for project in ["p0"] + projects {
+            // Each caller has its own answer, not its neighbour's.
+            #expect(try outcomes[project]?.get() == [project: AdmissionBatcher.Holder(fingerprint: "\(project)/1", settled: false, reports: "[]")])
+        }
+        #expect(batcher.waiting == 0)
+    }
+
+    @Test func aRoundTheDatabaseRefusesIsRunAgainOneByOneAndOnlyTheFaultyEventFails() async throws {
+        let rounds = Rounds { batch in batch.contains { $0.project == "bad" } ? .failed("22P02 invalid input") : nil }
+        let outcomes = await admit(first: "p0", then: ["p1", "bad", "p2"], batcher: AdmissionBatcher(), rounds: rounds)
+        #expect(rounds.rounds.withLock { $0 } == [["p0"], ["p1", "bad", "p2"], ["p1"], ["bad"], ["p2"]])
+        for project in ["p0", "p1", "p2"] { #expect(throws: Never.self) { try outcomes[project]?.get() } }
+        #expect {
+            try outcomes["bad"]?.get()
+        } throws: { error in
+            guard case StoreError.failed = error else { return false }
+            return true
+        }
+    }
+
+    @Test func anUnreachableDatabaseFailsTheWholeRoundAtOnce() async throws {
+        let rounds = Rounds { batch in batch.count > 1 ? .unavailable("connection reset") : nil }
+        let outcomes = await admit(first: "p0", then: ["p1", "p2"], batcher: AdmissionBatcher(), rounds: rounds)
+        // Not one by one: each would wait for the same timeout in turn, and each caller answers 503 anyway.
+        #expect(rounds.rounds.withLock { $0 } == [["p0"], ["p1", "p2"]])
+        for project in ["p1", "p2"] {
+            #expect {
+                try outcomes[project]?.get()
+            } throws: { error in
+                guard case StoreError.unavailable = error else { return false }
+                return true
+            }
+        }
+    }
+
+    @Test func aRoundTakesAtMostItsLimitAndTheRestFollow() async throws {
+        let (batcher, rounds) = (AdmissionBatcher(), Rounds())
+        let projects = (1...(AdmissionBatcher.maxBatch + 5)).map { "p\($0)" }
+        let outcomes = await admit(first: "p0", then: projects, batcher: batcher, rounds: rounds)
+        #expect(rounds.rounds.withLock { $0.map(\.count) } == [1, AdmissionBatcher.maxBatch, 5])
+        #expect(outcomes.count == projects.count + 1)
+        #expect(outcomes.values.allSatisfy { (try? $0.get()) != nil })
+    }
+}
