@@ -6,8 +6,9 @@ Starts the emulator and a release build of the relay as scripts/bench does, warm
 charged to the innermost frame of its call stack that belongs to one of these layers, so the runtime, malloc and
 NIO work a layer calls is its own:
 
-- rc-relay: our targets (RelayServer, RelayCore, FCMClient), with the JSON decoding, logging, metrics and HMAC
-  they call;
+- rc-relay: our targets (RelayServer, RelayCore, DeliveryEngine, FCMClient, RelayStore), with the JSON decoding,
+  logging, metrics and HMAC they call;
+- PostgresNIO: with --store, the driver of the shared store, with the NIO writes it makes;
 - AsyncHTTPClient: the outbound client to FCM, with the NIO writes it makes;
 - Hummingbird: the inbound server (HummingbirdCore, Hummingbird, NIOHTTPTypes), with its NIOAsyncChannel;
 - NIO event loops: what none of those called: the selector, socket reads, the HTTP/1 codecs for both connections;
@@ -15,7 +16,9 @@ NIO work a layer calls is its own:
 
 Prints a table (share of samples, and milliseconds per webhook from the relay's CPU in /proc) and a JSON line.
 
-Usage: scripts/profile [--bin PATH] [--duration 10] [--connections 32]
+Usage: scripts/profile [--bin PATH] [--duration 10] [--connections 32] [--store]
+
+--store: the relay runs on a throwaway PostgreSQL cluster (store.postgres), as scripts/bench --store runs it.
 """
 import argparse
 import collections
@@ -30,7 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402  (same folder: the benchmark's processes and load)
 
 LAYERS = [
-    ("rc-relay", re.compile(r"\$s(11RelayServer|9RelayCore|9FCMClient)")),
+    ("rc-relay", re.compile(r"\$s(11RelayServer|9RelayCore|14DeliveryEngine|9FCMClient|10RelayStore)")),
+    ("PostgresNIO", re.compile(r"11PostgresNIO")),
     ("AsyncHTTPClient", re.compile(r"15AsyncHTTPClient")),
     ("Hummingbird", re.compile(r"(11Hummingbird|15HummingbirdCore|12NIOHTTPTypes|17NIOHTTPTypesHTTP1)")),
 ]
@@ -61,10 +65,21 @@ def main():
     parser.add_argument("--bin", default=str(bench.ROOT / ".build" / "release" / "rc-relay"))
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--store", action="store_true", help="the relay on a throwaway PostgreSQL cluster")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="rc-relay-profile-"))
+    cluster = None
     emulator, emulator_url, key = bench.start_emulator(args.bin, work)
-    relay, url, started = bench.start_relay(args.bin, work, emulator_url, key)
+    if args.store:
+        sys.path.insert(0, str(bench.ROOT / "Tests" / "interop"))
+        from postgres import Cluster
+
+        cluster = Cluster(durable=True)
+        relay, url, started = bench.start_relay(args.bin, work, emulator_url, key, name="store",
+                                                extra=f'store: {{postgres: {{url: "{cluster.url}"}}}}\n')
+        relay.wait_for_line(work / "store.log", "project lease taken")
+    else:
+        relay, url, started = bench.start_relay(args.bin, work, emulator_url, key)
     script, requests = work / "relay.lua", work / "requests.tsv"
     perf_data = work / "perf.data"
     try:
@@ -89,6 +104,8 @@ def main():
     finally:
         relay.stop()
         emulator.stop()
+        if cluster:
+            cluster.destroy()
     output = subprocess.run(["perf", "script", "-i", str(perf_data), "-F", "comm,ip,sym"],
                             capture_output=True, text=True, check=True).stdout
     layers, kernel, total = attribute(output)

@@ -9,10 +9,11 @@ struct SendEndpoint {
 
     func handle(_ request: Request, context: EmulatorContext, project: String) async throws -> Response {
         let body = try await request.body.collect(upTo: 1024 * 1024)
-        // An HTTP/2 request is a stream channel whose parent is the connection.
-        let connection = context.channel.parent ?? context.channel
+        // An HTTP/2 request is a stream channel whose parent is the connection (whose parent is the listening socket);
+        // an HTTP/1.1 request is served on the connection itself, whose parent is the listening socket.
+        let connection = context.channel.parent.flatMap { $0.parent == nil ? nil : $0 } ?? context.channel
         let id = ObjectIdentifier(connection)
-        switch await state.beginSend(connection: id, http2: context.channel.parent != nil) {
+        switch await state.beginSend(connection: id, http2: connection !== context.channel) {
         case nil: connection.closeFuture.whenComplete { [state] _ in Task { await state.connectionClosed(id) } }
         case true?: Self.goAway(connection)
         case false?: break

@@ -29,6 +29,9 @@ final class AdmissionBatcher: Sendable {
     typealias Round = @Sendable ([Request]) async throws(StoreError) -> [[String: Holder]]
 
     static let maxBatch = 64
+    /// Rounds on their way at once: a second round starts while the first waits for its commit, so a webhook that
+    /// arrives just after a round left waits for one commit, not two (PostgreSQL commits them together).
+    static let maxRounds = 2
 
     private struct Waiting {
         var request: Request
@@ -37,7 +40,7 @@ final class AdmissionBatcher: Sendable {
 
     private struct State {
         var waiting: [Waiting] = []
-        var running = false
+        var rounds = 0
     }
 
     private let state = Mutex(State())
@@ -50,11 +53,11 @@ final class AdmissionBatcher: Sendable {
         let result = await withCheckedContinuation { answer in
             let start = state.withLock { state in
                 state.waiting.append(Waiting(request: request, answer: answer))
-                guard !state.running else { return false }
-                state.running = true
+                guard state.rounds < Self.maxRounds else { return false }
+                state.rounds += 1
                 return true
             }
-            // One task runs rounds while anybody waits, then ends: no task is left behind when nothing is admitted.
+            // A task runs rounds while anybody waits, then ends: no task is left behind when nothing is admitted.
             if start { Task { await self.runRounds(round) } }
         }
         return try result.get()
@@ -65,7 +68,7 @@ final class AdmissionBatcher: Sendable {
             let batch = state.withLock { state in
                 let batch = Array(state.waiting.prefix(Self.maxBatch))
                 state.waiting.removeFirst(batch.count)
-                if batch.isEmpty { state.running = false }
+                if batch.isEmpty { state.rounds -= 1 }
                 return batch
             }
             guard !batch.isEmpty else { return }

@@ -66,6 +66,30 @@ private let invalidMessages: [(String, String)] = [
     }
 }
 
+@Test func emulatorCountsPlaintextSendsAsHTTP1ConnectionByConnection() async throws {
+    try await withLiveRelay { relay in
+        let body = #"{"message":{"topic":"a","data":{"k":"v"},\#(silentBlocks)}}"#
+        #expect(try await send(relay, body).status == 200)
+        #expect(try await send(relay, body).status == 200)  // the same kept-alive connection
+        // A second client is a second connection (the listening socket is not one connection for all).
+        let other = HTTPClient(eventLoopGroupProvider: .singleton)
+        let token = try await ServiceAccountTokenSource.make(
+            key: try ServiceAccountKey(contentsOf: relay.keyFile), httpClient: .shared, logger: quietLogger
+        ).token().value
+        var request = HTTPClientRequest(url: "\(relay.emulatorURL)/v1/projects/demo-project/messages:send")
+        request.method = .POST
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        request.body = .bytes(ByteBuffer(string: body))
+        let status = try await other.execute(request, timeout: .seconds(30)).status
+        try await other.shutdown()
+        #expect(status == .ok)
+        let stats = await relay.emulator.stats
+        #expect(stats.sendRequests == 3)
+        #expect(stats.http2Sends == 0)
+        #expect(stats.sendConnections == 2)
+    }
+}
+
 @Test func emulatorRequiresATokenItIssuedForTheProject() async throws {
     try await withLiveRelay { relay in
         let forged = try await send(relay, #"{"message":{"topic":"a"}}"#, token: "ya29.forged")
