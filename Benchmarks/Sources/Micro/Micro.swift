@@ -28,6 +28,12 @@ func blackHole<T>(_ value: T) {}
 benchmark("verify: Standard Webhooks HMAC") {
     try! verifier.verify(signature, body: body)
 }
+let oversized = StandardWebhookVerifier.Headers(
+    id: "msg_1", timestamp: String(timestamp),
+    signature: Array(repeating: "v1,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", count: 1000).joined(separator: " "))
+benchmark("refuse: a webhook-signature of 1,000 entries (scripts/bench --flood sends it)") {
+    blackHole(try? verifier.verify(oversized, body: body))
+}
 benchmark("decode: binary CloudEvent") {
     blackHole(try! EventDecoder.decode(body: body, headers: headers))
 }
