@@ -1,12 +1,29 @@
 import Foundation
 import NIOCore
 import NIOPosix
+import Synchronization
 import Testing
 
-/// A raw TCP connection to the relay, for clients that do not behave.
-private func connect(_ url: String) async throws -> any Channel {
+/// A raw TCP connection to the relay, for clients that do not behave; `collector` keeps what the relay writes back.
+private func connect(_ url: String, collector: Collector? = nil) async throws -> any Channel {
     let port = Int(url.split(separator: ":").last!)!
-    return try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port).get()
+    return try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        .channelInitializer { channel in
+            guard let collector else { return channel.eventLoop.makeSucceededVoidFuture() }
+            return channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(collector) }
+        }
+        .connect(host: "127.0.0.1", port: port).get()
+}
+
+/// What the relay wrote back on a raw connection, as text.
+private final class Collector: ChannelInboundHandler, Sendable {
+    typealias InboundIn = ByteBuffer
+    let text = Mutex("")
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let buffer = Self.unwrapInboundIn(data)
+        text.withLock { $0 += String(buffer: buffer) }
+    }
 }
 
 private func send(_ channel: any Channel, _ text: String) async throws {
@@ -26,6 +43,35 @@ private func send(_ channel: any Channel, _ text: String) async throws {
             channel,
             "POST /webhooks/remote-config HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"versionNumber\"")
         try await eventually("the relay closes the stalled connection") { !channel.isActive }
+        #expect(await relay.emulator.stats.sendRequests == 0)
+    }
+}
+
+@Test func aRequestWhoseSignatureHeadersCannotPassIsRefusedBeforeItsBodyIsRead() async throws {
+    try await withLiveRelay(.standard.environment(["RC_RELAY_REQUEST_READ_TIMEOUT_SECONDS": "600", "RC_RELAY_IDLE_TIMEOUT_SECONDS": "3600"])) {
+        relay in
+        let now = Int(Date().timeIntervalSince1970)
+        let entry = "v1,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
+        let cases = [
+            ("no signature headers", ""),
+            ("a replay an hour old", "webhook-id: msg_1\r\nwebhook-timestamp: \(now - 3600)\r\nwebhook-signature: \(entry)\r\n"),
+            (
+                "17 entries",
+                "webhook-id: msg_1\r\nwebhook-timestamp: \(now)\r\nwebhook-signature: \(Array(repeating: entry, count: 17).joined(separator: " "))\r\n"
+            ),
+            ("no entry that can be a MAC", "webhook-id: msg_1\r\nwebhook-timestamp: \(now)\r\nwebhook-signature: v1,short\r\n"),
+        ]
+        for (name, headers) in cases {
+            let collector = Collector()
+            let channel = try await connect(relay.relayURL, collector: collector)
+            try await send(
+                channel,
+                "POST /webhooks/remote-config HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\(headers)\r\n{\"v"
+            )
+            // The body is 59,997 bytes short and never comes: an answer cannot have waited for it.
+            try await eventually("\(name): answered 401 without the body") { collector.text.withLock { $0.hasPrefix("HTTP/1.1 401") } }
+            try await channel.close()
+        }
         #expect(await relay.emulator.stats.sendRequests == 0)
     }
 }

@@ -25,8 +25,22 @@ public struct StandardWebhookVerifier: Sendable {
         }
     }
 
+    /// What the headers alone prove: present, within the tolerance, with signatures that can be checked. Checked before
+    /// the body is read, so a caller whose headers cannot pass never uploads one.
+    public struct CheckedHeaders: Sendable {
+        public let id: String
+        public let timestamp: String
+        let candidates: [Data]
+    }
+
     /// Checks the headers against the raw body as received; returns normally only when one signature matches.
     public func verify(_ headers: Headers, body: Data, now: Date = Date()) throws(VerificationError) {
+        try verify(try check(headers, now: now), body: body)
+    }
+
+    /// Everything the headers alone can fail: missing, a timestamp out of the tolerance, too many entries, no entry
+    /// that can be an HMAC-SHA256.
+    public func check(_ headers: Headers, now: Date = Date()) throws(VerificationError) -> CheckedHeaders {
         guard let id = headers.id, !id.isEmpty else { throw .missingHeader("webhook-id") }
         guard let timestampText = headers.timestamp else { throw .missingHeader("webhook-timestamp") }
         guard let signatureHeader = headers.signature, !signatureHeader.isEmpty else {
@@ -37,16 +51,20 @@ public struct StandardWebhookVerifier: Sendable {
         let limit = Double(tolerance.components.seconds)
         if skew < -limit { throw .timestampTooOld }
         if skew > limit { throw .timestampInFuture }
-
         let provided = try Self.candidates(in: signatureHeader)
         guard !provided.isEmpty else { throw .signatureMismatch }
-        var content = Data("\(id).\(timestampText).".utf8)
+        return CheckedHeaders(id: id, timestamp: timestampText, candidates: provided)
+    }
+
+    /// Checks the body against headers that passed ``check(_:now:)``.
+    public func verify(_ headers: CheckedHeaders, body: Data) throws(VerificationError) {
+        var content = Data("\(headers.id).\(headers.timestamp).".utf8)
         content.append(body)
         // One MAC per secret, whatever the caller sends: the cost of a refusal is bounded by the configuration, not by
         // the number of entries. `==` on a MAC compares in constant time.
         for secret in secrets {
             let expected = HMAC<SHA256>.authenticationCode(for: content, using: secret.key)
-            if provided.contains(where: { expected == $0 }) { return }
+            if headers.candidates.contains(where: { expected == $0 }) { return }
         }
         throw .signatureMismatch
     }

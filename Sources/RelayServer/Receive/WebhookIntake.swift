@@ -15,8 +15,8 @@ struct VerifiedEvent: Sendable {
 /// Receive and verify, before anything parses the body: the webhook's bytes are checked exactly as they arrived (an
 /// HMAC over re-encoded JSON would prove nothing), and an unverified body is never parsed.
 ///
-/// Order: draining → ID token (headers only, before an unverified caller uploads anything) → body within the limit →
-/// signature → decode. ``IngestRoutes`` then hands the event to ``WebhookController``.
+/// Order: draining → ID token and signature headers (headers only, before an unverified caller uploads anything) →
+/// body within the limit → the signature over it → decode. ``IngestRoutes`` then hands the event to ``WebhookController``.
 struct WebhookIntake: Sendable {
     enum Ingest: Sendable {
         case webhook
@@ -81,18 +81,23 @@ struct WebhookIntake: Sendable {
                 guard headers[.webhookSignature] != nil else { throw error }
             }
         }
-        let bytes = try await read(request.body, declared: headers[.contentLength].flatMap(Int.init), limit: settings.maxBodyBytes)
         if let id = headers[.webhookID], id.unicodeScalars.count > EventDecoder.maximumIDLength {
             throw Refusal(kind: .malformedEvent, detail: "webhook-id is longer than \(EventDecoder.maximumIDLength) characters")
         }
         let signature = StandardWebhookVerifier.Headers(
             id: headers[.webhookID], timestamp: headers[.webhookTimestamp], signature: headers[.webhookSignature])
-        if ingest == .webhook, auth.needsHMAC, !(auth == .any && provedByToken) {
+        let signed: StandardWebhookVerifier.CheckedHeaders?
+        do throws(VerificationError) {
+            signed = ingest == .webhook && auth.needsHMAC && !(auth == .any && provedByToken) ? try settings.verifier.check(signature) : nil
+        } catch {
+            throw Self.refusal(error)
+        }
+        let bytes = try await read(request.body, declared: headers[.contentLength].flatMap(Int.init), limit: settings.maxBodyBytes)
+        if let signed {
             do throws(VerificationError) {
-                try settings.verifier.verify(signature, body: bytes)
+                try settings.verifier.verify(signed, body: bytes)
             } catch {
-                let stale = error == .timestampTooOld || error == .timestampInFuture
-                throw Refusal(kind: stale ? .timestampOutOfTolerance : .invalidSignature, detail: error.description)
+                throw Self.refusal(error)
             }
         }
         do throws(DecodeError) {
@@ -110,6 +115,11 @@ struct WebhookIntake: Sendable {
         } catch {
             throw Refusal(kind: Refusal.kind(of: error), detail: error.description)
         }
+    }
+
+    private static func refusal(_ error: VerificationError) -> Refusal {
+        let stale = error == .timestampTooOld || error == .timestampInFuture
+        return Refusal(kind: stale ? .timestampOutOfTolerance : .invalidSignature, detail: error.description)
     }
 
     /// The verified sender of a Google-signed ID token.
