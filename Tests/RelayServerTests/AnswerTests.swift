@@ -58,3 +58,14 @@ import Testing
         #expect(try parse(hand) == (try JSONSerialization.jsonObject(with: oracle) as! NSDictionary))
     }
 }
+
+@Test func aRefusalWrittenByHandReadsAsTheEncoderWritesIt() throws {
+    for detail in ["plain", #"quotes " and \ backslash"#, "lines\nand\ttabs\r", "control \u{1}\u{8}\u{c}\u{1f}", "ünïcödé ✓ and / slash", ""] {
+        for kind in ProblemKind.allCases {
+            let problem = Problem(kind, detail: detail, requestID: "req-\(kind.rawValue)")
+            let byHand = try JSONSerialization.jsonObject(with: Data(problem.json)) as? NSDictionary
+            let encoded = try JSONSerialization.jsonObject(with: JSONResponse.encoder.encode(problem)) as? NSDictionary
+            #expect(byHand != nil && byHand == encoded, "\(kind) \(detail)")
+        }
+    }
+}
