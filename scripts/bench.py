@@ -88,21 +88,11 @@ class Process:
 
 
 def certificates(work):
-    """A CA, and a certificate it signed for localhost and 127.0.0.1 (as the transport tests make them)."""
-    directory = work / "tls"
-    directory.mkdir()
+    """A CA, and a certificate it signed for localhost and 127.0.0.1 (made as the transport tests make theirs)."""
+    sys.path.insert(0, str(ROOT / "Tests" / "interop"))
+    from certificates import make_certificates
 
-    def openssl(*args):
-        subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True, timeout=60)
-
-    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
-            "-subj", "/CN=rc-relay benchmark CA", "-keyout", "ca.key", "-out", "ca.pem")
-    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=localhost",
-            "-keyout", "server.key", "-out", "server.csr")
-    (directory / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
-    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2",
-            "-extfile", "san.ext", "-out", "server.pem")
-    return {"ca": directory / "ca.pem", "cert": directory / "server.pem", "key": directory / "server.key"}
+    return make_certificates(work / "tls", ca_name="rc-relay benchmark CA")
 
 
 def start_emulator(binary, work, latency_ms=0, tls=None):

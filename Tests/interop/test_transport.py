@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
+from certificates import make_certificates
 from conftest import BINARY, signed_headers, start_emulator, start_relay, stop_relay
 
 
@@ -21,20 +22,7 @@ def certificates(tmp_path):
         if os.environ.get("CI"):
             raise AssertionError("openssl is missing: .ci/run installs it")
         pytest.skip("openssl is missing")
-    directory = tmp_path / "tls"
-    directory.mkdir()
-
-    def openssl(*args):
-        subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True, timeout=60)
-
-    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
-            "-subj", "/CN=rc-relay test CA", "-keyout", "ca.key", "-out", "ca.pem")
-    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=localhost",
-            "-keyout", "server.key", "-out", "server.csr")
-    (directory / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
-    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2",
-            "-extfile", "san.ext", "-out", "server.pem")
-    return {"ca": directory / "ca.pem", "cert": directory / "server.pem", "key": directory / "server.key"}
+    return make_certificates(tmp_path / "tls")
 
 
 def tls_emulator(tmp_path, certificates, *options):
