@@ -84,12 +84,7 @@ enum LogSetup {
         LoggingSystem.bootstrap { label in
             switch format {
             case .json: JSONLogHandler(label: label, level: level)
-            case .text:
-                {
-                    var handler = StreamLogHandler.standardOutput(label: label)
-                    handler.logLevel = level
-                    return handler
-                }()
+            case .text: TextLogHandler(label: label, level: level)
             }
         }
         var logger = Logger(label: "rc-relay")

@@ -41,3 +41,45 @@ import Testing
         #expect(abs(try DateFormat().decode(DateFormat.string(date)).timeIntervalSince(date)) < 0.001)
     }
 }
+
+/// The text handler writes what swift-log's `StreamLogHandler` writes, but for the second the line was written at.
+@Test func textLogLinesAreWhatStreamLogHandlerWrites() throws {
+    final class Captured: TextOutputStream, @unchecked Sendable {
+        var text = ""
+        func write(_ string: String) { text += string }
+    }
+    struct Failure: Error, CustomStringConvertible { var description: String { "it failed" } }
+    let events: [(Logger.Metadata, LogEvent)] = [
+        ([:], LogEvent(level: .info, message: "request", metadata: nil, source: "RelayServer", file: "", function: "", line: 0)),
+        (
+            ["request_id": "abc", "client": "127.0.0.1", "a": "first"],
+            LogEvent(
+                level: .notice, message: "webhook refused", metadata: ["status": "401", "reason": "a b=c\nd", "a": "overridden"],
+                source: "RelayServer", file: "", function: "", line: 0)
+        ),
+        (
+            ["list": ["x", "y"], "map": ["k": "v"]],
+            LogEvent(level: .error, message: "ünïcödé", metadata: [:], source: "rc_relay", file: "", function: "", line: 0)
+        ),
+        (
+            ["request_id": "abc"],
+            LogEvent(
+                level: .warning, message: "with an error", error: Failure(), metadata: nil, source: "DeliveryEngine", file: "", function: "",
+                line: 0)
+        ),
+    ]
+    for label in ["rc-relay", ""] {
+        for (metadata, event) in events {
+            let captured = Captured()
+            var reference = StreamLogHandler(label: label, stream: captured, metadataProvider: nil)
+            reference.metadata = metadata
+            reference.log(event: event)
+            let ours = String(decoding: TextLogHandler.line(event, metadata: metadata, label: label, timestamp: "T"), as: UTF8.self)
+            let theirs = captured.text
+            // Everything after the timestamp is the same; the timestamp has the same shape.
+            #expect(ours.dropFirst(1) == theirs.drop { $0 != " " }, "\(event.message)")
+            #expect(theirs.prefix { $0 != " " }.count == TextLogHandler.timestamp().count)
+        }
+    }
+    #expect(TextLogHandler.timestamp().wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}/) != nil)
+}
