@@ -23,7 +23,6 @@ import json
 import os
 import platform
 import re
-import socket
 import ssl
 import statistics
 import subprocess

@@ -23,11 +23,8 @@ extension PostgresStore {
     /// when this one does). The admissions waiting at the same time share one round trip and one commit
     /// (``AdmissionBatcher``); this returns once the commit holding the event is done.
     package func admit(_ record: SpoolRecord, window: Duration, notify: Bool = true) async throws(StoreError) -> Admission {
-        let request = AdmissionBatcher.Request(
-            project: record.project, version: record.version.versionNumber, fingerprint: record.fingerprint, record: try Self.encode(record),
-            keys: record.keys, window: Self.seconds(window),
-            // The lease holder delivers what it admits itself: only other replicas' admissions need to wake it.
-            notice: notify ? Self.notice(project: record.project, holder: holder) : "")
+        // The lease holder delivers what it admits itself: only other replicas' admissions need to wake it.
+        let request = try Self.admission(record, window: window, notice: notify ? Self.notice(project: record.project, holder: holder) : "")
         let holders = try await admissions.admit(request) { batch throws(StoreError) in try await self.admitAll(batch) }
         guard !holders.isEmpty else { return .admitted }
         // In the order of the event's keys (its project and version first), as the in-memory registry does.
@@ -43,6 +40,13 @@ extension PostgresStore {
         }
         // The holder was forgotten between the two steps: the caller's retry admits it.
         throw .unavailable("the event changed while it was admitted; retry")
+    }
+
+    /// The event as `rc_relay_admit_all` takes it; `notice` empty for none.
+    static func admission(_ record: SpoolRecord, window: Duration, notice: String) throws(StoreError) -> AdmissionBatcher.Request {
+        AdmissionBatcher.Request(
+            project: record.project, version: record.version.versionNumber, fingerprint: record.fingerprint, record: try encode(record),
+            keys: record.keys, window: seconds(window), notice: notice)
     }
 
     /// One round of admissions: one statement, one transaction. Per request, the holders of its keys that are not it.

@@ -81,12 +81,7 @@ struct CheckConfig: AsyncParsableCommand {
 enum LogSetup {
     /// Sets up the process's log handler once, in the chosen format.
     static func bootstrap(level: Logger.Level, format: RelaySettings.LogFormat) -> Logger {
-        LoggingSystem.bootstrap { label in
-            switch format {
-            case .json: JSONLogHandler(label: label, level: level)
-            case .text: TextLogHandler(label: label, level: level)
-            }
-        }
+        LoggingSystem.bootstrap { label in LineLogHandler(label: label, level: level, format: format) }
         var logger = Logger(label: "rc-relay")
         logger.logLevel = level
         return logger

@@ -10,7 +10,7 @@ import Testing
     #expect(FileManager.default.createFile(atPath: path, contents: nil))
     defer { try? FileManager.default.removeItem(atPath: path) }
     let file = try #require(FileHandle(forWritingAtPath: path))
-    var logger = Logger(label: "test.logger") { JSONLogHandler(label: $0, level: .info, output: file) }
+    var logger = Logger(label: "test.logger") { LineLogHandler(label: $0, level: .info, format: .json, output: file) }
     logger[metadataKey: "request_id"] = "r-1"
     let tricky = "quote \" backslash \\ newline \n tab \t bell \u{07} unicode é ✓ 🚀"
     logger.info("\(tricky)", metadata: ["field": "\(tricky)", "ts": "must not replace the timestamp"])
@@ -42,7 +42,7 @@ import Testing
     }
 }
 
-/// The text handler writes what swift-log's `StreamLogHandler` writes, but for the second the line was written at.
+/// The text format is what swift-log's `StreamLogHandler` writes, but for the second the line was written at.
 @Test func textLogLinesAreWhatStreamLogHandlerWrites() throws {
     final class Captured: TextOutputStream, @unchecked Sendable {
         var text = ""
@@ -74,12 +74,13 @@ import Testing
             var reference = StreamLogHandler(label: label, stream: captured, metadataProvider: nil)
             reference.metadata = metadata
             reference.log(event: event)
-            let ours = String(decoding: TextLogHandler.line(event, metadata: metadata, label: label, timestamp: "T"), as: UTF8.self)
+            let fields = LineLogHandler.fields(event, metadata: metadata)
+            let ours = String(decoding: LineLogHandler.textLine(event, fields: fields, label: label, timestamp: "T"), as: UTF8.self)
             let theirs = captured.text
             // Everything after the timestamp is the same; the timestamp has the same shape.
             #expect(ours.dropFirst(1) == theirs.drop { $0 != " " }, "\(event.message)")
-            #expect(theirs.prefix { $0 != " " }.count == TextLogHandler.timestamp().count)
+            #expect(theirs.prefix { $0 != " " }.count == LineLogHandler.localTimestamp().count)
         }
     }
-    #expect(TextLogHandler.timestamp().wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}/) != nil)
+    #expect(LineLogHandler.localTimestamp().wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}/) != nil)
 }

@@ -47,6 +47,23 @@ private func send(_ channel: any Channel, _ text: String) async throws {
     }
 }
 
+@Test func aRequestThatFollowsAReadOneOnTheSameConnectionIsCutAtItsOwnDeadline() async throws {
+    try await withLiveRelay(.standard.environment(["RC_RELAY_REQUEST_READ_TIMEOUT_SECONDS": "0.5", "RC_RELAY_IDLE_TIMEOUT_SECONDS": "3600"])) {
+        relay in
+        let collector = Collector()
+        let channel = try await connect(relay.relayURL, collector: collector)
+        // One write: a whole request, then a second one's head and part of its body. The one timer of the connection
+        // was set for the first request; when it fires, the second is still being read, and is cut at its own deadline.
+        try await send(
+            channel,
+            "GET /healthz HTTP/1.1\r\nHost: relay\r\n\r\n"
+                + "POST /webhooks/remote-config HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"v")
+        try await eventually("the relay closes the connection") { !channel.isActive }
+        #expect(collector.text.withLock { $0.hasPrefix("HTTP/1.1 200") })
+        #expect(await relay.emulator.stats.sendRequests == 0)
+    }
+}
+
 @Test func aRequestWhoseSignatureHeadersCannotPassIsRefusedBeforeItsBodyIsRead() async throws {
     try await withLiveRelay(.standard.environment(["RC_RELAY_REQUEST_READ_TIMEOUT_SECONDS": "600", "RC_RELAY_IDLE_TIMEOUT_SECONDS": "3600"])) {
         relay in

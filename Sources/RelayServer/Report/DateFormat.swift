@@ -18,7 +18,7 @@ struct DateFormat: DateTranscoder {
         let milliseconds = min(999, Int((interval - seconds) * 1000))
         var bytes: [UInt8] = []
         bytes.reserveCapacity(24)
-        JSONLogHandler.appendTimestamp(seconds: Int(seconds), milliseconds: milliseconds, to: &bytes)
+        LineLogHandler.appendTimestamp(seconds: Int(seconds), milliseconds: milliseconds, to: &bytes)
         return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -109,9 +109,7 @@ import Testing
                 let store = stores[0]
                 try await store.migrate()
                 func request(_ record: SpoolRecord) throws -> AdmissionBatcher.Request {
-                    AdmissionBatcher.Request(
-                        project: record.project, version: record.version.versionNumber, fingerprint: record.fingerprint,
-                        record: try PostgresStore.encode(record), keys: record.keys, window: 600, notice: "")
+                    try PostgresStore.admission(record, window: .seconds(600), notice: "")
                 }
                 // In one round: an event, the same event again, its id for another version, an event without an id
                 // (no keys but its version's), and another project's.

@@ -1,0 +1,159 @@
+import Foundation
+import Logging
+import RelayCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// One line per event, in the configured `log.format`:
+///
+/// - `json`: one JSON object per line: `ts`, `level`, `msg`, `logger`, then the metadata as fields in key order;
+/// - `text`: what swift-log's `StreamLogHandler` writes (`2026-11-26T01:36:48+0000 notice rc-relay: key=value …
+///   [module] message`).
+///
+/// Written by hand: every webhook logs a few lines, and `JSONSerialization` with a date formatter were a measurable
+/// share of its CPU; `StreamLogHandler` sorts and formats the whole metadata again each time one key is set, and
+/// rc-relay sets several per request, which was a tenth of a webhook's CPU (docs/performance.md). Here the metadata is
+/// formatted once, when a line is written.
+public struct LineLogHandler: LogHandler {
+    public var logLevel: Logger.Level
+    public var metadata: Logger.Metadata = [:]
+    let label: String
+    let format: RelaySettings.LogFormat
+    let output: FileHandle
+
+    public init(label: String, level: Logger.Level = .info, format: RelaySettings.LogFormat, output: FileHandle = .standardOutput) {
+        self.label = label
+        self.logLevel = level
+        self.format = format
+        self.output = output
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        let fields = Self.fields(event, metadata: metadata)
+        let line =
+            switch format {
+            case .json: Self.jsonLine(event, fields: fields, label: label)
+            case .text: Self.textLine(event, fields: fields, label: label, timestamp: Self.localTimestamp())
+            }
+        output.write(Data(line))
+    }
+
+    /// The handler's metadata, then the event's, then its error, as `StreamLogHandler` merges them.
+    static func fields(_ event: LogEvent, metadata base: Logger.Metadata) -> Logger.Metadata {
+        var fields = base
+        if let extra = event.metadata, !extra.isEmpty { fields.merge(extra) { $1 } }
+        if let error = event.error {
+            fields["error.message"] = "\(error)"
+            fields["error.type"] = "\(String(reflecting: type(of: error)))"
+        }
+        return fields
+    }
+
+    static func jsonLine(_ event: LogEvent, fields: Logger.Metadata, label: String) -> [UInt8] {
+        var line: [UInt8] = []
+        line.reserveCapacity(256)
+        line.append(contentsOf: #"{"ts":""#.utf8)
+        Self.appendTimestamp(to: &line)
+        line.append(contentsOf: #"","level":"#.utf8)
+        JSONBytes.appendString(event.level.rawValue, to: &line)
+        line.append(contentsOf: #","msg":"#.utf8)
+        JSONBytes.appendString(event.message.description, to: &line)
+        line.append(contentsOf: #","logger":"#.utf8)
+        JSONBytes.appendString(label, to: &line)
+        for key in fields.keys.sorted() where !Self.reserved.contains(key) {
+            line.append(UInt8(ascii: ","))
+            JSONBytes.appendString(key, to: &line)
+            line.append(UInt8(ascii: ":"))
+            JSONBytes.appendString(fields[key]!.description, to: &line)
+        }
+        line.append(contentsOf: "}\n".utf8)
+        return line
+    }
+
+    static func textLine(_ event: LogEvent, fields: Logger.Metadata, label: String, timestamp: String) -> [UInt8] {
+        var line: [UInt8] = []
+        line.reserveCapacity(256)
+        line.append(contentsOf: timestamp.utf8)
+        line.append(UInt8(ascii: " "))
+        line.append(contentsOf: event.level.rawValue.utf8)
+        if !label.isEmpty {
+            line.append(UInt8(ascii: " "))
+            line.append(contentsOf: label.utf8)
+        }
+        line.append(UInt8(ascii: ":"))
+        for key in fields.keys.sorted() {
+            line.append(UInt8(ascii: " "))
+            line.append(contentsOf: key.utf8)
+            line.append(UInt8(ascii: "="))
+            line.append(contentsOf: fields[key]!.description.utf8)
+        }
+        line.append(contentsOf: " [".utf8)
+        line.append(contentsOf: event.source.utf8)
+        line.append(contentsOf: "] ".utf8)
+        line.append(contentsOf: event.message.description.utf8)
+        line.append(UInt8(ascii: "\n"))
+        return line
+    }
+
+    /// Now, in local time, as `StreamLogHandler` writes it: `%Y-%m-%dT%H:%M:%S%z`.
+    static func localTimestamp() -> String {
+        var now = time(nil)
+        var parts = tm()
+        guard localtime_r(&now, &parts) != nil else { return "<unknown>" }
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer in
+            let count = strftime(buffer.baseAddress!, buffer.count, "%Y-%m-%dT%H:%M:%S%z", &parts)
+            return String(decoding: UnsafeRawBufferPointer(start: buffer.baseAddress, count: count), as: UTF8.self)
+        }
+    }
+
+    private static let reserved: Set<String> = ["ts", "level", "msg", "logger"]
+
+    /// Now, in RFC 3339 in UTC with milliseconds: `2026-11-23T09:55:03.123Z`.
+    static func appendTimestamp(to line: inout [UInt8]) {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        appendTimestamp(seconds: now.tv_sec, milliseconds: Int(now.tv_nsec) / 1_000_000, to: &line)
+    }
+
+    /// A time in RFC 3339 in UTC with milliseconds.
+    static func appendTimestamp(seconds: Int, milliseconds: Int, to line: inout [UInt8]) {
+        var seconds = seconds
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func digits(_ value: Int, _ count: Int) {
+            var divisor = 1
+            for _ in 1..<count { divisor *= 10 }
+            var value = value
+            while divisor > 0 {
+                line.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
+                value %= divisor
+                divisor /= 10
+            }
+        }
+        digits(Int(parts.tm_year) + 1900, 4)
+        line.append(UInt8(ascii: "-"))
+        digits(Int(parts.tm_mon) + 1, 2)
+        line.append(UInt8(ascii: "-"))
+        digits(Int(parts.tm_mday), 2)
+        line.append(UInt8(ascii: "T"))
+        digits(Int(parts.tm_hour), 2)
+        line.append(UInt8(ascii: ":"))
+        digits(Int(parts.tm_min), 2)
+        line.append(UInt8(ascii: ":"))
+        digits(Int(parts.tm_sec), 2)
+        line.append(UInt8(ascii: "."))
+        digits(milliseconds, 3)
+        line.append(UInt8(ascii: "Z"))
+    }
+}
