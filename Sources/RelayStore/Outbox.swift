@@ -45,7 +45,7 @@ extension PostgresStore {
     /// The event as `rc_relay_admit_all` takes it; `notice` empty for none.
     static func admission(_ record: SpoolRecord, window: Duration, notice: String) throws(StoreError) -> AdmissionBatcher.Request {
         AdmissionBatcher.Request(
-            project: record.project, version: record.version.versionNumber, fingerprint: record.fingerprint, record: try encode(record),
+            project: record.project, version: record.version.versionNumber, fingerprint: record.fingerprint, record: record.jsonText,
             keys: record.keys, window: seconds(window), notice: notice)
     }
 
@@ -78,7 +78,7 @@ extension PostgresStore {
 
     /// Records progress (shards accepted, the routes still due at a stop) of an event still pending.
     package func update(_ record: SpoolRecord) async throws(StoreError) {
-        let json = try Self.encode(record)
+        let json = record.jsonText
         let key = record.keys.first ?? ""
         try await run("update") { client, logger in
             try await client.query(
@@ -280,11 +280,7 @@ extension PostgresStore {
         var reports: [String] = []
         for (record, settled) in settlements {
             keys.append(record.keys.first ?? "")
-            do {
-                reports.append(String(decoding: try JSONEncoder().encode(settled), as: UTF8.self))
-            } catch {
-                throw .failed("the reports could not be encoded: \(error)")
-            }
+            reports.append(DeliveryReport.jsonText(settled))
         }
         let (batchKeys, batchReports) = (keys, reports)
         try await run("settle") { client, logger in
@@ -328,14 +324,6 @@ extension PostgresStore {
                 try? await Task.sleep(for: delay)
                 delay = min(delay * 2, .seconds(5))
             }
-        }
-    }
-
-    static func encode(_ record: SpoolRecord) throws(StoreError) -> String {
-        do {
-            return String(decoding: try JSONEncoder().encode(record), as: UTF8.self)
-        } catch {
-            throw .failed("the event could not be encoded: \(error)")
         }
     }
 

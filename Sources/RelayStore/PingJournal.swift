@@ -8,15 +8,13 @@ extension PostgresStore {
     /// Writes the entries, each by its id (a newer copy of an entry replaces the older).
     func journal(_ entries: [DeliveryHistory.Entry]) async throws(StoreError) {
         var (ids, projects, routes, versions, statuses, texts) = ([String](), [String](), [String](), [Int64](), [String](), [String]())
-        let encoder = JSONEncoder()
         for entry in entries {
-            guard let data = try? encoder.encode(entry) else { continue }
             ids.append(entry.id)
             projects.append(entry.project)
             routes.append(entry.route)
             versions.append(entry.version.versionNumber)
             statuses.append(Self.status(entry))
-            texts.append(String(decoding: data, as: UTF8.self))
+            texts.append(entry.jsonText)
         }
         guard !ids.isEmpty else { return }
         let rows = (ids, projects, routes, versions, statuses, texts)

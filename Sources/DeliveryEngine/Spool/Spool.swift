@@ -84,7 +84,7 @@ package struct FileSpool: Spool {
     package var quarantine: URL { directory.appendingPathComponent("quarantine", isDirectory: true) }
 
     package func write(_ record: SpoolRecord) throws {
-        let data = try JSONEncoder().encode(record)
+        let data = Data(record.jsonText.utf8)
         let final = directory.appendingPathComponent(record.fileName)
         let temporary = directory.appendingPathComponent(".\(record.fileName).\(UUID().uuidString)")
         let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)

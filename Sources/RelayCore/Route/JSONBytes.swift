@@ -19,9 +19,9 @@ public struct JSONBytes {
         needsComma = true
     }
 
-    /// `"name":[`; each element then starts with ``open(_:)``.
-    public mutating func openArray(_ name: String) {
-        key(name)
+    /// `"name":[`, or `[` with no name; each element then starts with ``open(_:)``.
+    public mutating func openArray(_ name: String? = nil) {
+        if let name { key(name) } else { comma() }
         bytes.append(UInt8(ascii: "["))
         needsComma = false
     }
@@ -54,6 +54,33 @@ public struct JSONBytes {
         key(name)
         bytes.append(contentsOf: String(value).utf8)
         needsComma = true
+    }
+
+    public mutating func field(_ name: String, _ value: Int64?) {
+        guard let value else { return }
+        key(name)
+        bytes.append(contentsOf: String(value).utf8)
+        needsComma = true
+    }
+
+    /// A number as Swift prints it: the shortest text that reads back as the same `Double` (what `JSONEncoder` writes).
+    public mutating func field(_ name: String, number value: Double?) {
+        guard let value else { return }
+        key(name)
+        bytes.append(contentsOf: String(value).utf8)
+        needsComma = true
+    }
+
+    /// An array of strings, left out when nil.
+    public mutating func field(_ name: String, _ values: [String]?) {
+        guard let values else { return }
+        openArray(name)
+        for value in values {
+            comma()
+            string(value)
+            needsComma = true
+        }
+        closeArray()
     }
 
     public mutating func field(_ name: String, _ value: Bool) {
