@@ -139,13 +139,8 @@ package final class PostgresStore: Service, Sendable {
                 answer.settle(.failure(Self.storeError(error)))
             }
         }
-        let timer = Task {
-            try? await Task.sleep(for: limit)
-            answer.settle(.failure(.unavailable("no answer within \(limit)")))
-        }
-        let outcome =
-            await answer.value(within: limit * 2, on: SystemDeliveryClock()) ?? .failure(.unavailable("no answer within \(limit)"))
-        timer.cancel()
+        // The bounded wait is a callback on the clock's shared sweep, not a timer task per statement.
+        let outcome = await answer.value(within: limit, on: SystemDeliveryClock()) ?? .failure(.unavailable("no answer within \(limit)"))
         work.cancel()
         observe(what, ContinuousClock.now - started, { if case .failure = outcome { true } else { false } }())
         switch outcome {
