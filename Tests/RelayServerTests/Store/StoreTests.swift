@@ -132,6 +132,65 @@ import Testing
         }
     }
 
+    /// Another replica commits a key of the round while the round waits on that key's index: the event that lost it
+    /// is taken back and told its holder, an event after it in the round that claims the same key is told the same, and
+    /// the rest of the round stands.
+    @Test func anEventThatLosesAKeyToAConcurrentCommitIsTakenBack() async throws {
+        try await withPostgres { cluster in
+            try await withReplicas(cluster, count: 2) { stores in
+                let (store, other) = (stores[0], stores[1])
+                try await store.migrate()
+                let round = try [record(), record(project: "other"), record()].map {
+                    try PostgresStore.admission($0, window: .seconds(600), notice: "")
+                }
+                let holders = try await withKeyHeldOpen(by: other, cluster: cluster) { try await store.admitAll(round) }
+                let concurrent = AdmissionBatcher.Holder(fingerprint: "demo/7", settled: false, reports: "[]")
+                #expect(holders == [["demo/id/evt-1": concurrent], [:], ["demo/id/evt-1": concurrent]])
+                #expect(try cluster.sql(Self.eventsByRecord) == "concurrent,other/7")
+                #expect(try cluster.sql("SELECT count(*) FROM rc_relay_event_keys") == "3")
+            }
+        }
+    }
+
+    /// The stored events in order: the other replica's by its record, the relay's by their fingerprints.
+    static let eventsByRecord =
+        "SELECT string_agg(CASE WHEN record = 'concurrent' THEN record ELSE fingerprint END, ',' ORDER BY id) FROM rc_relay_events"
+
+    /// Runs `admission` while `other` holds key `demo/id/evt-1` in an open transaction (an event of fingerprint
+    /// `demo/7`, record `concurrent`), and commits that transaction once the admission waits for the key's lock.
+    private func withKeyHeldOpen<T: Sendable>(
+        by other: PostgresStore, cluster: PostgresCluster, _ admission: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        let (locked, lockedSignal) = AsyncStream.makeStream(of: Void.self)
+        let (release, releaseSignal) = AsyncStream.makeStream(of: Void.self)
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask {
+                try await other.client.withTransaction(logger: Self.logger) { connection in
+                    try await connection.query(
+                        """
+                        WITH e AS (
+                            INSERT INTO rc_relay_events (project, version, fingerprint, record) VALUES ('demo', 7, 'demo/7', 'concurrent')
+                            RETURNING id)
+                        INSERT INTO rc_relay_event_keys (key, event) SELECT 'demo/id/evt-1', id FROM e
+                        """, logger: Self.logger)
+                    lockedSignal.yield()
+                    for await _ in release { break }
+                }
+                return nil
+            }
+            for await _ in locked { break }
+            group.addTask { try await admission() }
+            // The event waited for: the admission is blocked on the key's lock. Then the other replica commits.
+            while try cluster.sql("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'") == "0" {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            releaseSignal.yield()
+            var outcome: T?
+            for try await result in group { if let result { outcome = result } }
+            return try #require(outcome)
+        }
+    }
+
     @Test func aSettledEventIsForgottenAfterTheWindow() async throws {
         try await withPostgres { cluster in
             try await withReplicas(cluster, count: 1) { stores in
