@@ -35,20 +35,27 @@ struct Serve: AsyncParsableCommand {
             throw ExitCode(78)  // EX_CONFIG
         }
         let logger = LogSetup.bootstrap(level: settings.logLevel, format: settings.logFormat)
-        let app = try await RelayApplication.build(
-            settings: settings, logger: logger, source: path, reader: { try loader.load(path: path) },
-            onServerRunning: { port in
-                logger.notice(
-                    "rc-relay listening",
-                    metadata: [
-                        "address": "\(settings.host):\(port)", "webhook_path": "\(RelaySettings.webhookPath)",
-                        "projects": "\(settings.projects.map { $0.id ?? "(from the metadata server)" }.joined(separator: ","))",
-                    ])
-            },
-            onAdminRunning: { port in
-                logger.notice("rc-relay admin listening", metadata: ["address": "\(settings.adminHost):\(port)"])
-            })
-        try await app.runService()
+        do {
+            let app = try await RelayApplication.build(
+                settings: settings, logger: logger, source: path, reader: { try loader.load(path: path) },
+                onServerRunning: { port in
+                    logger.notice(
+                        "rc-relay listening",
+                        metadata: [
+                            "address": "\(settings.host):\(port)", "webhook_path": "\(RelaySettings.webhookPath)",
+                            "projects": "\(settings.projects.map { $0.id ?? "(from the metadata server)" }.joined(separator: ","))",
+                        ])
+                },
+                onAdminRunning: { port in
+                    logger.notice("rc-relay admin listening", metadata: ["address": "\(settings.adminHost):\(port)"])
+                })
+            try await app.runService()
+        } catch let error as ConfigurationError {
+            // Found while building (a key file, the project id): the same exit as a mistake in the file, so a service
+            // manager does not restart into it (deploy/systemd).
+            FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+            throw ExitCode(78)  // EX_CONFIG
+        }
     }
 }
 

@@ -3,6 +3,7 @@ import base64
 import json
 import os
 import re
+import socket
 import subprocess
 
 import requests
@@ -202,3 +203,28 @@ def test_check_config_accepts_the_example_and_names_the_key_of_a_mistake(tmp_pat
     assert bad.returncode != 0
     assert "routes[0].topic" in bad.stderr + bad.stdout
     assert "MfKQ9r8" not in bad.stderr + bad.stdout
+
+
+def test_a_relay_without_a_project_says_it_asks_the_metadata_server_before_it_waits(tmp_path):
+    # A metadata server that never answers (off Google Cloud the name may not even resolve): the relay says at once what
+    # it waits for, instead of sitting silent through the resolver's timeout, and the stop names the setting.
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    config = tmp_path / "rc-relay.yaml"
+    config.write_text(
+        f"""
+server: {{port: 0}}
+webhook: {{secrets: ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}
+fcm: {{metadataURL: "http://127.0.0.1:{listener.getsockname()[1]}", timeoutSeconds: 1}}
+"""
+    )
+    relay = Process([BINARY, "serve", "--config", str(config)])
+    try:
+        line = relay.wait_for(lambda l: "asking the metadata server" in l)
+        assert "fcm.project is not set" in line and f"127.0.0.1:{listener.getsockname()[1]}" in line
+        assert relay.proc.wait(timeout=60) == 78  # EX_CONFIG, as for a mistake in the file
+        assert "fcm.project" in relay.output.split("asking the metadata server", 1)[1]
+    finally:
+        relay.stop()
+        listener.close()

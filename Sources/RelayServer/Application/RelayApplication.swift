@@ -212,6 +212,10 @@ public enum RelayApplication {
                     throw ConfigurationError(
                         key: "fcm.project", problem: "the key file names no project_id", fix: "set fcm.project to the Firebase project id")
                 }
+                // Off Google Cloud the name does not resolve, and the answer can take the resolver's whole timeout: say
+                // what the relay waits for.
+                let url = if case .metadataServer(let url) = project.credentials { url } else { "" }
+                logger.notice("asking the metadata server for the project id (fcm.project is not set)", metadata: ["url": "\(url)"])
                 do {
                     id = try await projectID(from: metadata)
                 } catch {
