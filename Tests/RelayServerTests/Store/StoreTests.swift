@@ -43,10 +43,16 @@ import Testing
                     for store in stores { group.addTask { try await store.migrate() } }
                     return try await group.reduce(into: [[Int]]()) { $0.append($1) }
                 }
-                #expect(applied.filter { !$0.isEmpty } == [[1, 2, 3]])
+                #expect(applied.filter { !$0.isEmpty } == [[1, 2, 3, 4]])
                 #expect(applied.filter(\.isEmpty).count == 3)
             }
-            #expect(try cluster.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM rc_relay_schema") == "1,2,3")
+            #expect(try cluster.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM rc_relay_schema") == "1,2,3,4")
+            // Step 4: the admission functions plan once per connection, not once per event.
+            #expect(
+                try cluster.sql(
+                    "SELECT string_agg(proname || ' ' || array_to_string(proconfig, ','), '; ' ORDER BY proname) FROM pg_proc WHERE proname LIKE 'rc_relay_admit%'"
+                )
+                    == "rc_relay_admit plan_cache_mode=force_generic_plan; rc_relay_admit_all plan_cache_mode=force_generic_plan")
         }
     }
 
@@ -58,7 +64,7 @@ import Testing
                 await #expect {
                     try await stores[0].migrate()
                 } throws: { error in
-                    guard case StoreError.schemaTooNew(found: 999, known: 3) = error else { return false }
+                    guard case StoreError.schemaTooNew(found: 999, known: 4) = error else { return false }
                     return true
                 }
             }
