@@ -24,7 +24,7 @@ extension PostgresStore {
     /// (``AdmissionBatcher``); this returns once the commit holding the event is done.
     package func admit(_ record: SpoolRecord, window: Duration, notify: Bool = true) async throws(StoreError) -> Admission {
         // The lease holder delivers what it admits itself: only other replicas' admissions need to wake it.
-        let request = try Self.admission(record, window: window, notice: notify ? Self.notice(project: record.project, holder: holder) : "")
+        let request = Self.admission(record, window: window, notice: notify ? Self.notice(project: record.project, holder: holder) : "")
         let holders = try await admissions.admit(request) { batch throws(StoreError) in try await self.admitAll(batch) }
         guard !holders.isEmpty else { return .admitted }
         // In the order of the event's keys (its project and version first), as the in-memory registry does.
@@ -43,7 +43,7 @@ extension PostgresStore {
     }
 
     /// The event as `rc_relay_admit_all` takes it; `notice` empty for none.
-    static func admission(_ record: SpoolRecord, window: Duration, notice: String) throws(StoreError) -> AdmissionBatcher.Request {
+    static func admission(_ record: SpoolRecord, window: Duration, notice: String) -> AdmissionBatcher.Request {
         AdmissionBatcher.Request(
             project: record.project, version: record.version.versionNumber, fingerprint: record.fingerprint, record: record.jsonText,
             keys: record.keys, window: seconds(window), notice: notice)

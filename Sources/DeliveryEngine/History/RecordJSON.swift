@@ -60,18 +60,15 @@ extension DeliveryHistory.Entry {
         json.field("decision", decision)
         if let audience {
             // A Swift enum with an associated value: `{"topic":{"_0":"PUSH_RC"}}`.
+            let (kind, value) =
+                switch audience {
+                case .topic(let topic): ("topic", topic)
+                case .condition(let condition): ("condition", condition)
+                case .token(let token): ("token", token)
+                }
             json.open("audience")
-            switch audience {
-            case .topic(let topic):
-                json.open("topic")
-                json.field("_0", topic)
-            case .condition(let condition):
-                json.open("condition")
-                json.field("_0", condition)
-            case .token(let token):
-                json.open("token")
-                json.field("_0", token)
-            }
+            json.open(kind)
+            json.field("_0", value)
             json.close()
             json.close()
         }

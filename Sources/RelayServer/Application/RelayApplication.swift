@@ -214,8 +214,7 @@ public enum RelayApplication {
                 }
                 // Off Google Cloud the name does not resolve, and the answer can take the resolver's whole timeout: say
                 // what the relay waits for.
-                let url = if case .metadataServer(let url) = project.credentials { url } else { "" }
-                logger.notice("asking the metadata server for the project id (fcm.project is not set)", metadata: ["url": "\(url)"])
+                logger.notice("asking the metadata server for the project id (fcm.project is not set)", metadata: ["url": "\(identity)"])
                 do {
                     id = try await projectID(from: metadata)
                 } catch {
