@@ -16,6 +16,7 @@ which both relays trust as rc-relay's fcm.caFile says; run it beside a plaintext
 """
 import argparse
 import csv
+import datetime
 import base64
 import hashlib
 import hmac
@@ -137,6 +138,23 @@ def start_bare(work, emulator_url, token, ca=None):
     proc = Process([str(binary), "0", emulator_url, token, SECRET, *([str(ca)] if ca else [])], log)
     text = proc.wait_for_line(log, "bare-relay listening")
     return proc, re.search(r"listening on (http://\S+)", text).group(1) + "/webhooks/remote-config"
+
+
+def checkpointing(cluster, began, ended):
+    """Whether PostgreSQL had a checkpoint under way between the two times (its log: `checkpoint starting` and
+    `checkpoint complete` lines, UTC)."""
+    under_way, since = False, None
+    for line in (cluster.dir / "log").read_text(errors="replace").splitlines():
+        match = re.match(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) UTC .*checkpoint (starting|complete)", line)
+        if not match:
+            continue
+        at = datetime.datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=datetime.timezone.utc).timestamp()
+        if match.group(2) == "starting":
+            since = at
+        elif since is not None:
+            under_way |= since < ended and at > began
+            since = None
+    return under_way or (since is not None and since < ended)
 
 
 def first_accepted(url, started):
@@ -335,6 +353,11 @@ def main():
             from postgres import Cluster
 
             cluster = Cluster(durable=True)
+            # The store's p99 depends on whether PostgreSQL checkpoints during the run (docs/performance.md): its log
+            # says when each checkpoint starts and ends, and each store run is marked by it.
+            cluster.sql("ALTER SYSTEM SET log_checkpoints = on")
+            cluster.sql("ALTER SYSTEM SET log_timezone = 'UTC'")
+            cluster.sql("SELECT pg_reload_conf()")
             stored, stored_url, _ = start_relay(args.bin, work, emulator_url, key, name="store", ca=ca,
                                                 extra=f'store: {{postgres: {{url: "{cluster.url}"}}}}\n')
             stored.wait_for_line(work / "store.log", "project lease taken")  # it delivers its own webhooks from here
@@ -401,8 +424,10 @@ def main():
                 bare_floor = floor(bare, bare_url)
             if stored:
                 db_before = cluster.cpu_seconds()
+                store_began = time.time()
                 store_result, store_cpu = load(stored, stored_url, "rc-relay with PostgreSQL")
                 store_db_cpu = (cluster.cpu_seconds() - db_before) / max(store_result["ok"], 1) * 1000
+                store_result["checkpoint"] = checkpointing(cluster, store_began, time.time())
             if args.flood:
                 flood_result, flood_cpu, probes = flood(relay, url, flood_script, args.connections, args.duration, probe)
                 if bare:
@@ -521,6 +546,7 @@ def main():
             "store_p99_ms": median("p99_ms", runs["store"]),
             "store_cpu_ms_per_webhook": statistics.median(runs["store_cpu"]),
             "store_postgres_cpu_ms_per_webhook": statistics.median(runs["store_db_cpu"]),
+            "store_runs": [{"p99_ms": r["p99_ms"], "checkpoint": r["checkpoint"]} for r in runs["store"]],
         }
     machine = f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}"
     print(f"\nrc-relay benchmark — {args.runs} runs × {args.duration} s, {args.connections} connections, medians; "
@@ -562,6 +588,8 @@ def main():
             ("with PostgreSQL: latency p50 / p99", f"{figures['store_p50_ms']:.2f} ms / {figures['store_p99_ms']:.2f} ms"),
             ("with PostgreSQL: CPU per webhook, relay / PostgreSQL",
              f"{figures['store_cpu_ms_per_webhook']:.3f} ms / {figures['store_postgres_cpu_ms_per_webhook']:.3f} ms"),
+            ("with PostgreSQL: each run's p99 (* a checkpoint under way)",
+             ", ".join(f"{r['p99_ms']:.2f}{' *' if r['checkpoint'] else ''}" for r in figures["store_runs"]) + " ms"),
         ]
     if args.micro:
         figures["micro_ns"] = micro()

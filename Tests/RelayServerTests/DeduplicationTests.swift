@@ -162,3 +162,21 @@ import Testing
         #expect(sent.allSatisfy { $0.project == "demo-project" })
     }
 }
+
+@Test func anEventKnownOnlyByItsWebhookIDIsOneKeyNotTwo() async throws {
+    try await withLiveRelay(.standard) { relay in
+        // A bare signed version: its id is its webhook-id, a key across projects, and it is known by nothing else.
+        #expect(try await relay.post(#"{"versionNumber":"70"}"#, id: "msg_only_id").status == 200)
+        // Its retry is the same event by that key.
+        #expect(try await relay.post(#"{"versionNumber":"70"}"#, id: "msg_only_id").delivered.duplicate == true)
+        // A CloudEvent of another version whose ce-id happens to be that webhook-id, signed under its own webhook-id,
+        // is another event: the ce-id is matched against other events' ids, not against webhook-ids.
+        let other = try await relay.post(#"{"versionNumber":"71"}"#, headers: binaryHeaders(id: "msg_only_id"), id: "msg_other_sender")
+        #expect(other.status == 200)
+        #expect(try other.delivered.duplicate == false)
+        // And a CloudEvent that repeats that ce-id with another version is refused as a conflict, as before.
+        let conflict = try await relay.post(#"{"versionNumber":"72"}"#, headers: binaryHeaders(id: "msg_only_id"), id: "msg_third")
+        #expect(conflict.status == 409)
+        #expect(await relay.emulator.messages.count == 2)
+    }
+}

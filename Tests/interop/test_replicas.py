@@ -143,6 +143,10 @@ def test_a_redelivery_to_another_replica_sends_nothing(emulator, tmp_path, clust
             assert again.status_code == 200, again.text
             assert again.json()["duplicate"] is True
         assert versions_sent(emulator) == ["41"]
+        # Known by its version and its webhook-id: two keys, one row each, and no third key for the same id.
+        assert cluster.sql(
+            "SELECT string_agg(key, ' ' ORDER BY key) FROM rc_relay_event_keys k JOIN rc_relay_events e ON e.id = k.event "
+            "WHERE e.version = 41") == "demo-project/version/41 webhook/msg_redelivered"
     finally:
         if proxy:
             stop_proxy(proxy)

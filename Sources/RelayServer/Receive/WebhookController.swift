@@ -51,9 +51,12 @@ struct WebhookController: Sendable {
         logger[metadataKey: "version"] = "\(event.version.versionNumber)"
         logger.info("webhook accepted", metadata: ["format": "\(event.format.rawValue)"])
         // The same event by id, or the same version of the project by another way in, is one event. A signed request's
-        // `webhook-id` is its identity whatever the unsigned headers say, so it is a key across projects.
+        // `webhook-id` is its identity whatever the unsigned headers say, so it is a key across projects. An event whose
+        // only id is its `webhook-id` is known by that key alone: a second, per-project key of the same id would only
+        // match another way in's event that happened to carry that id, and costs a row per event in the shared store
+        // (docs/performance.md).
         let keys = [
-            "\(project)/version/\(event.version.versionNumber)", eventID.map { "\(project)/id/\($0)" }, webhookID.map { "webhook/\($0)" },
+            "\(project)/version/\(event.version.versionNumber)", event.id.map { "\(project)/id/\($0)" }, webhookID.map { "webhook/\($0)" },
         ].compactMap { $0 }
         let record = SpoolRecord(
             keys: keys, project: project, eventID: eventID, format: event.format.rawValue, version: event.version,
