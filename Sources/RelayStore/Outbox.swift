@@ -90,7 +90,7 @@ extension PostgresStore {
     }
 
     /// Marks the event delivered (or given up by an operator), with its reports for duplicates. Its record goes: only
-    /// a delivery reads it, and the settled row version is smaller without it (6 % less WAL per webhook).
+    /// a delivery reads it, and the settled row version is smaller without it (less WAL: docs/performance.md).
     package func settle(_ record: SpoolRecord, reports: [DeliveryReport]) async throws(StoreError) {
         try await settle([(record, reports)])
     }
