@@ -85,6 +85,7 @@ let package = Package(
             name: "RelayStore",
             dependencies: [
                 "DeliveryEngine",
+                "FCMClient",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),

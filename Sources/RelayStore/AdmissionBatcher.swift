@@ -1,4 +1,4 @@
-import Synchronization
+import FCMClient
 
 /// Admissions go to the database in rounds: while one round is on its way, the admissions that arrive wait, and the
 /// next round takes them all in one call and one commit (`rc_relay_admit_all`). A lone webhook goes at once; under load
@@ -43,7 +43,7 @@ final class AdmissionBatcher: Sendable {
         var rounds = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// How many admissions wait for the next round.
     var waiting: Int { state.withLock { $0.waiting.count } }

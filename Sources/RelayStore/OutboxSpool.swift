@@ -1,5 +1,5 @@
 import DeliveryEngine
-import Synchronization
+import FCMClient
 
 /// The delivery engine's spool and history journal, on the store: an event is in the outbox from the moment it is admitted (before any
 /// answer), so the engine's writes here are progress (shards accepted, routes still due at a stop) and settlements.
@@ -28,7 +28,7 @@ package final class OutboxSpool: Spool, DeliveryJournal {
         var finished = false
     }
 
-    private let queue = Mutex(Queue())
+    private let queue = Locked(Queue())
     private let wake: AsyncStream<Void>.Continuation
     /// Yields when changes are queued (at most one wake-up waits: the consumer takes everything queued at once).
     let wakes: AsyncStream<Void>

@@ -1,7 +1,7 @@
+import FCMClient
 import Foundation
 import NIOCore
 import NIOPosix
-import Synchronization
 import Testing
 
 /// A raw TCP connection to the relay, for clients that do not behave; `collector` keeps what the relay writes back.
@@ -18,7 +18,7 @@ private func connect(_ url: String, collector: Collector? = nil) async throws ->
 /// What the relay wrote back on a raw connection, as text.
 private final class Collector: ChannelInboundHandler, Sendable {
     typealias InboundIn = ByteBuffer
-    let text = Mutex("")
+    let text = Locked("")
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = Self.unwrapInboundIn(data)

@@ -1,9 +1,9 @@
 import DeliveryEngine
+import FCMClient
 import Foundation
 import Logging
 import RelayStore
 import ServiceLifecycle
-import Synchronization
 
 /// With a shared store (`store.postgres`), which projects this replica delivers, and their outbox.
 ///
@@ -37,7 +37,7 @@ final class ProjectLeases: Service, Sendable {
         var toSweep: Set<String> = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let wake: AsyncStream<Void>.Continuation
     private let wakes: AsyncStream<Void>
 

@@ -1,4 +1,4 @@
-import Synchronization
+import FCMClient
 import Testing
 
 @testable import RelayStore
@@ -15,11 +15,11 @@ struct AdmissionBatcherTests {
     /// caller given another's answer shows), refuses rounds as `refuse` says, and holds its first
     /// ``AdmissionBatcher/maxRounds`` rounds until `release` is called.
     final class Rounds: Sendable {
-        let rounds = Mutex<[[String]]>([])
+        let rounds = Locked<[[String]]>([])
         let refuse: @Sendable ([AdmissionBatcher.Request]) -> StoreError?
         let (started, startedContinuation) = AsyncStream.makeStream(of: Void.self)
         /// Released, or the rounds waiting for the release.
-        let gate = Mutex<(released: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+        let gate = Locked<(released: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
 
         init(refuse: @escaping @Sendable ([AdmissionBatcher.Request]) -> StoreError? = { _ in nil }) { self.refuse = refuse }
 
