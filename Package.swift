@@ -85,8 +85,8 @@ let package = Package(
             name: "RelayStore",
             dependencies: [
                 "DeliveryEngine",
-                "FCMClient",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

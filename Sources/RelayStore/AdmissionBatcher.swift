@@ -1,4 +1,4 @@
-import FCMClient
+import NIOConcurrencyHelpers
 
 /// Admissions go to the database in rounds: while one round is on its way, the admissions that arrive wait, and the
 /// next round takes them all in one call and one commit (`rc_relay_admit_all`). A lone webhook goes at once; under load
@@ -43,15 +43,15 @@ final class AdmissionBatcher: Sendable {
         var rounds = 0
     }
 
-    private let state = Locked(State())
+    private let state = NIOLockedValueBox(State())
 
     /// How many admissions wait for the next round.
-    var waiting: Int { state.withLock { $0.waiting.count } }
+    var waiting: Int { state.withLockedValue { $0.waiting.count } }
 
     /// Admits `request` in the next round; `round` runs a round (the same function for every caller).
     func admit(_ request: Request, round: @escaping Round) async throws(StoreError) -> [String: Holder] {
         let result = await withCheckedContinuation { answer in
-            let start = state.withLock { state in
+            let start = state.withLockedValue { state in
                 state.waiting.append(Waiting(request: request, answer: answer))
                 guard state.rounds < Self.maxRounds else { return false }
                 state.rounds += 1
@@ -65,7 +65,7 @@ final class AdmissionBatcher: Sendable {
 
     private func runRounds(_ round: Round) async {
         while true {
-            let batch = state.withLock { state in
+            let batch = state.withLockedValue { state in
                 let batch = Array(state.waiting.prefix(Self.maxBatch))
                 state.waiting.removeFirst(batch.count)
                 if batch.isEmpty { state.rounds -= 1 }

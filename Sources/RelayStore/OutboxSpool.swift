@@ -1,5 +1,5 @@
 import DeliveryEngine
-import FCMClient
+import NIOConcurrencyHelpers
 
 /// The delivery engine's spool and history journal, on the store: an event is in the outbox from the moment it is admitted (before any
 /// answer), so the engine's writes here are progress (shards accepted, routes still due at a stop) and settlements.
@@ -28,7 +28,7 @@ package final class OutboxSpool: Spool, DeliveryJournal {
         var finished = false
     }
 
-    private let queue = Locked(Queue())
+    private let queue = NIOLockedValueBox(Queue())
     private let wake: AsyncStream<Void>.Continuation
     /// Yields when changes are queued (at most one wake-up waits: the consumer takes everything queued at once).
     let wakes: AsyncStream<Void>
@@ -38,7 +38,7 @@ package final class OutboxSpool: Spool, DeliveryJournal {
     }
 
     private func enqueue(_ change: Change) -> Bool {
-        let queued = queue.withLock { queue in
+        let queued = queue.withLockedValue { queue in
             guard !queue.finished else { return false }
             if case .journal = change {
                 guard queue.journalEntries < Self.journalLimit else { return false }
@@ -53,7 +53,7 @@ package final class OutboxSpool: Spool, DeliveryJournal {
 
     /// Everything queued so far, oldest first.
     func take() -> [Change] {
-        queue.withLock { queue in
+        queue.withLockedValue { queue in
             defer {
                 queue.changes = []
                 queue.journalEntries = 0
@@ -78,16 +78,16 @@ package final class OutboxSpool: Spool, DeliveryJournal {
     }
 
     /// The relay is stopping: a change the database does not take within a few tries is given up.
-    func stopping() { queue.withLock { $0.stopping = true } }
+    func stopping() { queue.withLockedValue { $0.stopping = true } }
 
     /// No change comes any more: the consumer applies what is queued and ends.
     func finish() {
-        queue.withLock {
+        queue.withLockedValue {
             $0.stopping = true
             $0.finished = true
         }
         wake.finish()
     }
 
-    var isStopping: Bool { queue.withLock { $0.stopping } }
+    var isStopping: Bool { queue.withLockedValue { $0.stopping } }
 }
