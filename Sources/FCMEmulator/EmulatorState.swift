@@ -1,3 +1,4 @@
+import DequeModule
 import Foundation
 import JWTKit
 
@@ -115,7 +116,12 @@ public actor EmulatorState {
     var tokens: [String: (project: String, scopes: Set<String>, expiresAt: Date)] = [:]
     /// Remote Config's template history, per project.
     public let templates: TemplateStore
-    public private(set) var messages: [Recorded] = []
+    /// Messages recorded at most: past it the oldest go, so that a long run (a benchmark's millions of messages, a
+    /// development session of days) does not grow the emulator without bound. ``Stats/accepted`` counts every one.
+    public let messagesKept: Int
+    private var recorded: Deque<Recorded> = []
+    /// The newest ``messagesKept`` messages, oldest first.
+    public var messages: [Recorded] { Array(recorded) }
     public private(set) var stats = Stats()
     /// The raw JWT assertions received at the token endpoint, for tests that check them independently.
     public private(set) var assertions: [String] = []
@@ -128,8 +134,14 @@ public actor EmulatorState {
     /// The project of the metadata server's default service account.
     public let metadataProject: String
 
-    public init(tokenLifetime: Int = 3599, baseLatencyMs: Int = 0, metadataProject: String = "demo-project", templatesKept: Int = 300) {
+    public static let defaultMessagesKept = 100_000
+
+    public init(
+        tokenLifetime: Int = 3599, baseLatencyMs: Int = 0, metadataProject: String = "demo-project", templatesKept: Int = 300,
+        messagesKept: Int = defaultMessagesKept
+    ) {
         self.templates = TemplateStore(kept: templatesKept)
+        self.messagesKept = max(messagesKept, 1)
         self.metadataProject = metadataProject
         self.tokenLifetime = tokenLifetime
         self.baseLatencyMs = baseLatencyMs
@@ -192,14 +204,15 @@ public actor EmulatorState {
             stats.validatedOnly += 1
         } else {
             stats.accepted += 1
-            messages.append(Recorded(name: name, project: project, request: request, receivedAt: Date()))
+            recorded.append(Recorded(name: name, project: project, request: request, receivedAt: Date()))
+            if recorded.count > messagesKept { recorded.removeFirst() }
         }
         return name
     }
 
     /// Forgets recorded messages, assertions, faults and counters (accounts and tokens stay).
     public func reset() {
-        messages = []
+        recorded = []
         assertions = []
         faults = []
         stats = Stats()

@@ -20,8 +20,11 @@ struct Emulator: AsyncParsableCommand {
     @Option(help: "The PEM private key of --tls-cert.") var tlsKey: String?
     @Option(help: "With TLS: end each connection with GOAWAY once it is this many seconds old, as Google's front ends do.")
     var maxConnectionAge: Double?
+    @Option(help: "Messages kept for GET /emulator/messages, the newest (the counts in /emulator/stats cover all).")
+    var messagesKept = EmulatorState.defaultMessagesKept
 
     func validate() throws {
+        guard messagesKept >= 1 else { throw ValidationError("--messages-kept must be at least 1") }
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         if let age = maxConnectionAge {
             guard tlsCert != nil else { throw ValidationError("--max-connection-age needs --tls-cert (it ends HTTP/2 connections)") }
@@ -32,7 +35,8 @@ struct Emulator: AsyncParsableCommand {
     func run() async throws {
         var logger = Logger(label: "fcm-emulator")
         logger.logLevel = .notice
-        let state = EmulatorState(tokenLifetime: tokenLifetime, baseLatencyMs: latencyMs, metadataProject: project)
+        let state = EmulatorState(
+            tokenLifetime: tokenLifetime, baseLatencyMs: latencyMs, metadataProject: project, messagesKept: messagesKept)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let tls = tlsCert.map { EmulatorTLS(certificateFile: $0, keyFile: tlsKey ?? "") }
         await state.setMaxConnectionAge(maxConnectionAge.map { .milliseconds(Int64($0 * 1000)) })

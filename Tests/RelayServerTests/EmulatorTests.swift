@@ -4,6 +4,8 @@ import Foundation
 import NIOCore
 import Testing
 
+@testable import FCMEmulator
+
 /// Sends a raw `messages:send` body to the emulator with a valid token.
 private func send(_ relay: LiveRelay, _ body: String, project: String = "demo-project", token: String? = nil) async throws -> LiveRelay.Answer {
     let bearer: String
@@ -119,3 +121,18 @@ private let invalidMessages: [(String, String)] = [
         #expect(await relay.emulator.stats.tokensIssued == 1)
     }
 }
+
+/// A long run does not grow the emulator without bound: it keeps the newest messages, and its stats count them all.
+@Test func theEmulatorKeepsItsNewestMessagesAndCountsEveryOne() async {
+    let state = EmulatorState(messagesKept: 3)
+    var names: [String] = []
+    for n in 1...5 {
+        names.append(await state.record(project: "demo-project", request: #"{"message":{"topic":"t","data":{"n":"\#(n)"}}}"#, validateOnly: false))
+    }
+    #expect(await state.messages.map(\.name) == Array(names.suffix(3)))
+    #expect(await state.messages.map(\.message) == (3...5).map { #"{"data":{"n":"\#($0)"},"topic":"t"}"# })
+    #expect(await state.stats.accepted == 5)
+    await state.reset()
+    #expect(await state.messages.isEmpty)
+}
+
