@@ -135,4 +135,3 @@ private let invalidMessages: [(String, String)] = [
     await state.reset()
     #expect(await state.messages.isEmpty)
 }
-
