@@ -298,9 +298,16 @@ def micro():
     return timings
 
 
+def release_binary():
+    """The checkout's release build, as the Dockerfile builds it, brought up to date (a build left from older sources was
+    measured as it was); seconds when nothing changed."""
+    subprocess.run(["swift", "build", "-c", "release", "--product", "rc-relay", "--static-swift-stdlib"], cwd=ROOT, check=True)
+    return str(ROOT / ".build" / "release" / "rc-relay")
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--bin", default=str(ROOT / ".build" / "release" / "rc-relay"))
+    parser.add_argument("--bin", help="the rc-relay binary to measure (default: a release build of the checkout, made or brought up to date first)")
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--runs", type=int, default=3)
@@ -313,8 +320,7 @@ def main():
                         help="also flood each relay with refused requests, and time signed webhooks sent during it")
     args = parser.parse_args()
     global TLS_CONTEXT
-    if not Path(args.bin).exists():
-        subprocess.run(["swift", "build", "-c", "release", "--product", "rc-relay", "--static-swift-stdlib"], cwd=ROOT, check=True)
+    args.bin = args.bin or release_binary()
     work = Path(tempfile.mkdtemp(prefix="rc-relay-bench-"))
     tls = certificates(work) if args.tls else None
     ca = tls["ca"] if tls else None

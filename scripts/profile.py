@@ -62,11 +62,12 @@ def attribute(script_output):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--bin", default=str(bench.ROOT / ".build" / "release" / "rc-relay"))
+    parser.add_argument("--bin", help="the rc-relay binary (default: the checkout's release build, brought up to date first)")
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--store", action="store_true", help="the relay on a throwaway PostgreSQL cluster")
     args = parser.parse_args()
+    args.bin = args.bin or bench.release_binary()
     work = Path(tempfile.mkdtemp(prefix="rc-relay-profile-"))
     cluster = None
     emulator, emulator_url, key = bench.start_emulator(args.bin, work)
