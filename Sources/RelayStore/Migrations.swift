@@ -139,6 +139,71 @@ enum Migrations {
                     SET plan_cache_mode = force_generic_plan
                 """,
             ]),
+        Step(
+            version: 5, description: "an event's keys go with it by a trigger; admission looks for expired holders only on a conflict",
+            statements: [
+                // The foreign key from a key to its event cost a lookup and a row lock on the event for each key an
+                // admission inserts (the keys were about a third of an admission's time in PostgreSQL). Keys are only
+                // ever inserted for the event the same statement inserts, so the check never failed; what the key
+                // needs is to go with its event, which the trigger does (for pruning, an expired holder, an undone
+                // admission, and an older replica's own deletes during a rolling deploy).
+                """
+                CREATE FUNCTION rc_relay_forget_keys() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    DELETE FROM rc_relay_event_keys WHERE event = OLD.id;
+                    RETURN NULL;
+                END
+                $$
+                """,
+                "CREATE TRIGGER rc_relay_events_forget_keys AFTER DELETE ON rc_relay_events FOR EACH ROW EXECUTE FUNCTION rc_relay_forget_keys()",
+                "ALTER TABLE rc_relay_event_keys DROP CONSTRAINT rc_relay_event_keys_event_fkey",
+                // The same answers as step 1's admission, with the search for expired settled holders (a statement
+                // per event) only when a key is taken: a new event, the usual case, is two statements. Replicas of
+                // an older rc-relay call it too, through `rc_relay_admit_all`.
+                """
+                CREATE OR REPLACE FUNCTION rc_relay_admit(
+                    p_project text, p_version bigint, p_fingerprint text, p_record text, p_keys text[], p_window double precision,
+                    p_notice text)
+                RETURNS TABLE (holder_key text, holder_fingerprint text, holder_settled boolean, holder_reports text)
+                LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+                DECLARE
+                    new_id bigint;
+                    wanted integer := (SELECT count(DISTINCT k) FROM unnest(p_keys) AS k);
+                    inserted integer;
+                BEGIN
+                    INSERT INTO rc_relay_events (project, version, fingerprint, record)
+                    VALUES (p_project, p_version, p_fingerprint, p_record) RETURNING id INTO new_id;
+                    WITH added AS (
+                        INSERT INTO rc_relay_event_keys (key, event) SELECT DISTINCT unnest(p_keys), new_id
+                        ON CONFLICT DO NOTHING RETURNING 1)
+                    SELECT count(*) INTO inserted FROM added;
+                    IF inserted < wanted THEN
+                        -- A key is taken. A settled holder past the window is forgotten (its keys go with it), and the
+                        -- keys it held are taken again.
+                        DELETE FROM rc_relay_events e USING rc_relay_event_keys k
+                        WHERE k.event = e.id AND k.key = ANY(p_keys) AND e.settled
+                            AND e.settled_at < now() - make_interval(secs => p_window);
+                        IF FOUND THEN
+                            WITH added AS (
+                                INSERT INTO rc_relay_event_keys (key, event) SELECT DISTINCT unnest(p_keys), new_id
+                                ON CONFLICT DO NOTHING RETURNING 1)
+                            SELECT inserted + count(*) INTO inserted FROM added;
+                        END IF;
+                    END IF;
+                    IF inserted = wanted THEN
+                        IF p_notice IS NOT NULL THEN
+                            PERFORM pg_notify('rc_relay_events', p_notice);
+                        END IF;
+                        RETURN;
+                    END IF;
+                    DELETE FROM rc_relay_events WHERE id = new_id;
+                    RETURN QUERY
+                        SELECT k.key, e.fingerprint, e.settled, coalesce(e.reports, '[]') FROM rc_relay_event_keys k
+                        JOIN rc_relay_events e ON e.id = k.event WHERE k.key = ANY(p_keys);
+                END
+                $$
+                """,
+            ]),
     ]
 
     static var latest: Int { steps.map(\.version).max() ?? 0 }

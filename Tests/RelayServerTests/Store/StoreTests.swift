@@ -43,10 +43,10 @@ import Testing
                     for store in stores { group.addTask { try await store.migrate() } }
                     return try await group.reduce(into: [[Int]]()) { $0.append($1) }
                 }
-                #expect(applied.filter { !$0.isEmpty } == [[1, 2, 3, 4]])
+                #expect(applied.filter { !$0.isEmpty } == [[1, 2, 3, 4, 5]])
                 #expect(applied.filter(\.isEmpty).count == 3)
             }
-            #expect(try cluster.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM rc_relay_schema") == "1,2,3,4")
+            #expect(try cluster.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM rc_relay_schema") == "1,2,3,4,5")
             // Step 4: the admission functions plan once per connection, not once per event.
             #expect(
                 try cluster.sql(
@@ -64,7 +64,7 @@ import Testing
                 await #expect {
                     try await stores[0].migrate()
                 } throws: { error in
-                    guard case StoreError.schemaTooNew(found: 999, known: 4) = error else { return false }
+                    guard case StoreError.schemaTooNew(found: 999, known: 5) = error else { return false }
                     return true
                 }
             }
@@ -212,6 +212,38 @@ import Testing
                 try await store.settle(record(), reports: [])
                 #expect(try await store.prune(window: .zero, keep: 1000) == 1)
                 #expect(try cluster.sql("SELECT count(*) FROM rc_relay_event_keys") == "0")
+            }
+        }
+    }
+
+    /// A new event whose key is held by a settled event past the window takes the key over; one whose other key is
+    /// held by an event still pending is refused, and takes back all it inserted. However an event row goes (pruning,
+    /// an operator, an older replica), its keys go with it.
+    @Test func anExpiredHolderIsForgottenOnlyWhenItsKeyIsWanted() async throws {
+        try await withPostgres { cluster in
+            try await withReplicas(cluster, count: 1) { stores in
+                let store = stores[0]
+                try await store.migrate()
+                // Version 7 with id evt-1, settled; version 8 with id evt-2, pending.
+                #expect(try await store.admit(record(), window: .seconds(600)) == .admitted)
+                try await store.settle(record(), reports: [])
+                #expect(try await store.admit(record(version: 8, id: "evt-2"), window: .seconds(600)) == .admitted)
+                // Within the window, evt-1 for version 9 clashes with the settled event.
+                #expect(try await store.admit(record(version: 9), window: .seconds(600)) == .conflict(key: "demo/id/evt-1"))
+                // Past the window (zero here), the settled event is forgotten and its id taken over; the pending one
+                // is not forgotten, whatever the window.
+                #expect(try await store.admit(record(version: 9), window: .zero) == .admitted)
+                #expect(try await store.admit(record(version: 10, id: "evt-2"), window: .zero) == .conflict(key: "demo/id/evt-2"))
+                #expect(try cluster.sql("SELECT string_agg(fingerprint, ',' ORDER BY id) FROM rc_relay_events") == "demo/8,demo/9")
+                #expect(
+                    try cluster.sql(
+                        "SELECT string_agg(k.key || '=' || e.fingerprint, ',' ORDER BY k.key) FROM rc_relay_event_keys k JOIN rc_relay_events e ON e.id = k.event"
+                    )
+                        == "demo/id/evt-1=demo/9,demo/id/evt-2=demo/8,demo/version/8=demo/8,demo/version/9=demo/9")
+                // A row deleted by hand takes its keys; no key is left without its event.
+                _ = try cluster.sql("DELETE FROM rc_relay_events WHERE fingerprint = 'demo/8'")
+                #expect(try cluster.sql("SELECT string_agg(key, ',' ORDER BY key) FROM rc_relay_event_keys") == "demo/id/evt-1,demo/version/9")
+                #expect(try await store.admit(record(version: 10, id: "evt-2"), window: .seconds(600)) == .admitted)
             }
         }
     }
