@@ -156,7 +156,7 @@ enum Migrations {
                 $$
                 """,
                 "CREATE TRIGGER rc_relay_events_forget_keys AFTER DELETE ON rc_relay_events FOR EACH ROW EXECUTE FUNCTION rc_relay_forget_keys()",
-                "ALTER TABLE rc_relay_event_keys DROP CONSTRAINT rc_relay_event_keys_event_fkey",
+                "ALTER TABLE rc_relay_event_keys DROP CONSTRAINT IF EXISTS rc_relay_event_keys_event_fkey",
                 // The same answers as step 1's admission, with the search for expired settled holders (a statement
                 // per event) only when a key is taken: a new event, the usual case, is two statements. Replicas of
                 // an older rc-relay call it too, through `rc_relay_admit_all`.

@@ -230,19 +230,25 @@ import Testing
                 #expect(try await store.admit(record(version: 8, id: "evt-2"), window: .seconds(600)) == .admitted)
                 // Within the window, evt-1 for version 9 clashes with the settled event.
                 #expect(try await store.admit(record(version: 9), window: .seconds(600)) == .conflict(key: "demo/id/evt-1"))
+                // An event that wants none of its keys leaves it, even past the window.
+                #expect(try await store.admit(record(version: 20, id: "evt-20"), window: .zero) == .admitted)
+                #expect(try cluster.sql("SELECT string_agg(fingerprint, ',' ORDER BY id) FROM rc_relay_events WHERE settled") == "demo/7")
                 // Past the window (zero here), the settled event is forgotten and its id taken over; the pending one
                 // is not forgotten, whatever the window.
                 #expect(try await store.admit(record(version: 9), window: .zero) == .admitted)
                 #expect(try await store.admit(record(version: 10, id: "evt-2"), window: .zero) == .conflict(key: "demo/id/evt-2"))
-                #expect(try cluster.sql("SELECT string_agg(fingerprint, ',' ORDER BY id) FROM rc_relay_events") == "demo/8,demo/9")
+                #expect(try cluster.sql("SELECT string_agg(fingerprint, ',' ORDER BY id) FROM rc_relay_events") == "demo/8,demo/20,demo/9")
                 #expect(
                     try cluster.sql(
                         "SELECT string_agg(k.key || '=' || e.fingerprint, ',' ORDER BY k.key) FROM rc_relay_event_keys k JOIN rc_relay_events e ON e.id = k.event"
                     )
-                        == "demo/id/evt-1=demo/9,demo/id/evt-2=demo/8,demo/version/8=demo/8,demo/version/9=demo/9")
+                        == "demo/id/evt-1=demo/9,demo/id/evt-2=demo/8,demo/id/evt-20=demo/20,demo/version/20=demo/20,demo/version/8=demo/8,demo/version/9=demo/9"
+                )
                 // A row deleted by hand takes its keys; no key is left without its event.
                 _ = try cluster.sql("DELETE FROM rc_relay_events WHERE fingerprint = 'demo/8'")
-                #expect(try cluster.sql("SELECT string_agg(key, ',' ORDER BY key) FROM rc_relay_event_keys") == "demo/id/evt-1,demo/version/9")
+                #expect(
+                    try cluster.sql("SELECT string_agg(key, ',' ORDER BY key) FROM rc_relay_event_keys")
+                        == "demo/id/evt-1,demo/id/evt-20,demo/version/20,demo/version/9")
                 #expect(try await store.admit(record(version: 10, id: "evt-2"), window: .seconds(600)) == .admitted)
             }
         }
