@@ -56,6 +56,30 @@ import Testing
         }
     }
 
+    /// A database the previous rc-relay made, with events in it, takes the newest step with its events and keys as they
+    /// were: a redelivery is still a duplicate, and pruning still takes an event's keys.
+    @Test func aDatabaseWithEventsMigratesFromTheStepBefore() async throws {
+        try await withPostgres { cluster in
+            try await withReplicas(cluster, count: 1) { stores in
+                let store = stores[0]
+                _ = try cluster.sql("CREATE TABLE rc_relay_schema (version integer PRIMARY KEY, description text NOT NULL)")
+                for step in Migrations.steps where step.version < Migrations.latest {
+                    for statement in step.statements { _ = try cluster.sql(statement) }
+                    _ = try cluster.sql("INSERT INTO rc_relay_schema (version, description) VALUES (\(step.version), 'before')")
+                }
+                // Admitted and settled on the schema before.
+                #expect(try await store.admit(record(), window: .seconds(600)) == .admitted)
+                try await store.settle(record(), reports: [])
+                #expect(try await store.admit(record(version: 8, id: nil), window: .seconds(600)) == .admitted)
+                #expect(try await store.migrate() == [Migrations.latest])
+                #expect(try await store.admit(record(), window: .seconds(600)) == .settled([]))
+                #expect(try await store.admit(record(version: 8, id: nil), window: .seconds(600)) == .pending)
+                #expect(try await store.prune(window: .zero, keep: 1000) == 1)
+                #expect(try cluster.sql("SELECT string_agg(key, ',' ORDER BY key) FROM rc_relay_event_keys") == "demo/version/8")
+            }
+        }
+    }
+
     @Test func aSchemaNewerThanKnownIsRefused() async throws {
         try await withPostgres { cluster in
             try await withReplicas(cluster, count: 1) { stores in
