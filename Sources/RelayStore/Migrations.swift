@@ -147,6 +147,10 @@ enum Migrations {
                 // ever inserted for the event the same statement inserts, so the check never failed; what the key
                 // needs is to go with its event, which the trigger does (for pruning, an expired holder, an undone
                 // admission, and an older replica's own deletes during a rolling deploy).
+                //
+                // Both tables at once, events first as every statement of the relay takes them: older replicas still
+                // running wait a moment instead of deadlocking with the step's later locks.
+                "LOCK TABLE rc_relay_events, rc_relay_event_keys IN ACCESS EXCLUSIVE MODE",
                 """
                 CREATE FUNCTION rc_relay_forget_keys() RETURNS trigger LANGUAGE plpgsql AS $$
                 BEGIN
