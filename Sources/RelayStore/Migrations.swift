@@ -148,8 +148,8 @@ enum Migrations {
                 // needs is to go with its event, which the trigger does (for pruning, an expired holder, an undone
                 // admission, and an older replica's own deletes during a rolling deploy).
                 //
-                // Both tables at once, events first as every statement of the relay takes them: older replicas still
-                // running wait a moment instead of deadlocking with the step's later locks.
+                // Both tables before the first change, events first as every statement of the relay takes them: the
+                // statements of older replicas still running finish first, and the next ones wait for the step.
                 "LOCK TABLE rc_relay_events, rc_relay_event_keys IN ACCESS EXCLUSIVE MODE",
                 """
                 CREATE FUNCTION rc_relay_forget_keys() RETURNS trigger LANGUAGE plpgsql AS $$
