@@ -208,6 +208,35 @@ enum Migrations {
                 $$
                 """,
             ]),
+        Step(
+            version: 6, description: "lease epochs (fencing) and the newest version relayed per project",
+            statements: [
+                // Every take-over of a lease increases its epoch, whoever takes it (an older replica's statement too,
+                // hence a trigger): a holder that was paused while another took over finds its epoch gone, and the
+                // store refuses the work it decided under it (docs/replicas.md, fencing).
+                "ALTER TABLE rc_relay_leases ADD COLUMN IF NOT EXISTS epoch bigint NOT NULL DEFAULT 1",
+                """
+                CREATE FUNCTION rc_relay_lease_epoch() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF NEW.holder IS DISTINCT FROM OLD.holder THEN
+                        NEW.epoch := OLD.epoch + 1;
+                    END IF;
+                    RETURN NEW;
+                END
+                $$
+                """,
+                "CREATE TRIGGER rc_relay_leases_epoch BEFORE UPDATE ON rc_relay_leases FOR EACH ROW EXECUTE FUNCTION rc_relay_lease_epoch()",
+                // The newest version relayed per project, shared: a replica that takes a project's lease polls from
+                // it instead of adopting what Remote Config has now (which would skip a version published during the
+                // hand-over). It advances with every settled delivery, whoever delivered it.
+                """
+                CREATE TABLE rc_relay_marks (
+                    project text PRIMARY KEY,
+                    relayed bigint NOT NULL,
+                    updated_at timestamptz NOT NULL DEFAULT now()
+                )
+                """,
+            ]),
     ]
 
     static var latest: Int { steps.map(\.version).max() ?? 0 }

@@ -26,6 +26,41 @@ extension PostgresStore {
         // The lease holder delivers what it admits itself: only other replicas' admissions need to wake it.
         let request = Self.admission(record, window: window, notice: notify ? Self.notice(project: record.project, holder: holder) : "")
         let holders = try await admissions.admit(request) { batch throws(StoreError) in try await self.admitAll(batch) }
+        return try Self.admission(of: record, holders: holders)
+    }
+
+    /// Admits the event only while this replica holds the lease `name` under `epoch` (fencing: a poll decided under an
+    /// older epoch is refused with ``StoreError/leaseLost(_:)``, and nothing is admitted).
+    package func admit(_ record: SpoolRecord, window: Duration, lease name: String, epoch: Int64) async throws(StoreError) -> Admission {
+        let request = Self.admission(record, window: window, notice: "")
+        let holder = holder
+        let holders = try await run("admit") { client, logger in
+            try await client.withTransaction(logger: logger) { connection -> [String: AdmissionBatcher.Holder] in
+                let lease = try await connection.query(
+                    """
+                    SELECT 1 FROM rc_relay_leases WHERE name = \(name) AND holder = \(holder) AND epoch = \(epoch) AND expires_at > now()
+                    FOR SHARE
+                    """, logger: logger)
+                var held = false
+                for try await _ in lease.decode(Int.self) { held = true }
+                guard held else { throw StoreError.leaseLost(name) }
+                let rows = try await connection.query(
+                    """
+                    SELECT holder_key, holder_fingerprint, holder_settled, holder_reports FROM rc_relay_admit(\(request.project),
+                        \(request.version), \(request.fingerprint), \(request.record), \(request.keys), \(request.window), NULL)
+                    """, logger: logger)
+                var holders: [String: AdmissionBatcher.Holder] = [:]
+                for try await (key, fingerprint, settled, reports) in rows.decode((String, String, Bool, String).self) {
+                    holders[key] = AdmissionBatcher.Holder(fingerprint: fingerprint, settled: settled, reports: reports)
+                }
+                return holders
+            }
+        }
+        return try Self.admission(of: record, holders: holders)
+    }
+
+    /// What the holders of an event's keys (none: it was admitted) say of its admission.
+    private static func admission(of record: SpoolRecord, holders: [String: AdmissionBatcher.Holder]) throws(StoreError) -> Admission {
         guard !holders.isEmpty else { return .admitted }
         // In the order of the event's keys (its project and version first), as the in-memory registry does.
         for key in record.keys {
@@ -202,7 +237,9 @@ extension PostgresStore {
     }
 
     /// Returns once the engine's changes queued so far are applied.
-    package func flush() async { await outbox.flush() }
+    package func flush() async {
+        while await !flush(within: .seconds(60)) {}
+    }
 
     /// At a stop: returns once the engine's changes queued so far are applied, or after `limit` (the database is away:
     /// the changes not applied are given up, which sends again at worst). True when all were applied.
@@ -211,15 +248,14 @@ extension PostgresStore {
         return await flush(within: limit)
     }
 
-    /// Returns once the engine's changes queued so far are applied, or after `limit`. True when all were applied.
+    /// Returns once the engine's changes queued so far are applied, or after `limit`. True when all were applied. A
+    /// wait that gives up takes its waiter out of the queue.
     package func flush(within limit: Duration) async -> Bool {
         let done = Settlement<Bool>()
-        let flush = Task { [outbox] in
-            await outbox.flush()
-            done.settle(true)
-        }
-        defer { flush.cancel() }
-        return await done.value(within: limit, on: SystemDeliveryClock()) ?? false
+        guard outbox.enqueue(.flush(done)) else { return true }
+        if let applied = await done.value(within: limit, on: SystemDeliveryClock()) { return applied }
+        outbox.forget(done)
+        return false
     }
 
     /// Applies the engine's changes in order, consecutive settlements in one statement; a change the database does not
@@ -247,7 +283,7 @@ extension PostgresStore {
             await journalAll(entries)
             entries = JournalBatch()
             switch change {
-            case .flush(let waiter): waiter.resume()
+            case .flush(let waiter): waiter.settle(true)
             case .update(let record): await applying("update") { () throws(StoreError) in try await self.update(record) }
             case .settle, .journal: break
             }
@@ -279,17 +315,27 @@ extension PostgresStore {
     private func settle(_ settlements: [(SpoolRecord, [DeliveryReport])]) async throws(StoreError) {
         var keys: [String] = []
         var reports: [String] = []
+        var marks: [Bool] = []
         for (record, settled) in settlements {
             keys.append(record.keys.first ?? "")
             reports.append(DeliveryReport.jsonText(settled))
+            marks.append(record.outlier != true)
         }
-        let (batchKeys, batchReports) = (keys, reports)
+        let (batchKeys, batchReports, batchMarks) = (keys, reports, marks)
+        // The project's newest version relayed advances with the settlement, whoever delivered it (an outlier moves
+        // nothing).
         try await run("settle") { client, logger in
             try await client.query(
                 """
-                UPDATE rc_relay_events e SET settled = true, settled_at = now(), reports = v.reports, record = ''
-                FROM unnest(\(batchKeys)::text[], \(batchReports)::text[]) AS v(key, reports), rc_relay_event_keys k
-                WHERE k.key = v.key AND e.id = k.event AND NOT e.settled
+                WITH settled AS (
+                    UPDATE rc_relay_events e SET settled = true, settled_at = now(), reports = v.reports, record = ''
+                    FROM unnest(\(batchKeys)::text[], \(batchReports)::text[], \(batchMarks)::boolean[]) AS v(key, reports, marks),
+                        rc_relay_event_keys k
+                    WHERE k.key = v.key AND e.id = k.event AND NOT e.settled
+                    RETURNING e.project, e.version, v.marks)
+                INSERT INTO rc_relay_marks (project, relayed) SELECT project, max(version) FROM settled WHERE marks GROUP BY project
+                ON CONFLICT (project) DO UPDATE SET relayed = EXCLUDED.relayed, updated_at = now()
+                WHERE rc_relay_marks.relayed < EXCLUDED.relayed
                 """, logger: logger)
         }
     }

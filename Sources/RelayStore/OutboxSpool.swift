@@ -11,8 +11,8 @@ package final class OutboxSpool: Spool, DeliveryJournal {
     enum Change: Sendable {
         case update(SpoolRecord)
         case settle(SpoolRecord, [DeliveryReport])
-        /// Resumed once every change before it is applied.
-        case flush(CheckedContinuation<Void, Never>)
+        /// Settled once every change before it is applied (a waiter that gives up first is taken out of the queue).
+        case flush(Settlement<Bool>)
         /// A delivery history entry, copied for the other replicas' admin API.
         case journal(DeliveryHistory.Entry)
     }
@@ -37,7 +37,7 @@ package final class OutboxSpool: Spool, DeliveryJournal {
         (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
-    private func enqueue(_ change: Change) -> Bool {
+    func enqueue(_ change: Change) -> Bool {
         let queued = queue.withLockedValue { queue in
             guard !queue.finished else { return false }
             if case .journal = change {
@@ -70,10 +70,23 @@ package final class OutboxSpool: Spool, DeliveryJournal {
     /// Nothing to recover at start: a replica delivers a project's outbox once it holds the project's lease.
     package func recover() -> SpoolRecovery { SpoolRecovery() }
 
-    /// Returns once every change queued before the call is applied (or given up at a stop).
-    func flush() async {
-        await withCheckedContinuation { waiter in
-            if !enqueue(.flush(waiter)) { waiter.resume() }
+    /// Takes a waiter that gave up out of the queue, so reads during an outage leave nothing behind.
+    func forget(_ waiter: Settlement<Bool>) {
+        queue.withLockedValue { queue in
+            queue.changes.removeAll { change in
+                if case .flush(let queued) = change { return queued === waiter }
+                return false
+            }
+        }
+    }
+
+    /// Flush waiters in the queue (for tests: none is left behind by a wait that gave up).
+    var waiters: Int {
+        queue.withLockedValue { queue in
+            queue.changes.count { change in
+                if case .flush = change { return true }
+                return false
+            }
         }
     }
 

@@ -4,6 +4,8 @@ package enum StoreError: Error, Sendable, CustomStringConvertible {
     case unavailable(String)
     /// The database answered with an error.
     case failed(String)
+    /// The lease the work was decided under was taken over since (fencing): this replica stands down.
+    case leaseLost(String)
     /// The database's schema is newer than this relay knows: a newer rc-relay migrated it.
     case schemaTooNew(found: Int, known: Int)
 
@@ -11,6 +13,7 @@ package enum StoreError: Error, Sendable, CustomStringConvertible {
         switch self {
         case .unavailable(let reason): "PostgreSQL is unreachable: \(reason)"
         case .failed(let reason): "PostgreSQL refused a statement: \(reason)"
+        case .leaseLost(let lease): "the lease \(lease) was taken over by another replica"
         case .schemaTooNew(let found, let known):
             "the database's schema is at version \(found), newer than this rc-relay knows (\(known)); run the newer rc-relay"
         }

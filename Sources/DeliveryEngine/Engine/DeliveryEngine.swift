@@ -27,6 +27,8 @@ package final class DeliveryEngine: Service {
     /// The plan for a spooled event under the configuration in force (nil: its project is no longer configured).
     let replan: @Sendable (SpoolRecord) async -> DeliveryPlan?
     private let tasks = DeliveryTasks()
+    /// Set once by the shared store's leases (which are built after the engine).
+    private let fence = Locked<(any DeliveryFence)?>(nil)
 
     package init(
         settings: EngineSettings, spool: (any Spool)?, metrics factory: any MetricsFactory, clock: any DeliveryClock = SystemDeliveryClock(),
@@ -63,7 +65,11 @@ package final class DeliveryEngine: Service {
         logger: Logger
     ) async -> RecentEvents.Outcome {
         let dispatcher = dispatcher(plan.send)
-        let batch = DeliveryBatch(version: record.version, eventID: record.eventID, origin: origin, receivedAt: record.receivedAt)
+        let batch = {
+            var batch = DeliveryBatch(version: record.version, eventID: record.eventID, origin: origin, receivedAt: record.receivedAt)
+            batch.outlier = record.outlier == true
+            return batch
+        }()
         return await recent.deliver(record, wait: wait, onDisk: onDisk) { routes, control in
             // A spooled or parked event sends only the routes still due; a route due in part is sent whole, since its
             // parts may be cut otherwise now (never fewer pings than needed).
@@ -83,6 +89,34 @@ package final class DeliveryEngine: Service {
 
     /// Whether the event is being delivered here, or was delivered within the deduplication window.
     package func knows(_ record: SpoolRecord) -> Bool { recent.knows(record) }
+
+    /// Asks `fence` before every FCM request of an event's delivery (not an operator's send or retry).
+    package func fence(with fence: any DeliveryFence) { self.fence.withLock { $0 = fence } }
+
+    /// Seeds what FCM accepted per route and audience from another replica's history (a lease taken over), so an
+    /// older version's ping does not follow a newer one there.
+    package func noteAccepted(_ entries: [DeliveryHistory.Entry]) {
+        for entry in entries where entry.report?.status == .accepted && !entry.validateOnly && !entry.toDevice {
+            guard let audience = entry.audience else { continue }
+            latest.noteAccepted(project: entry.project, route: "\(entry.route)|\(audience.key)", version: entry.version.versionNumber)
+        }
+    }
+
+    /// Notes that the event's pings are about to be sent, so the pings of older versions to the same audiences stand
+    /// down before their first attempt (an outbox holding several versions sends only the newest).
+    package func noteUnderWay(_ record: SpoolRecord, plan: DeliveryPlan) {
+        for ping in plan.pings {
+            if case .token = ping.message.target { continue }
+            latest.record(
+                project: ping.project, route: "\(ping.route)|\(ping.message.target.key)", version: record.version.versionNumber, now: clock.now())
+        }
+    }
+
+    /// Forgets the versions the project's routes sent and the waves they hold (an operator's reset of its marks).
+    package func resetMarks(project: String) {
+        latest.reset(project: project)
+        schedules.reset(project: project)
+    }
 
     /// Stops the deliveries of the project's events, which another replica delivers now (its lease moved): each hands
     /// what is still due back to the spool, and nothing more is sent for them here. Returns how many were stopped.
@@ -113,7 +147,9 @@ package final class DeliveryEngine: Service {
     }
 
     private func dispatcher(_ plan: SendPlan) -> Dispatcher {
-        Dispatcher(plan: plan, limit: limit, pacers: pacers, latest: latest, schedules: schedules, history: history, metrics: metrics, clock: clock)
+        Dispatcher(
+            plan: plan, limit: limit, pacers: pacers, latest: latest, schedules: schedules, history: history, metrics: metrics, clock: clock,
+            fence: fence.withLock { $0 })
     }
 
     /// Starts the delivery of every event left on disk (files that are not an event are moved aside, never trapped on).

@@ -22,6 +22,13 @@ package struct DeliveryPlan: Sendable {
     package init(pings: [Ping], send: SendPlan) { (self.pings, self.send) = (pings, send) }
 }
 
+/// With several replicas on a shared store: whether this replica may still start a request to FCM for a project's
+/// event, asked right before every attempt. The lease holder that was paused, or lost its lease while a request was
+/// under way, is told no here before it sends anything more (docs/replicas.md, fencing).
+package protocol DeliveryFence: Sendable {
+    func mayStart(project: String) async -> Bool
+}
+
 /// The engine's bounds, fixed for its life (a reload changes routes and senders, not these).
 package struct EngineSettings: Sendable {
     /// How long a settled event's answer is remembered for its duplicates.

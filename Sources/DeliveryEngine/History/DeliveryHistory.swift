@@ -173,6 +173,8 @@ package struct DeliveryBatch: Sendable {
     package var retryOf: String?
     /// Asks FCM to check without delivering, whatever `fcm.validateOnly` says (the admin API's dry run).
     package var validateOnly: Bool
+    /// A version that moves no mark (``SpoolRecord/outlier``): sent at once, unscheduled, superseding nothing.
+    package var outlier = false
 
     package init(
         version: TemplateVersion, eventID: String? = nil, origin: DeliveryHistory.Origin, receivedAt: Date, retryOf: String? = nil,

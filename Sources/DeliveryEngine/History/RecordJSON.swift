@@ -20,6 +20,7 @@ extension SpoolRecord {
         json.field("receivedAt", number: receivedAt.timeIntervalSinceReferenceDate)
         json.field("routes", routes)
         json.field("done", done)
+        if let outlier { json.field("outlier", outlier) }
         json.close()
         return String(decoding: json.bytes, as: UTF8.self)
     }

@@ -180,6 +180,12 @@ package final class Schedules: Sendable {
         state.withLock { ($0.newest[key] ?? .min) > version }
     }
 
+    /// Forgets the project's newest wave versions (an operator's reset of its marks); waves and quiet periods under
+    /// way go on.
+    func reset(project: String) {
+        state.withLock { state in state.newest = state.newest.filter { $0.key.project != project } }
+    }
+
     // MARK: For the admin API
 
     package var quietPeriods: [QuietPeriod] {

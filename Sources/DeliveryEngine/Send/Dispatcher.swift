@@ -17,6 +17,8 @@ struct Dispatcher: Sendable {
     let history: DeliveryHistory
     let metrics: DeliveryMetrics
     let clock: any DeliveryClock
+    /// With several replicas: asked before each request of an event's delivery (nil: this process alone).
+    var fence: (any DeliveryFence)? = nil
 
     var sender: any MessageSender { plan.sender }
     var policy: RetryPolicy { plan.policy }
@@ -56,7 +58,7 @@ struct Dispatcher: Sendable {
         logger[metadataKey: "route"] = "\(ping.route)"
         logger[metadataKey: "delivery_id"] = "\(id)"
         // Only a real delivery of a received event (or an operator's retry of one) may make older pings stand down.
-        var realDelivery = !validateOnly && batch.origin != .send
+        var realDelivery = !validateOnly && batch.origin != .send && !batch.outlier
         if case .token = ping.message.target { realDelivery = false }
         var report: DeliveryReport
         // Quiet periods and waves are for real deliveries: a dry run or an operator's send goes at once.
@@ -70,7 +72,7 @@ struct Dispatcher: Sendable {
         } else {
             report = await send(
                 ping, version: batch.version.versionNumber, validateOnly: validateOnly, supersedes: realDelivery, control: control,
-                logger: logger)
+                fenced: batch.origin != .send && batch.origin != .retry, logger: logger)
         }
         if scheduled, ping.schedule.shard != nil, report.status == .accepted { control.onShardAccepted(ping.route) }
         if scheduled, let shard = ping.schedule.shard {
@@ -148,14 +150,23 @@ struct Dispatcher: Sendable {
     }
 
     private func send(
-        _ ping: Ping, version: Int64, validateOnly: Bool, supersedes: Bool, control: DeliveryControl, logger: Logger
+        _ ping: Ping, version: Int64, validateOnly: Bool, supersedes: Bool, control: DeliveryControl, fenced: Bool, logger: Logger
     ) async -> DeliveryReport {
         var logger = logger
-        // Only a ping waiting to retry stands down for a newer one; a first attempt always goes out.
+        // A ping stands down for a newer version's ping to the same devices, sent or under way: an older version never
+        // follows a newer one there (a sender's late retry, an outbox replayed after a database stall).
         // Keyed by route and audience: a newer version's ping stands in for an older one only if it reaches the same
         // devices (a narrowed ping must not silence a whole-audience one).
         let audience = "\(ping.route)|\(ping.message.target.key)"
+        if supersedes,
+            latest.isBehindAccepted(project: ping.project, route: audience, version: version)
+                || latest.isSuperseded(project: ping.project, route: audience, version: version, now: clock.now())
+        {
+            logger.notice("ping stands down: a newer version's ping went, or is going, to the same audience")
+            return DeliveryReport(route: ping.route, status: .superseded, attempts: [])
+        }
         if supersedes { latest.record(project: ping.project, route: audience, version: version, now: clock.now()) }
+        let fence = fenced ? self.fence : nil
         let body = ping.message.json
         if plan.logPings { logger.info("ping", metadata: ["message": "\(Self.loggable(ping.message, encoded: body))"]) }
         let message = ByteBuffer(bytes: body)
@@ -177,7 +188,10 @@ struct Dispatcher: Sendable {
                 if control.isStopped { continue }
             }
             logger[metadataKey: "attempt"] = "\(attempts.count + 1)"
-            let result = await limit.run { () async -> Result<String, FCMError> in
+            let result = await limit.run { () async -> Result<String, FCMError>? in
+                // Right before the request: a replica that lost the project's lease (paused while another took over)
+                // sends nothing more.
+                if let fence, await !fence.mayStart(project: ping.project) { return nil }
                 let started = clock.instant()
                 defer { metrics.fcmLatency.record(duration: clock.instant() - started) }
                 do throws(FCMError) {
@@ -186,10 +200,15 @@ struct Dispatcher: Sendable {
                     return .failure(error)
                 }
             }
+            guard let result else {
+                logger.warning("ping not sent: this replica no longer holds the project's lease; it is handed back to the outbox")
+                return DeliveryReport(route: ping.route, status: .interrupted, error: lastError, attempts: attempts)
+            }
             metrics.attempts.increment()
             switch result {
             case .success(let name):
                 metrics.fcmResponse(status: 200, errorCode: nil)
+                if supersedes, !validateOnly { latest.noteAccepted(project: ping.project, route: audience, version: version) }
                 attempts.append(DeliveryReport.attempt(nil, at: clock.now()))
                 logger.info(validateOnly ? "ping validated by FCM" : "ping accepted by FCM", metadata: ["fcm_message": "\(name)"])
                 return DeliveryReport(route: ping.route, status: validateOnly ? .validated : .accepted, messageName: name, attempts: attempts)

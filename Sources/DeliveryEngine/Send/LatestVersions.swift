@@ -10,6 +10,10 @@ import Foundation
 final class LatestVersions: Sendable {
     let lifetime: TimeInterval
     private let latest = Locked<[String: (version: Int64, at: Date)]>([:])
+    /// The newest version FCM accepted per route and audience, kept until an operator resets the project: a ping of an
+    /// older version never follows it there, whenever it arrives (a sender's late retry, an outbox replayed out of
+    /// order after a database stall, a new lease holder).
+    private let accepted = Locked<[String: Int64]>([:])
 
     init(lifetime: Duration = .seconds(900)) {
         self.lifetime = Double(lifetime.components.seconds) + Double(lifetime.components.attoseconds) / 1e18
@@ -32,5 +36,25 @@ final class LatestVersions: Sendable {
             guard let known = latest[key], now.timeIntervalSince(known.at) < lifetime else { return false }
             return known.version > version
         }
+    }
+
+    /// Records that FCM accepted `version`'s ping on the route and audience.
+    func noteAccepted(project: String, route: String, version: Int64) {
+        accepted.withLock { accepted in
+            let key = "\(project)/\(route)"
+            if version > accepted[key] ?? Int64.min { accepted[key] = version }
+        }
+    }
+
+    /// Whether FCM accepted a newer version's ping on the route and audience already.
+    func isBehindAccepted(project: String, route: String, version: Int64) -> Bool {
+        accepted.withLock { ($0["\(project)/\(route)"] ?? Int64.min) > version }
+    }
+
+    /// Forgets what the project's routes sent (an operator's reset of its marks).
+    func reset(project: String) {
+        let prefix = "\(project)/"
+        latest.withLock { $0 = $0.filter { !$0.key.hasPrefix(prefix) } }
+        accepted.withLock { $0 = $0.filter { !$0.key.hasPrefix(prefix) } }
     }
 }

@@ -15,6 +15,9 @@ package struct SpoolRecord: Codable, Sendable, Equatable {
     /// Shards of waved routes (`name@k`) FCM accepted already: written as each is accepted, so a crash mid-wave
     /// does not ping them again.
     package var done: [String]? = nil
+    /// A version Remote Config does not know, or far beyond the newest known one (docs/webhook.md, versions): relayed,
+    /// but it moves no mark (what polling, waves and superseding compare against). Nil: an ordinary version.
+    package var outlier: Bool? = nil
 
     package init(
         keys: [String], project: String, eventID: String?, format: String, version: TemplateVersion, receivedAt: Date, routes: [String]? = nil

@@ -20,6 +20,9 @@ public enum DecodeError: Error, Equatable, Sendable {
     case invalidEnvelope(String)
     /// An event id longer than ``EventDecoder/maximumIDLength``.
     case idTooLong(String)
+    /// An event id with a control character (a NUL, a line break, …): no sender makes one, and the shared store
+    /// cannot keep a NUL.
+    case idHasControlCharacter(String)
 }
 
 extension DecodeError: CustomStringConvertible {
@@ -36,6 +39,7 @@ extension DecodeError: CustomStringConvertible {
             "event type '\(type.prefix(100))' is not \(EventDecoder.remoteConfigUpdatedType)"
         case .invalidEnvelope(let reason): "the Pub/Sub push envelope is invalid: \(reason)"
         case .idTooLong(let name): "\(name) is longer than \(EventDecoder.maximumIDLength) characters"
+        case .idHasControlCharacter(let name): "\(name) contains a control character (U+0000 to U+001F or U+007F to U+009F)"
         case .invalidSource(let source):
             "source '\(source.prefix(100))' is not //firebaseremoteconfig.googleapis.com/projects/{project}"
         }

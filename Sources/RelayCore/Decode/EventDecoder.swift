@@ -80,6 +80,15 @@ public enum EventDecoder {
     /// Pub/Sub message id): ids are keys in memory and on disk, a kilobyte at most.
     public static let maximumIDLength = 256
 
+    /// Checks an event id (`ce-id`, `webhook-id`, a Pub/Sub message id) named `name` in errors: at most
+    /// ``maximumIDLength`` Unicode scalars, and no control character.
+    public static func checkID(_ id: String, name: String) throws(DecodeError) {
+        guard id.unicodeScalars.count <= maximumIDLength else { throw .idTooLong(name) }
+        guard !id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw .idHasControlCharacter(name)
+        }
+    }
+
     /// Checks the required attributes and returns the project named by `source` (nil for `projects/_`).
     private static func check(_ attributes: Attributes) throws(DecodeError) -> String? {
         guard let specversion = attributes.specversion else { throw .missingAttribute("specversion") }
@@ -87,7 +96,7 @@ public enum EventDecoder {
         guard let type = attributes.type else { throw .missingAttribute("type") }
         guard type == remoteConfigUpdatedType else { throw .unknownEventType(type) }
         guard let id = attributes.id, !id.isEmpty else { throw .missingAttribute("id") }
-        guard id.unicodeScalars.count <= maximumIDLength else { throw .idTooLong("the CloudEvent id") }
+        try checkID(id, name: "the CloudEvent id")
         guard let source = attributes.source else { throw .missingAttribute("source") }
         // Compared in UTF-8, not in Characters: a combining mark after the slash would make "/" part of another
         // grapheme and the prefix would not match, although the bytes do.

@@ -25,7 +25,7 @@ public enum PubSubDecoder {
         guard let id = envelope.message.messageId ?? envelope.message.message_id, !id.isEmpty else {
             throw .invalidEnvelope("message.messageId is missing")
         }
-        guard id.unicodeScalars.count <= EventDecoder.maximumIDLength else { throw .idTooLong("message.messageId") }
+        try EventDecoder.checkID(id, name: "message.messageId")
         guard let encoded = envelope.message.data, let data = Data(base64Encoded: encoded) else {
             throw .invalidEnvelope("message.data is missing or not base64")
         }

@@ -195,8 +195,18 @@ struct AdminController: Sendable {
         return .init(deliveries: try await history(filter).map(Components.Schemas.DeliveryRecord.init))
     }
 
+    /// A filter or id with a control character (a NUL) matches nothing any replica keeps: a 400, in every mode (the
+    /// shared store would refuse the statement, which is not an outage).
+    static func refuseControlCharacters(_ value: String?, name: String) throws(Refusal) {
+        guard let value, value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return }
+        throw Refusal(kind: .invalidRequest, detail: "\(name) contains a control character")
+    }
+
     /// The pings that match, newest first, from every replica when the store is shared.
     func history(_ filter: DeliveryHistory.Filter) async throws(Refusal) -> [DeliveryHistory.Entry] {
+        for (name, value) in [("route", filter.route), ("project", filter.project), ("status", filter.status)] {
+            try Self.refuseControlCharacters(value, name: name)
+        }
         do {
             return try await log.list(filter)
         } catch {
@@ -206,6 +216,7 @@ struct AdminController: Sendable {
 
     /// The ping, whichever replica sent it; nil when no longer kept.
     func historyEntry(_ id: String) async throws(Refusal) -> DeliveryHistory.Entry? {
+        try Self.refuseControlCharacters(id, name: "the delivery id")
         // This replica's own pings are fresher in memory than their copy in the store.
         if let entry = engine.history.entry(id) { return entry }
         do {

@@ -18,7 +18,7 @@ import ServiceLifecycle
 /// another replica's `NOTIFY` says it admitted an event, and at each renewal, and prunes settled events. A claim counts
 /// locally for half the lease from before the statement that renewed it: a replica that cannot renew (the database is
 /// away) stops its deliveries of the project well before another replica can take the lease over.
-final class ProjectLeases: Service, Sendable {
+final class ProjectLeases: Service, DeliveryFence, Sendable {
     let store: PostgresStore
     let configuration: ConfigurationStore
     let engine: DeliveryEngine
@@ -26,23 +26,43 @@ final class ProjectLeases: Service, Sendable {
     let metrics: RelayMetrics
     let logger: Logger
 
+    /// This replica's claim on a project's lease.
+    struct Claim {
+        /// The claim counts until then: half the lease from before the statement that renewed it.
+        var until: ContinuousClock.Instant
+        /// The lease's epoch when this replica took it: work decided under it is fenced by it.
+        var epoch: Int64
+        /// When the database last confirmed the epoch (the renewal's or a check's start).
+        var confirmed: ContinuousClock.Instant
+    }
+
     private struct State {
-        /// Projects whose lease this replica holds, with the instant the claim counts until.
-        var held: [String: ContinuousClock.Instant] = [:]
+        /// Projects whose lease this replica holds.
+        var held: [String: Claim] = [:]
         var migrated = false
         /// The last round trip that succeeded, for readiness.
         var lastContact: ContinuousClock.Instant?
         var lastError: String?
         /// Projects whose outbox is to be swept.
         var toSweep: Set<String> = []
+        /// Projects taken over since their last sweep: what FCM accepted for them is read from the shared history first.
+        var toSeed: Set<String> = []
     }
 
     private let state = Locked(State())
     private let wake: AsyncStream<Void>.Continuation
     private let wakes: AsyncStream<Void>
 
-    init(store: PostgresStore, configuration: ConfigurationStore, engine: DeliveryEngine, planner: Planner, metrics: RelayMetrics, logger: Logger) {
+    /// `RC_RELAY_TESTING_DISABLE_FENCING=1` switches fencing off, for the fault campaign's test that its checker catches
+    /// a relay without it (Tests/interop/test_campaign.py). Never set it in production.
+    let fencing: Bool
+
+    init(
+        store: PostgresStore, configuration: ConfigurationStore, engine: DeliveryEngine, planner: Planner, metrics: RelayMetrics, logger: Logger,
+        fencing: Bool = ProcessInfo.processInfo.environment["RC_RELAY_TESTING_DISABLE_FENCING"] != "1"
+    ) {
         (self.store, self.configuration, self.engine, self.planner, self.metrics) = (store, configuration, engine, planner, metrics)
+        self.fencing = fencing
         var logger = logger
         logger[metadataKey: "source"] = "store"
         self.logger = logger
@@ -54,7 +74,13 @@ final class ProjectLeases: Service, Sendable {
     /// Whether this replica delivers the project's events now.
     func holds(_ project: String) -> Bool {
         let now = ContinuousClock.now
-        return state.withLock { ($0.held[project] ?? now) > now }
+        return state.withLock { ($0.held[project]?.until ?? now) > now }
+    }
+
+    /// The epoch of the project's lease while this replica holds it.
+    func epoch(_ project: String) -> Int64? {
+        let now = ContinuousClock.now
+        return state.withLock { state in state.held[project].flatMap { $0.until > now ? $0.epoch : nil } }
     }
 
     /// For readiness: the schema is in place and the database answered within the lease.
@@ -65,7 +91,7 @@ final class ProjectLeases: Service, Sendable {
             guard let contact = state.lastContact, now - contact < lease else {
                 return (false, "PostgreSQL has not answered for over \(lease): \(state.lastError ?? "no answer")")
             }
-            let held = state.held.filter { $0.value > now }.keys.sorted()
+            let held = state.held.filter { $0.value.until > now }.keys.sorted()
             return (true, held.isEmpty ? "reachable; another replica delivers" : "reachable; delivering for \(held.joined(separator: ", "))")
         }
     }
@@ -110,6 +136,43 @@ final class ProjectLeases: Service, Sendable {
         }
     }
 
+    /// A poll's admission, fenced: refused (and this replica stands down) when the lease was taken over since the
+    /// poll began. Nil when this replica does not hold the project, or the store did not answer.
+    func admitPolled(_ record: SpoolRecord, epoch: Int64, window: Duration, logger: Logger) async -> PostgresStore.Admission? {
+        do {
+            let admission =
+                fencing
+                ? try await store.admit(record, window: window, lease: Self.leaseName(record.project), epoch: epoch)
+                : try await store.admit(record, window: window, notify: false)
+            contact()
+            return admission
+        } catch {
+            if case .leaseLost = error {
+                fenced(record.project, epoch: epoch)
+            } else {
+                failed(error, doing: "admitting a polled version")
+            }
+            return nil
+        }
+    }
+
+    /// The newest version relayed for the project by any replica (nil: none on record); throws when the store does not
+    /// answer.
+    func relayed(_ project: String) async throws(StoreError) -> Int64? {
+        let version = try await store.relayed(project: project)
+        contact()
+        return version
+    }
+
+    /// Notes a version relayed or adopted in the shared store (failures are logged: the settlement notes it too).
+    func noteRelayed(_ project: String, _ version: Int64) async {
+        do {
+            try await store.noteRelayed(project: project, version: version)
+        } catch {
+            failed(error, doing: "noting the version relayed")
+        }
+    }
+
     static func leaseName(_ project: String) -> String { "project/\(project)" }
 
     // MARK: - Leases
@@ -136,27 +199,56 @@ final class ProjectLeases: Service, Sendable {
         }
     }
 
+    /// Renews every lease this replica holds and takes every free one, in one statement whatever the number of
+    /// projects (one round trip per `lease / 4`, also with the database far away).
     private func renew() async {
-        for project in configuration.current.projects.ids {
-            guard !Task.isCancelled else { return }
-            let sent = ContinuousClock.now
-            do {
-                let held = try await store.acquire(Self.leaseName(project), for: lease)
-                contact()
-                let was = state.withLock { state in
-                    let was = state.held[project].map { $0 > sent } ?? false
-                    state.held[project] = held ? sent + lease / 2 : nil
-                    return was
+        let projects = configuration.current.projects.ids
+        let sent = ContinuousClock.now
+        let held: [String: Int64]
+        do {
+            held = try await store.renew(projects.map(Self.leaseName), for: lease)
+            contact()
+        } catch {
+            failed(error, doing: "renewing the projects' leases")
+            standDownWhereLapsed()
+            return
+        }
+        var taken: [String] = []
+        var lost: [String] = []
+        state.withLock { state in
+            for project in projects {
+                let was = state.held[project]
+                guard let epoch = held[Self.leaseName(project)] else {
+                    if let was, was.until > sent { lost.append(project) }
+                    state.held[project] = nil
+                    continue
                 }
-                if held, !was { logger.notice("project lease taken: this replica delivers its events", metadata: ["project": "\(project)"]) }
-                if held { requestSweep(project) }
-            } catch {
-                failed(error, doing: "renewing the project's lease")
+                if let was, was.epoch == epoch, was.until > sent {
+                    // Renewed.
+                } else {
+                    taken.append(project)
+                    state.toSeed.insert(project)
+                }
+                state.held[project] = Claim(until: sent + lease / 2, epoch: epoch, confirmed: sent)
             }
         }
+        for project in lost {
+            // Another replica holds it now (a claim that lapsed while this one was paused): nothing more is sent here.
+            let stopped = engine.standDown(project: project)
+            metrics.leaseStandDown(project: project, reason: "taken_over")
+            logger.warning(
+                "project lease lost to another replica: this replica stops delivering its events",
+                metadata: ["project": "\(project)", "stopped": "\(stopped)"])
+        }
+        for project in taken {
+            // Whatever an earlier claim of this replica's left running was decided under an older epoch.
+            _ = engine.standDown(project: project)
+            logger.notice("project lease taken: this replica delivers its events", metadata: ["project": "\(project)", "epoch": "\(held[Self.leaseName(project)] ?? 0)"])
+        }
+        for project in projects where held[Self.leaseName(project)] != nil { requestSweep(project) }
         standDownWhereLapsed()
         let now = ContinuousClock.now
-        metrics.leasesHeld(state.withLock { $0.held.values.filter { $0 > now }.count })
+        metrics.leasesHeld(state.withLock { $0.held.values.filter { $0.until > now }.count })
     }
 
     /// Stops the deliveries of each project whose claim lapsed (another replica holds it, or it could not be renewed
@@ -164,16 +256,61 @@ final class ProjectLeases: Service, Sendable {
     private func standDownWhereLapsed() {
         let now = ContinuousClock.now
         let lapsed = state.withLock { state in
-            let lapsed = state.held.filter { $0.value <= now }.map(\.key)
+            let lapsed = state.held.filter { $0.value.until <= now }.map(\.key)
             for project in lapsed { state.held[project] = nil }
             return lapsed
         }
         for project in lapsed {
             let stopped = engine.standDown(project: project)
+            metrics.leaseStandDown(project: project, reason: "lapsed")
             logger.warning(
                 "project lease lapsed: this replica stops delivering its events, which another replica delivers",
                 metadata: ["project": "\(project)", "stopped": "\(stopped)"])
         }
+    }
+
+    /// Fencing, asked right before each FCM request of an event's delivery: the claim must still count, and when the
+    /// database has not confirmed its epoch for a third of the lease (the renewals are late: this replica was paused,
+    /// or the database is slow), the database is asked. A lease taken over stands the project down here, before any
+    /// request; a database that does not answer leaves the claim's own bound (half the lease, before anyone else can
+    /// take it).
+    func mayStart(project: String) async -> Bool {
+        guard fencing else { return true }
+        let now = ContinuousClock.now
+        guard let claim = state.withLock({ $0.held[project] }), claim.until > now else {
+            standDownWhereLapsed()
+            return false
+        }
+        guard now - claim.confirmed >= lease / 3 else { return true }
+        do {
+            let current = try await store.confirm(Self.leaseName(project), epoch: claim.epoch)
+            contact()
+            guard current else {
+                fenced(project, epoch: claim.epoch)
+                return false
+            }
+            state.withLock { state in
+                if state.held[project]?.epoch == claim.epoch { state.held[project]?.confirmed = now }
+            }
+            return true
+        } catch {
+            return claim.until > ContinuousClock.now
+        }
+    }
+
+    /// The store refused work decided under `epoch`: another replica took the lease over. Nothing more is sent here.
+    func fenced(_ project: String, epoch: Int64) {
+        let dropped = state.withLock { state in
+            guard state.held[project]?.epoch == epoch else { return false }
+            state.held[project] = nil
+            return true
+        }
+        let stopped = engine.standDown(project: project)
+        guard dropped else { return }
+        metrics.leaseStandDown(project: project, reason: "taken_over")
+        logger.warning(
+            "project lease lost to another replica: this stale holder stands down before sending anything more",
+            metadata: ["project": "\(project)", "epoch": "\(epoch)", "stopped": "\(stopped)"])
     }
 
     // MARK: - The outbox
@@ -203,24 +340,38 @@ final class ProjectLeases: Service, Sendable {
         }
     }
 
-    /// Starts the delivery of each event the project's outbox holds that this replica is not delivering already.
+    /// Starts the delivery of each event the project's outbox holds that this replica is not delivering already,
+    /// newest version first: where several versions wait for one audience (senders' retries after a database stall
+    /// come in any order), only the newest is sent and the older ones end `superseded`.
     private func sweep(_ project: String) async {
         guard holds(project) else { return }
         let records: [SpoolRecord]
         do {
+            if state.withLock({ $0.toSeed.contains(project) }) {
+                // Taken over: what FCM accepted under the previous holder, so no older version follows it.
+                engine.noteAccepted(try await store.acceptedPings(project: project))
+                state.withLock { _ = $0.toSeed.remove(project) }
+            }
             records = try await store.pending(project: project)
             contact()
         } catch {
             failed(error, doing: "reading the outbox")
             return
         }
+        var planned: [(SpoolRecord, DeliveryPlan, Logger)] = []
         for record in records where !engine.knows(record) {
-            guard holds(project), !Task.isCancelled else { return }
             var logger = logger
             logger[metadataKey: "event_id"] = "\(record.eventID ?? "-")"
             logger[metadataKey: "project"] = "\(record.project)"
             logger[metadataKey: "version"] = "\(record.version.versionNumber)"
             guard let plan = await configuration.plan(for: record, planner: planner, logger: logger) else { continue }
+            planned.append((record, plan, logger))
+        }
+        for (record, plan, _) in planned where record.outlier != true {
+            engine.noteUnderWay(record, plan: plan)
+        }
+        for (record, plan, logger) in planned.sorted(by: { $0.0.version.versionNumber > $1.0.version.versionNumber }) {
+            guard holds(project), !Task.isCancelled else { return }
             logger.info("delivering an event from the outbox")
             _ = await engine.deliver(record, plan: plan, origin: .spool, wait: .zero, onDisk: true, logger: logger)
         }

@@ -56,6 +56,7 @@ public enum RelayApplication {
         let replicas = shared.map {
             ProjectLeases(store: $0, configuration: store, engine: engine, planner: planner, metrics: metrics, logger: logger)
         }
+        if let replicas { engine.fence(with: replicas) }
         var probes = Probes(configuration: store, drain: drain, engine: engine, metrics: metrics, cacheFor: settings.readinessCache)
         probes.replicas = replicas
         var admin = AdminController(

@@ -41,9 +41,8 @@ struct ConsoleRoutes: Sendable {
         }
         router.get("/console/deliveries") { request, _ in
             await signedIn(request) { session in
-                page(
-                    "Deliveries", "deliveries", await deliveries(request.uri.queryParameters, csrf: session.csrf), session: session,
-                    current: "deliveriesPage")
+                let (data, refused) = await deliveries(request.uri.queryParameters, csrf: session.csrf)
+                return page("Deliveries", "deliveries", data, session: session, current: "deliveriesPage", status: refused ? .badRequest : .ok)
             }
         }
         router.get("/console/deliveries/:id") { request, context in
@@ -53,7 +52,9 @@ struct ConsoleRoutes: Sendable {
                 do throws(Refusal) {
                     found = try await admin.historyEntry(id)
                 } catch {
-                    return page("Not available", "overview", await overview(), session: session, notice: error.detail, status: .serviceUnavailable)
+                    return page(
+                        "Not available", "overview", await overview(), session: session, notice: error.detail,
+                        status: error.kind == .invalidRequest ? .badRequest : .serviceUnavailable)
                 }
                 guard let entry = found else {
                     return page(
@@ -263,7 +264,8 @@ struct ConsoleRoutes: Sendable {
 
     static let statuses = ["", "pending", "accepted", "validated", "failed", "dead", "superseded", "interrupted"]
 
-    private func deliveries(_ query: Parameters, csrf: String) async -> [String: Any] {
+    /// The page's data, and whether the filter was refused (a control character: 400).
+    private func deliveries(_ query: Parameters, csrf: String) async -> ([String: Any], refused: Bool) {
         let status = query.get("status").flatMap { Self.statuses.contains($0) && !$0.isEmpty ? $0 : nil }
         let route = query.get("route").flatMap { $0.isEmpty ? nil : String($0.prefix(200)) }
         let project = query.get("project").flatMap { $0.isEmpty ? nil : String($0.prefix(200)) }
@@ -277,12 +279,14 @@ struct ConsoleRoutes: Sendable {
             }
         }
         var entries: [DeliveryHistory.Entry] = []
+        var refused = false
         do throws(Refusal) {
             entries = try await admin.history(.init(status: status, route: route, project: project, version: version, limit: 200))
         } catch {
             problem = problem ?? error.detail
+            refused = error.kind == .invalidRequest
         }
-        return [
+        return ([
             "statuses": Self.statuses.map { ["value": $0, "label": $0.isEmpty ? "any" : $0, "selected": $0 == (status ?? "")] as [String: Any] },
             "route": route ?? "", "project": project ?? "", "version": version.map(String.init) ?? "", "problem": problem ?? "",
             "count": entries.count,
@@ -293,7 +297,7 @@ struct ConsoleRoutes: Sendable {
                     "retryable": Self.retryable(entry), "csrf": csrf,
                 ]
             },
-        ]
+        ], refused)
     }
 
     static func delivery(_ entry: DeliveryHistory.Entry, csrf: String) -> [String: Any] {

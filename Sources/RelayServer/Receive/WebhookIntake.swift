@@ -81,8 +81,13 @@ struct WebhookIntake: Sendable {
                 guard headers[.webhookSignature] != nil else { throw error }
             }
         }
-        if let id = headers[.webhookID], id.unicodeScalars.count > EventDecoder.maximumIDLength {
-            throw Refusal(kind: .malformedEvent, detail: "webhook-id is longer than \(EventDecoder.maximumIDLength) characters")
+        if let id = headers[.webhookID] {
+            do throws(DecodeError) {
+                try EventDecoder.checkID(id, name: "webhook-id")
+            } catch {
+                logger.notice("webhook refused: its webhook-id is not a usable id", metadata: ["reason": "\(error)"])
+                throw Refusal(kind: .malformedEvent, detail: "\(error)")
+            }
         }
         let signature = StandardWebhookVerifier.Headers(
             id: headers[.webhookID], timestamp: headers[.webhookTimestamp], signature: headers[.webhookSignature])

@@ -20,7 +20,7 @@ struct Refusal: Error {
         case .unsupportedContentType: .unsupportedMediaType
         case .unknownEventType: .unknownEventType
         case .malformedJSON, .missingVersionNumber, .invalidField, .missingAttribute, .unsupportedSpecVersion, .invalidSource,
-            .invalidEnvelope, .idTooLong:
+            .invalidEnvelope, .idTooLong, .idHasControlCharacter:
             .malformedEvent
         }
     }

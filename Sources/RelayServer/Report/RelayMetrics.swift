@@ -89,6 +89,12 @@ public final class RelayMetrics: Sendable {
         CoreMetrics.Gauge(label: "rc_relay_store_leases_held", factory: factory).record(count)
     }
 
+    /// This replica stood down from a project because another took its lease over (fencing refused its work), or its
+    /// claim lapsed: `reason` is `taken_over` or `lapsed`.
+    func leaseStandDown(project: String, reason: String) {
+        counter("rc_relay_store_lease_stand_downs_total", [("project", project), ("reason", reason)]).increment()
+    }
+
     /// The Prometheus text exposition.
     func exposition() -> [UInt8] {
         var buffer: [UInt8] = []

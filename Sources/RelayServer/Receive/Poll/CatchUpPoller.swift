@@ -78,7 +78,23 @@ final class CatchUpPoller: Service {
 
     private func poll(_ project: String, _ pipeline: ProjectDirectory.Pipeline, settings current: RelaySettings, logger: Logger) async -> Outcome {
         let calls = RemoteConfigCalls(client: pipeline.remoteConfig, policy: current.retryPolicy, clock: clock, metrics: metrics)
-        let known = relayed.newest(project)
+        var known = relayed.newest(project)
+        // With a shared store, the poll is decided under the lease's epoch, from the newest version any replica relayed:
+        // a replica that just took the lease over starts where the previous holder left off.
+        var epoch: Int64?
+        if let replicas {
+            guard let held = replicas.epoch(project) else { return .current }
+            epoch = held
+            do {
+                if let shared = try await replicas.relayed(project) {
+                    relayed.note(project, shared)
+                    known = max(known ?? shared, shared)
+                }
+            } catch {
+                logger.warning("poll failed: the shared store did not say which version was relayed last; the next poll tries again")
+                return .failed
+            }
+        }
         let versions: [TemplateVersion]
         let listedNothing: Bool
         do {
@@ -88,12 +104,16 @@ final class CatchUpPoller: Service {
             return .failed
         }
         guard let newest = versions.max(by: { $0.versionNumber < $1.versionNumber }) else {
-            if known == nil, listedNothing { relayed.note(project, 0) }  // nothing published yet: the first publish is news
+            if known == nil, listedNothing {  // nothing published yet: the first publish is news
+                relayed.note(project, 0)
+                await replicas?.noteRelayed(project, 0)
+            }
             return .current
         }
         guard let known else {
             // Nothing relayed on record: adopt the current version without a ping (no ping storm on every start).
             relayed.note(project, newest.versionNumber)
+            await replicas?.noteRelayed(project, newest.versionNumber)
             logger.info("poll: adopted the current version without a ping", metadata: ["version": "\(newest.versionNumber)"])
             return .current
         }
@@ -108,7 +128,7 @@ final class CatchUpPoller: Service {
         logger.notice(
             "poll: relaying a version no webhook announced",
             metadata: ["missed": "\(versions.count)", "last_relayed": "\(known)"])
-        return await relay(newest, since: known, project: project, pipeline: pipeline, settings: current, logger: logger)
+        return await relay(newest, since: known, project: project, epoch: epoch, pipeline: pipeline, settings: current, logger: logger)
     }
 
     /// The versions newer than `known`, newest first, from as many pages as it takes (bounded, and never a page
@@ -150,13 +170,15 @@ final class CatchUpPoller: Service {
 
     /// Delivers `version` as a `poll` event; true once it is delivered or safely spooled (then it counts as relayed).
     private func relay(
-        _ version: TemplateVersion, since known: Int64, project: String, pipeline: ProjectDirectory.Pipeline, settings: RelaySettings, logger: Logger
+        _ version: TemplateVersion, since known: Int64, project: String, epoch: Int64?, pipeline: ProjectDirectory.Pipeline,
+        settings: RelaySettings, logger: Logger
     ) async -> Outcome {
         let record = SpoolRecord(
             keys: ["\(project)/version/\(version.versionNumber)"], project: project, eventID: nil, format: "poll", version: version,
             receivedAt: clock.now())
-        if let replicas {
-            switch try? await replicas.admit(record, window: settings.dedupWindow, logger: logger) {
+        if let replicas, let epoch {
+            // Fenced: a poll that outlived this replica's lease (paused, or slow retries) admits nothing.
+            switch await replicas.admitPolled(record, epoch: epoch, window: settings.dedupWindow, logger: logger) {
             case .admitted?, .pending?: break  // this replica holds the lease: it delivers (or joins) below
             case .settled?:
                 logger.info("poll: a webhook had announced the version already")
