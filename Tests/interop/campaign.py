@@ -1,0 +1,1060 @@
+"""A seeded fault campaign: several replicas, one truth.
+
+    python Tests/interop/campaign.py --seed 7 --minutes 10 [--replicas 3] [--projects 2] [--nginx]
+
+Runs a real cluster on loopback: `rc-relay serve` replicas on one throwaway PostgreSQL (postgres.Cluster), one
+`rc-relay emulator` per project for FCM and Remote Config (an emulator trusts one project's key, so with several
+projects a small nginx routes Google's paths to each project's emulator), optionally the deploy kit's nginx in front
+of the replicas. A publisher publishes real templates in Remote Config and announces most of them by signed webhooks
+(bare versions, CloudEvents binary and structured) to a random replica, some redelivered to another with the same
+webhook-id; the rest are left for catch-up polling. A seeded scheduler meanwhile kills, pauses and restarts replicas
+(the lease holder among them), pauses and restarts PostgreSQL, and makes FCM and Remote Config fail or slow down.
+At the end it stops injecting, waits until the system is quiet, and `check` (a pure function over what the emulator
+recorded, what the senders were answered, what was published and which faults ran when) decides whether the
+replicas told one truth. docs/campaign-draft.md describes the invariants.
+
+The random number generator decides what happens (faults, their targets by role, publishes, pauses); the machine
+decides the exact interleaving. A seed replays the same plan; a violation prints the events around it.
+"""
+import argparse
+import collections
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import requests  # noqa: E402
+from cloudevents.core.bindings.http import to_binary_event, to_structured_event  # noqa: E402
+from cloudevents.core.v1.event import CloudEvent  # noqa: E402
+
+from conftest import SECRET, signed_headers  # noqa: E402
+from postgres import Cluster, Missing, free_port  # noqa: E402
+
+BINARY = os.environ.get("RC_RELAY_BIN") or "/tmp/rc-relay-bin/rc-relay"
+ADMIN = "campaign-admin-token-0123456789"
+UPDATED = "google.firebase.remoteconfig.remoteConfig.v1.updated"
+
+# Faults that stop or end a replica's process: the only ones after which a ping may go twice (docs/replicas.md: a
+# ping in flight at a kill -9 may be sent again) or land after a newer one.
+PROCESS_FAULTS = {"kill", "pause", "term"}
+# receivedAt of /emulator/messages is whole seconds.
+RESOLUTION = 1.0
+
+# The routes every project has, as plain data the checker reads too. Each message carries its route in data.ROUTE
+# and its version in data.CONFIG_VERSION.
+ROUTES = [
+    {"name": "plain", "topic": "PUSH_RC"},
+    {"name": "aware", "topic": "RC_ALL", "audience": {"ios_ja": "lang_ja", "ios_ko": "lang_ko"}},
+    {"name": "quiet", "topic": "RC_QUIET", "debounceSeconds": 2},
+    {"name": "waved", "waves": {"shards": 4, "spreadSeconds": 4, "topic": "RC_WAVE_{shard}"}},
+]
+# What a publish changes in the template: a conditional value of a mapped condition (the aware route narrows), both,
+# or the default (everyone).
+CHANGES = [["ios_ja"], ["ios_ko"], ["ios_ja", "ios_ko"], ["default"]]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The checker: a pure function over plain data.
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def epoch(text):
+    return datetime.fromisoformat(text).timestamp()
+
+
+def parse_pings(messages):
+    """The emulator's records as pings: project, route, audience (topic or condition), its topics, version, time,
+    and seq (its place in the emulator's record, which orders the pings of one project exactly)."""
+    pings = []
+    for seq, recorded in enumerate(messages):
+        message = recorded["message"]
+        data = message.get("data", {})
+        if "topic" in message:
+            audience, targets = message["topic"], {message["topic"]}
+        else:
+            audience = message.get("condition", "?")
+            targets = set(re.findall(r"'([^']+)' in topics", audience))
+        pings.append({
+            "project": recorded["project"], "route": data.get("ROUTE", "?"), "audience": audience,
+            "targets": frozenset(targets), "version": int(data.get("CONFIG_VERSION") or 0),
+            "time": epoch(recorded["receivedAt"]), "seq": seq,
+        })
+    return pings
+
+
+def shard_topics(route):
+    waves = route["waves"]
+    return [waves["topic"].replace("{shard}", str(k)) for k in range(waves["shards"])]
+
+
+def required_targets(route, changed):
+    """The topics a version must reach on `route`, from what it changed: a waved route every shard; a change-aware
+    route only its mapped conditions' topics when the change is confined to their conditional values, otherwise its
+    whole topic; any other route its topic."""
+    if "waves" in route:
+        return set(shard_topics(route))
+    audience = route.get("audience")
+    if audience and changed and all(c in audience for c in changed):
+        return {audience[c] for c in changed}
+    return {route["topic"]}
+
+
+def covers(route, ping, target):
+    """Whether the ping reaches the devices of `target`: its own topics, or the change-aware route's whole topic,
+    which every narrowed audience also subscribes to."""
+    return target in ping["targets"] or ("audience" in route and ping["audience"] == route["topic"])
+
+
+def slack_of(faults):
+    """How long before a ping is recorded its request may have left the relay: FCM's injected latency, the record's
+    whole seconds, and a second for the fault log's own timing."""
+    latency = max([f["detail"].get("latencyMs", 0) / 1000 for f in faults if f["kind"] == "fcm_slow"] or [0])
+    return RESOLUTION + 1.0 + latency
+
+
+def in_flight_at_fault(ping, faults, slack, since=None):
+    """The documented exception: a replica's process was killed, paused or stopped while this send was in flight,
+    i.e. such a fault began between shortly before `since` (the first of the pair; the ping itself for a stale one)
+    and the ping."""
+    start = (since if since is not None else ping)["time"] - slack
+    return next((f for f in faults if f["kind"] in PROCESS_FAULTS and start <= f["start"] <= ping["time"] + RESOLUTION), None)
+
+
+class Check:
+    def __init__(self, invariant, project, scope):
+        self.invariant, self.project, self.scope = invariant, project, scope
+        self.problems = []  # (time, text)
+
+    def fail(self, at, text):
+        self.problems.append((at, text))
+
+    @property
+    def ok(self):
+        return not self.problems
+
+
+def check(messages, answers, publishes, faults, routes=ROUTES, outcome=None):
+    """Checks the invariants per project and route; returns a list of Check (each passed or failed with its
+    problems). Inputs are plain data: the emulator's records (`GET /emulator/messages`, all projects), every answer a
+    sender got, every publish (project, version, time, mode, changed, polling), the fault log (kind, start, end,
+    detail) and `outcome` (whether the end was quiet)."""
+    pings = parse_pings(messages)
+    slack = slack_of(faults)
+    acked = {(a["project"], a["version"]) for a in answers if a.get("status") in (200, 202)}
+    checks = []
+    for project in sorted({p["project"] for p in publishes}):
+        published = sorted((p for p in publishes if p["project"] == project), key=lambda p: p["version"])
+        mine = [p for p in pings if p["project"] == project]
+        for route in routes:
+            routed = sorted((p for p in mine if p["route"] == route["name"]), key=lambda p: p["seq"])
+            checks.append(check_lost(project, route, published, routed, acked))
+            checks.append(check_newest(project, route, published, routed, faults, slack))
+            checks.append(check_duplicates(project, route, routed, faults, slack))
+            checks.append(check_stale(project, route, routed, faults, slack))
+            if "waves" in route:
+                checks.append(check_waves(project, route, published, routed, faults, slack))
+        checks.append(check_settled(project, published, answers))
+    quiet = Check("settled", "*", "the end was quiet")
+    if outcome is not None and not outcome.get("quiet", True):
+        quiet.fail(outcome.get("at", 0), f"not quiet by the deadline: {outcome.get('why', '?')}")
+    checks.append(quiet)
+    # The campaign's own trouble (a fault it could not carry out) fails the run too, apart from the relay's.
+    plan = Check("campaign", "*", "every fault of the plan was carried out")
+    for error in (outcome or {}).get("errors", []):
+        plan.fail(0, error)
+    checks.append(plan)
+    return checks
+
+
+def check_lost(project, route, published, routed, acked):
+    """Nothing acknowledged is lost: each version acknowledged (200/202), or left for the poller on a project that
+    polls, reaches every topic it must reach with a ping carrying it or a newer version."""
+    result = Check("lost", project, route["name"])
+    for publish in published:
+        version = publish["version"]
+        if (project, version) not in acked and not publish.get("polling"):
+            continue  # never acknowledged and no poller to find it: nobody promised anything
+        for target in sorted(required_targets(route, publish["changed"])):
+            if not any(p["version"] >= version and covers(route, p, target) for p in routed):
+                why = "acknowledged" if (project, version) in acked else "left for the poller"
+                result.fail(publish["time"], f"version {version} ({why}, changed {publish['changed']}) never reached {target}")
+    return result
+
+
+def check_newest(project, route, published, routed, faults, slack):
+    """The newest version arrives: it reaches every topic it must reach, and is the last ping to each audience it
+    reached (a stale ping in flight at a process fault aside)."""
+    result = Check("newest", project, route["name"])
+    if not published:
+        return result
+    newest = published[-1]
+    version = newest["version"]
+    for target in sorted(required_targets(route, newest["changed"])):
+        if not any(p["version"] == version and covers(route, p, target) for p in routed):
+            last = [p["version"] for p in routed if covers(route, p, target)][-1:]
+            result.fail(newest["time"], f"newest version {version} never reached {target} (its last ping: {last or 'none'})")
+    for audience in sorted({p["audience"] for p in routed if p["version"] == version}):
+        there = [p for p in routed if p["audience"] == audience]
+        last_newest = max(p["seq"] for p in there if p["version"] == version)
+        for later in (p for p in there if p["seq"] > last_newest and p["version"] < version):
+            if not in_flight_at_fault(later, faults, slack):
+                result.fail(later["time"], f"the last ping to {audience} carries {later['version']}, not the newest {version}")
+    return result
+
+
+def check_duplicates(project, route, routed, faults, slack):
+    """No duplicates beyond the documented ones: a version goes twice to one audience only when a replica's process
+    fault began while the first was in flight (between shortly before the first and the second), never three times."""
+    result = Check("duplicates", project, route["name"])
+    groups = collections.defaultdict(list)
+    for ping in routed:
+        groups[(ping["audience"], ping["version"])].append(ping)
+    for (audience, version), same in sorted(groups.items(), key=lambda item: item[1][0]["seq"]):
+        if len(same) >= 3:
+            result.fail(same[2]["time"], f"version {version} sent {len(same)} times to {audience}")
+        elif len(same) == 2 and not in_flight_at_fault(same[1], faults, slack, since=same[0]):
+            result.fail(same[1]["time"], f"version {version} sent twice to {audience} with no replica fault in flight "
+                                         f"(at {clock(same[0]['time'])} and {clock(same[1]['time'])})")
+    return result
+
+
+def check_stale(project, route, routed, faults, slack):
+    """Nothing stale after fresh: no ping of an older version to an audience after a newer one was recorded there,
+    unless that older ping was in flight when a replica's process fault began."""
+    result = Check("stale", project, route["name"])
+    newest = {}
+    for ping in routed:
+        seen = newest.get(ping["audience"])
+        if seen and ping["version"] < seen["version"] and not in_flight_at_fault(ping, faults, slack):
+            result.fail(ping["time"], f"version {ping['version']} sent to {ping['audience']} at {clock(ping['time'])} after "
+                                      f"version {seen['version']} at {clock(seen['time'])}")
+        if not seen or ping["version"] > seen["version"]:
+            newest[ping["audience"]] = ping
+    return result
+
+
+def check_waves(project, route, published, routed, faults, slack):
+    """Waves: every shard topic of the newest version's wave is pinged exactly once with that version (twice only
+    with the in-flight exception)."""
+    result = Check("waves", project, route["name"])
+    if not published:
+        return result
+    version = published[-1]["version"]
+    for topic in shard_topics(route):
+        same = [p for p in routed if p["audience"] == topic and p["version"] == version]
+        if not same:
+            result.fail(published[-1]["time"], f"shard {topic} never got the newest version {version}")
+        elif len(same) > 2 or (len(same) == 2 and not in_flight_at_fault(same[1], faults, slack, since=same[0])):
+            result.fail(same[-1]["time"], f"shard {topic} got the newest version {version} {len(same)} times")
+    return result
+
+
+def check_settled(project, published, answers):
+    """Every webhook the campaign sent was acknowledged (200/202) in the end, and none was refused (4xx): a sender
+    that never got an answer is a relay that refused work, not a campaign that gave up."""
+    result = Check("settled", project, "webhooks")
+    for publish in published:
+        if publish["mode"] == "poll":
+            continue
+        mine = [a for a in answers if a["project"] == project and a["version"] == publish["version"]]
+        if not any(a.get("status") in (200, 202) for a in mine):
+            last = mine[-1] if mine else {}
+            result.fail(publish["time"], f"version {publish['version']}'s webhook was never acknowledged "
+                                         f"(last answer {last.get('status') or last.get('error')})")
+        for refused in (a for a in mine if a.get("status") and 400 <= a["status"] < 500):
+            result.fail(refused["time"], f"version {publish['version']}'s webhook was refused: {refused['status']} {refused.get('body', '')[:200]}")
+    return result
+
+
+def clock(t):
+    return datetime.fromtimestamp(t).strftime("%H:%M:%S.%f")[:-3]
+
+
+def context(t, project, messages, answers, publishes, faults, window=12.0):
+    """The events within `window` seconds of `t` (the project's publishes, answers and pings; every fault), in time
+    order, for a violation's report."""
+    events = []
+    for p in publishes:
+        if p["project"] == project and abs(p["time"] - t) <= window:
+            events.append((p["time"], f"publish  v{p['version']} {p['mode']} changed={p['changed']}"))
+    for a in answers:
+        if a["project"] == project and abs(a["time"] - t) <= window:
+            events.append((a["time"], f"answer   v{a['version']} {a.get('status') or a.get('error')} from {a['target']} {a.get('outcome', '')}"))
+    for p in parse_pings([m for m in messages if m["project"] == project]):
+        if abs(p["time"] - t) <= window:
+            events.append((p["time"], f"ping     v{p['version']} {p['route']} -> {p['audience']}"))
+    for f in faults:
+        end = f["end"] if f["end"] is not None else f["start"]
+        if f["start"] - window <= t <= end + window:
+            events.append((f["start"], f"fault    {f['kind']} {f['target']} until {clock(end)} {json.dumps(f['detail'])}"))
+    return [f"    {clock(at)} {text}" for at, text in sorted(events, key=lambda e: e[0])]
+
+
+def report(checks, record, out=sys.stdout):
+    """Prints the table, each violation with the seed and the events around it, and `N passed, N failed`."""
+    seed, faults, publishes = record["seed"], record["faults"], record["publishes"]
+    answers, messages = record["answers"], record["messages"]
+    kinds = collections.Counter(f["kind"] for f in faults)
+    statuses = collections.Counter(str(a.get("status") or "error") for a in answers)
+    modes = collections.Counter(p["mode"] for p in publishes)
+    failed = [c for c in checks if not c.ok]
+    by_invariant = collections.Counter()
+    for c in failed:
+        by_invariant[c.invariant] += len(c.problems)
+    print(f"seed                 {seed}", file=out)
+    print(f"faults injected      {sum(kinds.values())}: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())), file=out)
+    print(f"publishes            {len(publishes)}: " + ", ".join(f"{k} {n}" for k, n in sorted(modes.items())), file=out)
+    print(f"answers              {len(answers)}: " + ", ".join(f"{k} {n}" for k, n in sorted(statuses.items())), file=out)
+    print(f"pings                {len(messages)}", file=out)
+    print("violations           " + ", ".join(
+        f"{k} {by_invariant.get(k, 0)}" for k in ["lost", "newest", "duplicates", "waves", "stale", "settled"]), file=out)
+    for c in failed:
+        for at, text in c.problems:
+            print(f"\nVIOLATION [{c.invariant}] seed {seed}, project {c.project}, {c.scope}: {text}", file=out)
+            print(f"  replay: python Tests/interop/campaign.py --seed {seed} {record.get('replay', '')}".rstrip(), file=out)
+            print("\n".join(context(at, c.project, messages, answers, publishes, faults)), file=out)
+    print(f"\n{len(checks) - len(failed)} passed, {len(failed)} failed", file=out)
+    return not failed
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Processes
+# ----------------------------------------------------------------------------------------------------------------
+
+
+class Child:
+    """A child process whose output goes to a log file and is read line by line in the background, so a wait is
+    woken by the line it waits for."""
+
+    def __init__(self, args, log_path, env=None):
+        self.lines = []
+        self.changed = threading.Condition()
+        self.log = open(log_path, "a")
+        self.log.write(f"---- {' '.join(map(str, args))} at {clock(time.time())}\n")
+        self.proc = subprocess.Popen([str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     env={**os.environ, **(env or {})}, start_new_session=True)
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self):
+        for line in self.proc.stdout:
+            self.log.write(line)
+            with self.changed:
+                self.lines.append(line)
+                self.changed.notify_all()
+        self.log.flush()
+        with self.changed:
+            self.changed.notify_all()
+
+    def wait_for(self, predicate, timeout=60, after=0):
+        """The first line (from the `after`-th) for which predicate holds; fails when the process ends or time is up."""
+        deadline = time.time() + timeout
+        with self.changed:
+            while True:
+                for line in self.lines[after:]:
+                    if predicate(line):
+                        return line
+                after = len(self.lines)
+                if self.proc.poll() is not None or time.time() > deadline:
+                    tail = "".join(self.lines[-30:])
+                    raise AssertionError(f"{self.proc.args[:2]} did not print the expected line:\n{tail}")
+                self.changed.wait(timeout=0.5)
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def signal(self, sig):
+        if self.alive():
+            os.kill(self.proc.pid, sig)
+
+    def end(self, timeout=15):
+        """SIGCONT (a paused process cannot stop), SIGTERM, then SIGKILL if it lingers."""
+        if self.alive():
+            self.signal(signal.SIGCONT)
+            self.signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self.log.flush()
+
+
+def program(name):
+    path = shutil.which(name) or next((f"{d}/{name}" for d in ("/usr/sbin", "/sbin") if os.access(f"{d}/{name}", os.X_OK)), None)
+    if not path:
+        raise Missing(f"{name} is not installed (apt-get install {name})")
+    return path
+
+
+class Emulator:
+    """`rc-relay emulator` for one project: FCM and Remote Config, with faults injected at /emulator/faults."""
+
+    def __init__(self, project, directory):
+        self.project = project
+        self.key_file = directory / f"key-{project}.json"
+        self.child = Child([BINARY, "emulator", "--port", "0", "--key-file", self.key_file, "--project", project],
+                           directory / f"emulator-{project}.log")
+        line = self.child.wait_for(lambda l: "fcm-emulator listening" in l, timeout=30)
+        self.url = line.split("listening on ")[1].split(" ")[0]
+
+    def inject(self, fault):
+        requests.post(self.url + "/emulator/faults", json=fault, timeout=10).raise_for_status()
+
+    def publish(self, template):
+        answer = requests.post(f"{self.url}/emulator/remote-config/{self.project}/publish", data=json.dumps(template), timeout=10)
+        answer.raise_for_status()
+        return answer.json()
+
+    def stats(self):
+        return requests.get(self.url + "/emulator/stats", timeout=10).json()
+
+    def messages(self):
+        return requests.get(self.url + "/emulator/messages", timeout=30).json()
+
+    def drain(self, sends, remote_config):
+        """Uses up faults still queued: each request takes one before the emulator looks at its token, so an
+        unauthenticated request consumes a fault and sends nothing (there is no call that clears only faults)."""
+        def hit(method, path):
+            try:
+                requests.request(method, self.url + path, data="{}", timeout=60)
+            except requests.RequestException:
+                pass  # a dropped connection is a fault used up too
+        from concurrent.futures import ThreadPoolExecutor
+        calls = [("POST", f"/v1/projects/{self.project}/messages:send")] * sends
+        calls += [("GET", f"/v1/projects/{self.project}/remoteConfig:listVersions")] * remote_config
+        with ThreadPoolExecutor(16) as pool:  # latency faults sleep: side by side
+            list(pool.map(lambda call: hit(*call), calls))
+
+
+class GoogleFront:
+    """With several projects: one address for FCM and Remote Config, as Google has, that nginx routes by project to
+    each project's emulator (an emulator trusts the key of one project only). Plain HTTP, like the emulator."""
+
+    def __init__(self, emulators, directory):
+        directory.mkdir(exist_ok=True)
+        for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
+            (directory / sub).mkdir(exist_ok=True)
+        self.port = free_port()
+        locations = "\n".join(
+            f"        location /v1/projects/{e.project}/ {{ proxy_pass {e.url}; }}" for e in emulators)
+        (directory / "nginx.conf").write_text(f"""
+{"user root;" if os.geteuid() == 0 else ""}
+daemon off;
+worker_processes 1;
+pid {directory}/nginx.pid;
+error_log {directory}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    client_body_temp_path {directory}/body;
+    proxy_temp_path {directory}/proxy;
+    fastcgi_temp_path {directory}/fastcgi;
+    uwsgi_temp_path {directory}/uwsgi;
+    scgi_temp_path {directory}/scgi;
+    server {{
+        listen 127.0.0.1:{self.port};
+        client_max_body_size 8m;
+        proxy_http_version 1.1;
+        proxy_set_header Connection "";
+        proxy_read_timeout 300s;
+        proxy_buffering off;
+{locations}
+    }}
+}}
+""")
+        self.child = Child([program("nginx"), "-p", directory, "-c", directory / "nginx.conf", "-e", directory / "error.log"],
+                           directory / "nginx.out")
+        wait_for_port(self.port, self.child)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+
+def wait_for_port(port, child, seconds=15):
+    import socket
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if not child.alive():
+            raise AssertionError(f"{child.proc.args[0]} exited: {''.join(child.lines)}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError(f"nothing listens on {port}")
+
+
+class Replica:
+    """One `rc-relay serve`, on a port it keeps across restarts (so the front's upstreams stay valid)."""
+
+    def __init__(self, index, directory, config, env):
+        self.index, self.directory, self.env = index, directory, env
+        self.port = free_port()
+        self.config = directory / f"replica-{index}.yaml"
+        self.config.write_text(json.dumps({**config, "server": {**config["server"], "port": self.port}}, indent=1))
+        self.log_path = directory / f"replica-{index}.log"
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.webhook = self.url + "/webhooks/remote-config"
+        self.child = None
+        self.paused = False
+
+    def start(self):
+        self.child = Child([BINARY, "serve", "--config", self.config], self.log_path,
+                           env={"TEST_WEBHOOK_SECRET": SECRET, **self.env})
+        self.child.wait_for(lambda l: "rc-relay listening" in l, timeout=60)
+
+    @property
+    def name(self):
+        return f"replica-{self.index}"
+
+    def alive(self):
+        return self.child is not None and self.child.alive()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The campaign
+# ----------------------------------------------------------------------------------------------------------------
+
+
+class Options:
+    def __init__(self, seed, minutes=1.5, replicas=3, projects=2, nginx=False, lease=3, poll_interval=10, poll_grace=3,
+                 fencing=True, directory=None, quiet_deadline=240):
+        self.seed, self.minutes, self.replicas, self.projects, self.nginx = seed, minutes, replicas, projects, nginx
+        self.lease, self.poll_interval, self.poll_grace = lease, poll_interval, poll_grace
+        self.fencing, self.directory, self.quiet_deadline = fencing, directory, quiet_deadline
+
+    def replay(self):
+        return (f"--minutes {self.minutes} --replicas {self.replicas} --projects {self.projects}"
+                + (" --nginx" if self.nginx else "") + ("" if self.fencing else " --no-fencing"))
+
+
+def template_of(values):
+    """A template whose greeting has a default and a conditional value for each of two conditions the aware route
+    maps to topics."""
+    return {
+        "conditions": [{"name": "ios_ja", "expression": "device.language in ['ja']"},
+                       {"name": "ios_ko", "expression": "device.language in ['ko']"}],
+        "parameters": {"greeting": {"defaultValue": {"value": values["default"]},
+                                    "conditionalValues": {"ios_ja": {"value": values["ios_ja"]}, "ios_ko": {"value": values["ios_ko"]}}}},
+    }
+
+
+class Campaign:
+    def __init__(self, options):
+        self.options = options
+        self.seed = options.seed
+        self.directory = Path(options.directory or tempfile.mkdtemp(prefix=f"rc-relay-campaign-{options.seed}-"))
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.projects = [f"rc-campaign-{i}" for i in range(options.projects)]
+        self.lock = threading.Lock()
+        self.publishes, self.answers, self.faults = [], [], []
+        self.senders = []
+        self.stopping = threading.Event()  # the stream and the faults stop
+        self.finished = threading.Event()  # the deadline for senders has passed
+        self.published = threading.Condition()
+        self.values = {p: {"default": "hello-0", "ios_ja": "ja-0", "ios_ko": "ko-0"} for p in self.projects}
+        self.cluster = self.front = self.google = self.proxy = None
+        self.emulators, self.replicas = {}, []
+        self.injected = collections.Counter()  # faults queued per (project, endpoint), to drain at the end
+        self.max_latency = 0
+        self.errors = []  # what went wrong in the campaign itself (a fault that could not be carried out)
+
+    # -- set-up ----------------------------------------------------------------------------------------------------
+
+    def start(self):
+        self.cluster = Cluster()
+        for project in self.projects:
+            self.emulators[project] = Emulator(project, self.directory)
+            # Version 1 exists before any replica starts: the first poll adopts it, and the campaign's versions follow.
+            self.emulators[project].publish(template_of(self.values[project]))
+        if len(self.projects) > 1:
+            self.google = GoogleFront(list(self.emulators.values()), self.directory / "google-front")
+            google_url = self.google.url
+        else:
+            google_url = self.emulators[self.projects[0]].url
+        config = self.relay_config(google_url)
+        env = {} if self.options.fencing else {"RC_RELAY_TESTING_DISABLE_FENCING": "1"}
+        self.replicas = [Replica(i, self.directory, config, env) for i in range(self.options.replicas)]
+        for replica in self.replicas:
+            replica.start()
+        if self.options.nginx:
+            self.start_proxy()
+        self.wait_until_every_project_is_held_and_polled()
+
+    def relay_config(self, google_url):
+        data = {"CONFIG_STATE": "STALE", "CONFIG_VERSION": "{{version}}"}
+        routes = [{**{k: v for k, v in r.items()}, "data": {**data, "ROUTE": r["name"]}} for r in ROUTES]
+        return {
+            "server": {"host": "127.0.0.1", "trustedProxies": ["127.0.0.1/32"]},
+            "fcm": {"credentialsFile": str(self.emulators[self.projects[0]].key_file), "baseURL": google_url},
+            "remoteConfig": {"baseURL": google_url, "timeoutSeconds": 5},
+            "webhook": {"secrets": [{"env": "TEST_WEBHOOK_SECRET"}]},
+            "admin": {"tokens": [ADMIN]},
+            "log": {"format": "json", "level": "info"},
+            "delivery": {"answerWithinSeconds": 2, "baseDelaySeconds": 0.2, "maxDelaySeconds": 1, "quotaDelaySeconds": 1,
+                         "drainSeconds": 1, "maxAttempts": 100},
+            "store": {"postgres": {"url": self.cluster.url, "leaseSeconds": self.options.lease}},
+            "poll": {"intervalSeconds": self.options.poll_interval, "graceSeconds": self.options.poll_grace},
+            "projects": [{"id": p, "credentialsFile": str(self.emulators[p].key_file), "routes": routes} for p in self.projects],
+        }
+
+    def start_proxy(self):
+        from test_deploy import start_proxy
+        upstream = ";\n    server ".join(f"127.0.0.1:{r.port}" for r in self.replicas)
+        self.proxy = start_proxy("nginx", self.directory / "front", upstream)
+
+    def wait_until_every_project_is_held_and_polled(self, timeout=90):
+        """Publishing starts once each project has a holder that has polled it (its first poll adopts version 1; a
+        version published before that first poll would be adopted unpinged, which is no fault of the relay's)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            held = self.holders()
+            polled = all(self.emulators[p].stats().get("remoteConfigRequests", 0) > 0 for p in self.projects)
+            adopted = all(self.adopted(p) for p in self.projects)
+            if len(held) == len(self.projects) and polled and adopted:
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"not every project was held and polled within {timeout} s: holders {self.holders()}")
+
+    def adopted(self, project):
+        """Whether a replica's first poll of the project took version 1 as relayed (its log line, or the shared mark of
+        the newest version relayed where the binary keeps one)."""
+        if any("adopted the current version" in line and project in line for r in self.replicas for line in r.child.lines):
+            return True
+        return bool(self.sql(f"SELECT relayed FROM rc_relay_marks WHERE project = '{project}'"))
+
+    # -- the database ----------------------------------------------------------------------------------------------
+
+    def sql(self, statement, timeout=3):
+        """psql with a time limit (a paused PostgreSQL would hang it); None when the database does not answer."""
+        command = [str(self.cluster.bin / "psql"), "-h", "127.0.0.1", "-p", str(self.cluster.port), "-U", "postgres",
+                   "-d", "rc_relay", "-At", "-c", statement]
+        if os.geteuid() == 0:
+            command = ["runuser", "-u", "postgres", "--", *command]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd="/tmp", stdin=subprocess.DEVNULL,
+                                  env={**os.environ, "PGCONNECT_TIMEOUT": str(timeout)})
+        except subprocess.TimeoutExpired:
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    def holders(self):
+        """{project: replica} from rc_relay_leases (the holder is `host/pid/random`); from the replicas' logs when the
+        database does not answer."""
+        rows = self.sql("SELECT name, holder FROM rc_relay_leases WHERE expires_at > now()")
+        found = {}
+        if rows is not None:
+            for row in filter(None, rows.splitlines()):
+                name, holder = row.split("|", 1)
+                pid = int(holder.split("/")[-2])
+                replica = next((r for r in self.replicas if r.alive() and r.child.pid == pid), None)
+                if replica:
+                    found[name.removeprefix("project/")] = replica
+            return found
+        for project in self.projects:
+            latest = None
+            for replica in self.replicas:
+                if not replica.alive():
+                    continue
+                for line in replica.child.lines:
+                    if "project lease taken" in line and project in line:
+                        stamp = json.loads(line).get("ts", "")
+                        if latest is None or stamp > latest[0]:
+                            latest = (stamp, replica)
+            if latest:
+                found[project] = latest[1]
+        return found
+
+    def pending_events(self):
+        answer = self.sql("SELECT count(*) FROM rc_relay_events WHERE NOT settled")
+        return None if answer is None else int(answer)
+
+    def postgres_pids(self):
+        postmaster = int((self.cluster.dir / "data" / "postmaster.pid").read_text().split()[0])
+        children = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == postmaster:
+                        children.append(int(entry.name))
+                except (OSError, IndexError, ValueError):
+                    continue
+        return postmaster, children
+
+    # -- publishing and sending ------------------------------------------------------------------------------------
+
+    def publish(self, project, changed, mode, redeliver=False, rng=None, avoid=None):
+        """Publishes the next template of `project` in Remote Config (a real, increasing version) and announces it by
+        `mode`: `bare` (project 0 only: a bare version names no project), `binary`, `structured`, or `poll` (nothing:
+        the poller must find it)."""
+        rng = rng or random.Random()
+        values = self.values[project]
+        with self.lock:
+            counter = sum(1 for p in self.publishes if p["project"] == project) + 1
+        for key in changed:
+            values[key] = f"{key}-{counter}"
+        version = self.emulators[project].publish(template_of(values))
+        record = {"project": project, "version": int(version["versionNumber"]), "time": time.time(), "mode": mode,
+                  "changed": list(changed), "polling": True, "redeliver": redeliver, "avoid": avoid}
+        with self.lock:
+            self.publishes.append(record)
+        with self.published:
+            self.published.notify_all()
+        if mode != "poll":
+            sender = threading.Thread(target=self.send, args=(record, version, rng), daemon=True)
+            with self.lock:
+                self.senders.append(sender)
+            sender.start()
+        return record
+
+    def body(self, record, version, msg_id):
+        project = record["project"]
+        if record["mode"] == "bare":
+            return {"Content-Type": "application/json"}, json.dumps(version).encode()
+        event = CloudEvent({"type": UPDATED, "source": f"//firebaseremoteconfig.googleapis.com/projects/{project}",
+                            "id": f"ce-{msg_id}", "datacontenttype": "application/json"}, version)
+        message = (to_binary_event if record["mode"] == "binary" else to_structured_event)(event)
+        return dict(message.headers), message.body
+
+    def target(self, rng, avoid=None):
+        if self.proxy:
+            return "front", self.proxy["url"] + "/webhooks/remote-config"
+        choices = [r for r in self.replicas if r is not avoid] or self.replicas
+        replica = rng.choice(choices)
+        return replica.name, replica.webhook
+
+    def send(self, record, version, rng):
+        """A sender as Eventarc is one: retries a 5xx, a 429 or a connection error later (Retry-After, at most 3 s)
+        until it gets 200 or 202, or the campaign's deadline passes; re-signs each try, keeps its webhook-id. Some
+        senders deliver the same event again to another replica once answered."""
+        msg_id = f"msg_{record['project']}_{record['version']}_{rng.getrandbits(32):08x}"
+        first = self.deliver(record, version, msg_id, rng)
+        if record["redeliver"] and first is not None:
+            self.deliver(record, version, msg_id, rng, avoid=first)
+
+    def deliver(self, record, version, msg_id, rng, avoid=None):
+        session = requests.Session()
+        if self.proxy:
+            session.verify = self.proxy["cert"]
+        avoid = avoid or record.get("avoid")
+        while not self.finished.is_set():
+            name, url = self.target(rng, avoid=next((r for r in self.replicas if r.name == avoid), None))
+            headers, body = self.body(record, version, msg_id)
+            answer = {"project": record["project"], "version": record["version"], "webhook_id": msg_id, "target": name}
+            try:
+                response = session.post(url, data=body, headers={**headers, **signed_headers(body, msg_id)}, timeout=30)
+                answer.update(status=response.status_code, body=response.text[:500], time=time.time())
+                try:
+                    parsed = response.json()
+                    answer["outcome"] = f"{parsed.get('status', '')}{' duplicate' if parsed.get('duplicate') else ''}"
+                except ValueError:
+                    pass
+            except requests.RequestException as error:
+                answer.update(status=None, error=type(error).__name__, time=time.time())
+                response = None
+            with self.lock:
+                self.answers.append(answer)
+            if response is not None and response.status_code in (200, 202):
+                return name
+            if response is not None and 400 <= response.status_code < 500 and response.status_code != 429:
+                return None  # refused: a retry cannot help (the checker reports it)
+            delay = 1.0
+            if response is not None and response.headers.get("Retry-After", "").isdigit():
+                delay = min(3.0, max(0.5, float(response.headers["Retry-After"])))
+            self.finished.wait(delay * rng.uniform(0.8, 1.2))
+        return None
+
+    def publisher(self, until):
+        """The stream of publishes: every 0.5-3 s a random project's template changes; 80 % are announced by a
+        webhook (15 % of those redelivered to another replica), 20 % left for the poller."""
+        rng = random.Random(f"{self.seed}/publish")
+        while not self.stopping.wait(rng.uniform(0.5, 3.0)) and time.time() < until:
+            project = rng.choice(self.projects)
+            changed = rng.choice(CHANGES)
+            if rng.random() < 0.2:
+                mode = "poll"
+            elif project == self.projects[0]:
+                mode = rng.choice(["bare", "binary", "structured"])
+            else:
+                mode = rng.choice(["binary", "structured"])
+            self.publish(project, changed, mode, redeliver=mode != "poll" and rng.random() < 0.15,
+                         rng=random.Random(f"{self.seed}/send/{project}/{rng.random()}"))
+
+    # -- faults ----------------------------------------------------------------------------------------------------
+
+    def log_fault(self, kind, target, start, end=None, **detail):
+        entry = {"kind": kind, "target": target, "start": start, "end": end, "detail": detail}
+        with self.lock:
+            self.faults.append(entry)
+        return entry
+
+    def pick_replica(self, rng, project=None):
+        """The holder of a project (the one whose fault matters most) two times in three, else any replica."""
+        holders = self.holders()
+        project = project or rng.choice(self.projects)
+        if project in holders and rng.random() < 0.67:
+            return holders[project], f"holder of {project}"
+        return rng.choice(self.replicas), "a replica"
+
+    def kill(self, replica, role, down, why="any moment"):
+        start = time.time()
+        replica.child.signal(signal.SIGKILL)
+        replica.child.proc.wait(timeout=10)
+        time.sleep(down)
+        replica.start()
+        self.log_fault("kill", f"{replica.name} ({role})", start, time.time(), down=round(down, 1), when=why)
+
+    def pause(self, replica, role, seconds):
+        start = time.time()
+        replica.child.signal(signal.SIGSTOP)
+        replica.paused = True
+        time.sleep(seconds)
+        replica.child.signal(signal.SIGCONT)
+        replica.paused = False
+        self.log_fault("pause", f"{replica.name} ({role})", start, time.time(), seconds=round(seconds, 1))
+
+    def term(self, replica, role):
+        """A graceful stop (SIGTERM), waited for, then a start."""
+        start = time.time()
+        replica.child.signal(signal.SIGTERM)
+        try:
+            code = replica.child.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            replica.child.signal(signal.SIGKILL)
+            code = "did not stop within 30 s: killed"
+        replica.start()
+        self.log_fault("term", f"{replica.name} ({role})", start, time.time(), exit=code)
+
+    def pause_postgres(self, seconds):
+        postmaster, children = self.postgres_pids()
+        start = time.time()
+        for pid in [postmaster, *children]:
+            os.kill(pid, signal.SIGSTOP)
+        time.sleep(seconds)
+        for pid in [*children, postmaster]:
+            os.kill(pid, signal.SIGCONT)
+        self.log_fault("pg_pause", "postgres", start, time.time(), seconds=round(seconds, 1), processes=1 + len(children))
+
+    def restart_postgres(self, mode):
+        start = time.time()
+        self.cluster.run("pg_ctl", "-D", self.cluster.data, "-w", "-m", mode, "-l", str(self.cluster.dir / "log"), "restart")
+        self.log_fault("pg_restart", "postgres", start, time.time(), mode=mode)
+
+    def inject(self, kind, project, fault):
+        self.emulators[project].inject(fault)
+        with self.lock:
+            self.injected[(project, fault.get("endpoint", "send"))] += fault.get("count", 1)
+            if kind == "fcm_slow":
+                self.max_latency = max(self.max_latency, fault["latencyMs"])
+        self.log_fault(kind, project, time.time(), None, **fault)
+
+    def wait_for_remote_config_call(self, project, timeout):
+        """Until the project's emulator sees a Remote Config request (a poll, or a template fetch): the moment to
+        strike mid-poll."""
+        before = self.emulators[project].stats().get("remoteConfigRequests", 0)
+        deadline = time.time() + timeout
+        while time.time() < deadline and not self.stopping.is_set():
+            if self.emulators[project].stats().get("remoteConfigRequests", 0) > before:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def wait_for_publish(self, timeout):
+        """The next publish (or None): the moment a wave starts."""
+        with self.published:
+            count = len(self.publishes)
+            self.published.wait_for(lambda: len(self.publishes) > count or self.stopping.is_set(), timeout=timeout)
+            return self.publishes[-1] if len(self.publishes) > count else None
+
+    FAULTS = [("kill", 3), ("kill_mid_wave", 2), ("kill_mid_poll", 1), ("pause", 3), ("rolling", 1), ("pg_pause", 2),
+              ("pg_restart", 1), ("fcm_503", 2), ("fcm_429", 1), ("rc_503", 1), ("rc_slow", 1), ("fcm_slow", 1)]
+
+    def scheduler(self, until):
+        """The seeded fault plan: a fault every 2-7 s until `until`; each process fault ends (the replica restarted
+        or resumed, PostgreSQL running) before the next begins."""
+        rng = random.Random(f"{self.seed}/faults")
+        names, weights = zip(*self.FAULTS)
+        while not self.stopping.wait(rng.uniform(2, 7)) and time.time() < until:
+            kind = rng.choices(names, weights)[0]
+            project = rng.choice(self.projects)
+            try:
+                self.fault(kind, project, rng)
+            except Exception as error:  # a replica that would not start again, say: reported, and the plan goes on
+                self.errors.append(f"{clock(time.time())} fault {kind} failed: {error!r}"[:2000])
+                for replica in self.replicas:
+                    if not replica.alive():
+                        try:
+                            replica.start()
+                        except Exception as again:
+                            self.errors.append(f"{replica.name} did not start again: {again!r}"[:2000])
+
+    def fault(self, kind, project, rng):
+        """Carries out one fault of the plan (a process fault to its end)."""
+        lease = self.options.lease
+        if kind == "kill":
+            replica, role = self.pick_replica(rng, project)
+            self.kill(replica, role, rng.uniform(0.5, 4))
+        elif kind == "kill_mid_wave":
+            publish = self.wait_for_publish(timeout=10)
+            if publish:
+                time.sleep(rng.uniform(0.2, 3))  # within the wave's 4 s spread
+                holder = self.holders().get(publish["project"])
+                if holder:
+                    self.kill(holder, f"holder of {publish['project']}", rng.uniform(0.5, 3), why="mid-wave")
+        elif kind == "kill_mid_poll":
+            self.inject("rc_slow", project, {"endpoint": "remoteConfig", "latencyMs": 2000, "count": 1})
+            if self.wait_for_remote_config_call(project, timeout=self.options.poll_interval + 3):
+                holder = self.holders().get(project)
+                if holder:
+                    self.kill(holder, f"holder of {project}", rng.uniform(0.5, 3), why="mid-poll")
+        elif kind == "pause":
+            replica, role = self.pick_replica(rng, project)
+            self.pause(replica, role, rng.uniform(1.3, 3) * lease)
+        elif kind == "rolling":
+            for replica in list(self.replicas):
+                self.term(replica, "rolling restart")
+        elif kind == "pg_pause":
+            self.pause_postgres(rng.uniform(1, 6))
+        elif kind == "pg_restart":
+            self.restart_postgres(rng.choice(["fast", "immediate"]))
+        elif kind == "fcm_503":
+            self.inject(kind, project, {"status": 503, "count": rng.randint(3, 20)})
+        elif kind == "fcm_429":
+            self.inject(kind, project, {"status": 429, "errorCode": "QUOTA_EXCEEDED", "retryAfter": "1", "count": rng.randint(2, 6)})
+        elif kind == "rc_503":
+            self.inject(kind, project, {"endpoint": "remoteConfig", "status": 503, "count": rng.randint(2, 8)})
+        elif kind == "rc_slow":
+            self.inject(kind, project, {"endpoint": "remoteConfig", "latencyMs": rng.randint(1000, 4000), "count": rng.randint(1, 3)})
+        elif kind == "fcm_slow":
+            self.inject(kind, project, {"latencyMs": rng.randint(500, 2000), "count": rng.randint(2, 8)})
+
+    # -- the end ---------------------------------------------------------------------------------------------------
+
+    def resume_everything(self):
+        """Every replica running and not paused, PostgreSQL running, the emulators' queued faults used up."""
+        for replica in self.replicas:
+            if replica.alive():
+                replica.child.signal(signal.SIGCONT)
+            else:
+                replica.start()
+        postmaster, children = self.postgres_pids()
+        for pid in [*children, postmaster]:
+            os.kill(pid, signal.SIGCONT)
+        for (project, endpoint), count in self.injected.items():
+            self.emulators[project].drain(count if endpoint == "send" else 0, count if endpoint == "remoteConfig" else 0)
+
+    def wait_quiet(self):
+        """Quiet: every sender answered 200/202, no pending row in rc_relay_events, and no new FCM message for a
+        window longer than a poll interval plus its grace plus the longest quiet period or wave (a version left for
+        the poller has then had its poll), counted from the last publish too. Polled state, with a deadline."""
+        window = self.options.poll_interval + self.options.poll_grace + 4 + 3
+        deadline = time.time() + self.options.quiet_deadline
+        last_publish = max([p["time"] for p in self.publishes] or [0])
+        count, changed_at = None, time.time()
+        why = "?"
+        while time.time() < deadline:
+            senders = sum(1 for s in self.senders if s.is_alive())
+            pending = self.pending_events()
+            now_count = sum(e.stats().get("accepted", 0) for e in self.emulators.values())
+            if now_count != count:
+                count, changed_at = now_count, time.time()
+            quiet_for = time.time() - max(changed_at, last_publish)
+            if senders == 0 and pending == 0 and quiet_for >= window:
+                return {"quiet": True, "at": time.time()}
+            why = f"{senders} senders unanswered, {pending} pending events, FCM quiet for {quiet_for:.0f} of {window} s"
+            time.sleep(0.5)
+        return {"quiet": False, "at": time.time(), "why": why}
+
+    def collect(self, outcome):
+        messages = []
+        for project in self.projects:
+            messages += self.emulators[project].messages()
+        return {"seed": self.seed, "replay": self.options.replay(), "routes": ROUTES, "publishes": self.publishes,
+                "answers": sorted(self.answers, key=lambda a: a["time"]), "faults": self.faults, "messages": messages,
+                "outcome": outcome, "directory": str(self.directory)}
+
+    def stop(self):
+        self.stopping.set()
+        self.finished.set()
+        if self.proxy:
+            from test_deploy import stop_proxy
+            stop_proxy(self.proxy)
+        for replica in self.replicas:
+            if replica.child:
+                replica.child.end()
+        if self.google:
+            self.google.child.end()
+        for emulator in self.emulators.values():
+            emulator.child.end()
+        if self.cluster:
+            self.cluster.destroy()
+
+
+def run(options, script=None, out=sys.stdout):
+    """Runs a campaign; returns (checks, record). `script(campaign, until)`, when given, replaces the random
+    publisher and fault scheduler (a test's fixed fault sequence)."""
+    campaign = Campaign(options)
+    try:
+        print(f"campaign seed {options.seed}: {options.replay()}, files in {campaign.directory}", file=out, flush=True)
+        campaign.start()
+        until = time.time() + options.minutes * 60
+        if script:
+            script(campaign, until)
+        else:
+            workers = [threading.Thread(target=campaign.publisher, args=(until,), daemon=True),
+                       threading.Thread(target=campaign.scheduler, args=(until,), daemon=True)]
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join()
+        campaign.stopping.set()
+        print(f"campaign seed {options.seed}: stream ended; resuming everything and waiting for quiet", file=out, flush=True)
+        campaign.resume_everything()
+        outcome = {**campaign.wait_quiet(), "errors": campaign.errors}
+        campaign.finished.set()
+        record = campaign.collect(outcome)
+        (campaign.directory / "campaign.json").write_text(json.dumps(record, indent=1))
+        checks = check(record["messages"], record["answers"], record["publishes"], record["faults"], ROUTES, outcome)
+        return checks, record
+    finally:
+        campaign.stop()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=None, help="the plan's seed (default: a random one, printed)")
+    parser.add_argument("--minutes", type=float, default=5)
+    parser.add_argument("--replicas", type=int, default=3)
+    parser.add_argument("--projects", type=int, default=2)
+    parser.add_argument("--nginx", action="store_true", help="send webhooks through the deploy kit's nginx")
+    parser.add_argument("--no-fencing", action="store_true", help="RC_RELAY_TESTING_DISABLE_FENCING=1 on the replicas")
+    parser.add_argument("--dir", help="where logs and campaign.json go (default: a new temporary directory)")
+    parser.add_argument("--check", metavar="CAMPAIGN_JSON", help="only check a finished campaign's campaign.json again")
+    args = parser.parse_args(argv)
+    if args.check:
+        record = json.loads(Path(args.check).read_text())
+        checks = check(record["messages"], record["answers"], record["publishes"], record["faults"], record["routes"], record["outcome"])
+        return 0 if report(checks, record) else 1
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 1_000_000)
+    options = Options(seed, args.minutes, args.replicas, args.projects, args.nginx, fencing=not args.no_fencing, directory=args.dir)
+    checks, record = run(options)
+    ok = report(checks, record)
+    print(f"files: {record['directory']}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
