@@ -43,10 +43,10 @@ import Testing
                     for store in stores { group.addTask { try await store.migrate() } }
                     return try await group.reduce(into: [[Int]]()) { $0.append($1) }
                 }
-                #expect(applied.filter { !$0.isEmpty } == [[1, 2, 3, 4, 5]])
+                #expect(applied.filter { !$0.isEmpty } == [[1, 2, 3, 4, 5, 6]])
                 #expect(applied.filter(\.isEmpty).count == 3)
             }
-            #expect(try cluster.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM rc_relay_schema") == "1,2,3,4,5")
+            #expect(try cluster.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM rc_relay_schema") == "1,2,3,4,5,6")
             // Step 4: the admission functions plan once per connection, not once per event.
             #expect(
                 try cluster.sql(
@@ -64,12 +64,15 @@ import Testing
                 let store = stores[0]
                 _ = try cluster.sql("CREATE TABLE rc_relay_schema (version integer PRIMARY KEY, description text NOT NULL)")
                 for step in Migrations.steps where step.version < Migrations.latest {
-                    for statement in step.statements { _ = try cluster.sql(statement) }
+                    // One transaction per step, as the relay applies them.
+                    _ = try cluster.sql(step.statements.joined(separator: ";\n"))
                     _ = try cluster.sql("INSERT INTO rc_relay_schema (version, description) VALUES (\(step.version), 'before')")
                 }
                 // Admitted and settled on the schema before.
                 #expect(try await store.admit(record(), window: .seconds(600)) == .admitted)
-                try await store.settle(record(), reports: [])
+                // Settled as the rc-relay before settled it (today's settlement also notes the newest version relayed,
+                // in a table the step before may not have).
+                _ = try cluster.sql("UPDATE rc_relay_events SET settled = true, settled_at = now(), reports = '[]', record = '' WHERE version = 7")
                 #expect(try await store.admit(record(version: 8, id: nil), window: .seconds(600)) == .admitted)
                 #expect(try await store.migrate() == [Migrations.latest])
                 #expect(try await store.admit(record(), window: .seconds(600)) == .settled([]))
@@ -88,7 +91,7 @@ import Testing
                 await #expect {
                     try await stores[0].migrate()
                 } throws: { error in
-                    guard case StoreError.schemaTooNew(found: 999, known: 5) = error else { return false }
+                    guard case StoreError.schemaTooNew(found: 999, known: 6) = error else { return false }
                     return true
                 }
             }

@@ -1,0 +1,115 @@
+import Foundation
+import Logging
+import RelayCore
+import ServiceLifecycle
+import Testing
+
+@testable import DeliveryEngine
+@testable import RelayStore
+
+/// Leases with epochs (fencing), renewals of many projects in one statement, the newest version relayed per project,
+/// and flush waiters during an outage: against a real PostgreSQL server, as the rest of the store's tests.
+@Suite(.serialized) struct FencingTests {
+    let store = StoreTests()
+
+    @Test func oneStatementRenewsEveryLeaseAndEachTakeOverRaisesTheEpoch() async throws {
+        try await withPostgres { cluster in
+            try await store.withReplicas(cluster) { stores in
+                let (a, b) = (stores[0], stores[1])
+                try await a.migrate()
+                let names = (0..<200).map { "project/p\($0)" }
+                let taken = try await a.renew(names, for: .seconds(60))
+                #expect(taken.count == 200 && Set(taken.values) == [1])
+                // One statement for all 200, whatever their number.
+                #expect(try await b.renew(names, for: .seconds(60)).isEmpty)
+                #expect(try await a.renew(names + names, for: .seconds(60)) == taken)  // renewed, same epochs
+                // A graceful stop releases: the next holder's epoch is newer, and the old one is refused.
+                try await a.release("project/p7")
+                #expect(try await b.renew(["project/p7"], for: .seconds(60)) == ["project/p7": 2])
+                #expect(try await a.confirm("project/p7", epoch: 1) == false)
+                #expect(try await b.confirm("project/p7", epoch: 2))
+                // Taken back: epoch 3, so work a held under epoch 1 stays refused although a holds the lease again.
+                try await b.release("project/p7")
+                #expect(try await a.renew(["project/p7"], for: .seconds(60)) == ["project/p7": 3])
+                #expect(try await a.confirm("project/p7", epoch: 1) == false)
+                #expect(try await a.confirm("project/p7", epoch: 3))
+                // An older replica's statement (no epoch of its own) still raises it on a take-over: the trigger does.
+                _ = try cluster.sql("UPDATE rc_relay_leases SET holder = 'older-replica' WHERE name = 'project/p8'")
+                #expect(try cluster.sql("SELECT epoch FROM rc_relay_leases WHERE name = 'project/p8'") == "2")
+                #expect(try await a.confirm("project/p8", epoch: 1) == false)
+            }
+        }
+    }
+
+    @Test func aPollAdmissionDecidedUnderAnOlderEpochAdmitsNothing() async throws {
+        try await withPostgres { cluster in
+            try await store.withReplicas(cluster) { stores in
+                let (a, b) = (stores[0], stores[1])
+                try await a.migrate()
+                #expect(try await a.renew(["project/demo"], for: .seconds(60)) == ["project/demo": 1])
+                let first = store.record(version: 3, id: nil)
+                #expect(try await a.admit(first, window: .seconds(600), lease: "project/demo", epoch: 1) == .admitted)
+                // b takes the lease over while a is paused mid-poll.
+                _ = try cluster.sql("UPDATE rc_relay_leases SET expires_at = now() - interval '1 second'")
+                #expect(try await b.renew(["project/demo"], for: .seconds(60)) == ["project/demo": 2])
+                await #expect {
+                    try await a.admit(store.record(version: 2, id: nil), window: .seconds(600), lease: "project/demo", epoch: 1)
+                } throws: { error in
+                    guard case StoreError.leaseLost("project/demo") = error else { return false }
+                    return true
+                }
+                #expect(try cluster.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM rc_relay_events") == "3")
+            }
+        }
+    }
+
+    @Test func theNewestVersionRelayedAdvancesWithEverySettlementWhoeverSettles() async throws {
+        try await withPostgres { cluster in
+            try await store.withReplicas(cluster) { stores in
+                let (a, b) = (stores[0], stores[1])
+                try await a.migrate()
+                #expect(try await b.relayed(project: "demo") == nil)
+                for version: Int64 in [7, 9, 11] { _ = try await a.admit(store.record(version: version, id: nil), window: .seconds(600)) }
+                a.outbox.settle(store.record(version: 9, id: nil), reports: [])
+                await a.flush()
+                #expect(try await b.relayed(project: "demo") == 9)
+                // An older settlement on another replica moves nothing back.
+                b.outbox.settle(store.record(version: 7, id: nil), reports: [])
+                await b.flush()
+                #expect(try await a.relayed(project: "demo") == 9)
+                // An outlier (a version Remote Config does not know) is settled but moves no mark.
+                var outlier = store.record(version: 11, id: nil)
+                outlier.outlier = true
+                a.outbox.settle(outlier, reports: [])
+                await a.flush()
+                #expect(try cluster.sql("SELECT settled FROM rc_relay_events WHERE version = 11") == "t")
+                #expect(try await b.relayed(project: "demo") == 9)
+                try await b.noteRelayed(project: "demo", version: 5)
+                #expect(try await a.relayed(project: "demo") == 9)
+                try await b.noteRelayed(project: "demo", version: 10)
+                #expect(try await a.relayed(project: "demo") == 10)
+                try await a.resetRelayed(project: "demo")
+                #expect(try await b.relayed(project: "demo") == nil)
+            }
+        }
+    }
+
+    /// Reads during an outage (each console page and `GET /admin/deliveries` writes this replica's history first,
+    /// within a second) leave no waiter behind once they give up.
+    @Test func flushWaitersThatGiveUpDuringAnOutageLeaveTheQueue() async throws {
+        try await withPostgres { cluster in
+            try await store.withReplicas(cluster, count: 1, statementTimeout: .seconds(1)) { stores in
+                let store = stores[0]
+                try await store.migrate()
+                _ = try await store.admit(self.store.record(version: 1, id: nil), window: .seconds(600))
+                try cluster.stopServer()
+                store.outbox.settle(self.store.record(version: 1, id: nil), reports: [])
+                for _ in 0..<1000 { #expect(await store.flush(within: .milliseconds(1)) == false) }
+                #expect(store.outbox.waiters == 0)
+                try cluster.startServer()
+                await store.flush()
+                #expect(try cluster.sql("SELECT settled FROM rc_relay_events") == "t")
+            }
+        }
+    }
+}
