@@ -68,6 +68,7 @@ package final class DeliveryEngine: Service {
         let batch = {
             var batch = DeliveryBatch(version: record.version, eventID: record.eventID, origin: origin, receivedAt: record.receivedAt)
             batch.outlier = record.outlier == true
+            batch.standDown = plan.standDown
             return batch
         }()
         return await recent.deliver(record, wait: wait, onDisk: onDisk) { routes, control in
@@ -99,16 +100,6 @@ package final class DeliveryEngine: Service {
         for entry in entries where entry.report?.status == .accepted && !entry.validateOnly && !entry.toDevice {
             guard let audience = entry.audience else { continue }
             latest.noteAccepted(project: entry.project, route: "\(entry.route)|\(audience.key)", version: entry.version.versionNumber)
-        }
-    }
-
-    /// Notes that the event's pings are about to be sent, so the pings of older versions to the same audiences stand
-    /// down before their first attempt (an outbox holding several versions sends only the newest).
-    package func noteUnderWay(_ record: SpoolRecord, plan: DeliveryPlan) {
-        for ping in plan.pings {
-            if case .token = ping.message.target { continue }
-            latest.record(
-                project: ping.project, route: "\(ping.route)|\(ping.message.target.key)", version: record.version.versionNumber, now: clock.now())
         }
     }
 

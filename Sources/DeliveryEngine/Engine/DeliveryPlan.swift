@@ -18,6 +18,9 @@ package struct SendPlan: Sendable {
 package struct DeliveryPlan: Sendable {
     package var pings: [Ping]
     package var send: SendPlan
+    /// Pings (by route name) that stand down without a request: a newer version waits in the outbox for the same
+    /// audience, and its ping stands in for them (they end `superseded`).
+    package var standDown: Set<String> = []
 
     package init(pings: [Ping], send: SendPlan) { (self.pings, self.send) = (pings, send) }
 }

@@ -175,6 +175,8 @@ package struct DeliveryBatch: Sendable {
     package var validateOnly: Bool
     /// A version that moves no mark (``SpoolRecord/outlier``): sent at once, unscheduled, superseding nothing.
     package var outlier = false
+    /// Pings (by route name) that stand down without a request (``DeliveryPlan/standDown``).
+    package var standDown: Set<String> = []
 
     package init(
         version: TemplateVersion, eventID: String? = nil, origin: DeliveryHistory.Origin, receivedAt: Date, retryOf: String? = nil,

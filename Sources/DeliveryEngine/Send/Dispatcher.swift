@@ -8,6 +8,12 @@ import RelayCore
 /// Sends an event's pings to FCM in parallel (within the outbound limit), retrying each by FCM's rules, and reports
 /// every outcome in route order.
 struct Dispatcher: Sendable {
+    /// How an attempt ended: stood down before its request (fenced, or behind a version FCM accepted), or sent.
+    private enum Attempt: Sendable {
+        case fenced, behind
+        case sent(Result<String, FCMError>)
+    }
+
     /// How to send: the project's sender and the retry rules.
     let plan: SendPlan
     let limit: OutboundLimit
@@ -63,7 +69,10 @@ struct Dispatcher: Sendable {
         var report: DeliveryReport
         // Quiet periods and waves are for real deliveries: a dry run or an operator's send goes at once.
         let scheduled = realDelivery && !ping.schedule.isImmediate
-        if scheduled,
+        if batch.standDown.contains(ping.route) {
+            logger.notice("ping stands down: a newer version waits in the outbox for the same audience")
+            report = DeliveryReport(route: ping.route, status: .superseded, attempts: [])
+        } else if scheduled,
             let ended = await waitForTurn(
                 ping, version: batch.version.versionNumber, shards: shards[Ping.routeName(ping.route)] ?? [], id: id, control: control,
                 logger: logger)
@@ -153,18 +162,12 @@ struct Dispatcher: Sendable {
         _ ping: Ping, version: Int64, validateOnly: Bool, supersedes: Bool, control: DeliveryControl, fenced: Bool, logger: Logger
     ) async -> DeliveryReport {
         var logger = logger
-        // A ping stands down for a newer version's ping to the same devices, sent or under way: an older version never
-        // follows a newer one there (a sender's late retry, an outbox replayed after a database stall).
+        // A ping waiting to retry stands down for a newer version's ping under way to the same devices; no attempt
+        // starts where FCM accepted a newer version's ping already (a sender's late retry, an outbox replayed after a
+        // database stall): an older version never follows a newer one there.
         // Keyed by route and audience: a newer version's ping stands in for an older one only if it reaches the same
         // devices (a narrowed ping must not silence a whole-audience one).
         let audience = "\(ping.route)|\(ping.message.target.key)"
-        if supersedes,
-            latest.isBehindAccepted(project: ping.project, route: audience, version: version)
-                || latest.isSuperseded(project: ping.project, route: audience, version: version, now: clock.now())
-        {
-            logger.notice("ping stands down: a newer version's ping went, or is going, to the same audience")
-            return DeliveryReport(route: ping.route, status: .superseded, attempts: [])
-        }
         if supersedes { latest.record(project: ping.project, route: audience, version: version, now: clock.now()) }
         let fence = fenced ? self.fence : nil
         let body = ping.message.json
@@ -188,21 +191,29 @@ struct Dispatcher: Sendable {
                 if control.isStopped { continue }
             }
             logger[metadataKey: "attempt"] = "\(attempts.count + 1)"
-            let result = await limit.run { () async -> Result<String, FCMError>? in
+            let outcome = await limit.run { () async -> Attempt in
                 // Right before the request: a replica that lost the project's lease (paused while another took over)
-                // sends nothing more.
-                if let fence, await !fence.mayStart(project: ping.project) { return nil }
+                // sends nothing more, and no request starts for a version older than one FCM accepted already.
+                if let fence, await !fence.mayStart(project: ping.project) { return .fenced }
+                if supersedes, latest.isBehindAccepted(project: ping.project, route: audience, version: version) { return .behind }
                 let started = clock.instant()
                 defer { metrics.fcmLatency.record(duration: clock.instant() - started) }
                 do throws(FCMError) {
-                    return .success(try await sender.send(project: ping.project, message: message, validateOnly: validateOnly))
+                    return .sent(.success(try await sender.send(project: ping.project, message: message, validateOnly: validateOnly)))
                 } catch {
-                    return .failure(error)
+                    return .sent(.failure(error))
                 }
             }
-            guard let result else {
+            let result: Result<String, FCMError>
+            switch outcome {
+            case .fenced:
                 logger.warning("ping not sent: this replica no longer holds the project's lease; it is handed back to the outbox")
                 return DeliveryReport(route: ping.route, status: .interrupted, error: lastError, attempts: attempts)
+            case .behind:
+                logger.notice("ping stands down: FCM accepted a newer version's ping to the same audience")
+                return DeliveryReport(route: ping.route, status: .superseded, error: lastError, attempts: attempts)
+            case .sent(let sent):
+                result = sent
             }
             metrics.attempts.increment()
             switch result {

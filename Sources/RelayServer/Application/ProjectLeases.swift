@@ -50,6 +50,11 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
     }
 
     private let state = Locked(State())
+    /// Told of each project whose lease this replica takes (catch-up polling polls it at once).
+    private let onTaken = Locked<@Sendable (String) -> Void>({ _ in })
+
+    /// Calls `body` with each project whose lease this replica takes from now on.
+    func whenTaken(_ body: @escaping @Sendable (String) -> Void) { onTaken.withLock { $0 = body } }
     private let wake: AsyncStream<Void>.Continuation
     private let wakes: AsyncStream<Void>
 
@@ -214,19 +219,21 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
             return
         }
         var taken: [String] = []
+        var retaken: [String] = []
         var lost: [String] = []
         state.withLock { state in
             for project in projects {
                 let was = state.held[project]
                 guard let epoch = held[Self.leaseName(project)] else {
-                    if let was, was.until > sent { lost.append(project) }
-                    state.held[project] = nil
+                    // Held a moment ago (the claim may have lapsed meanwhile: this replica was paused), another's now.
+                    if state.held.removeValue(forKey: project) != nil { lost.append(project) }
                     continue
                 }
                 if let was, was.epoch == epoch, was.until > sent {
                     // Renewed.
                 } else {
                     taken.append(project)
+                    if was != nil { retaken.append(project) }
                     state.toSeed.insert(project)
                 }
                 state.held[project] = Claim(until: sent + lease / 2, epoch: epoch, confirmed: sent)
@@ -240,10 +247,15 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
                 "project lease lost to another replica: this replica stops delivering its events",
                 metadata: ["project": "\(project)", "stopped": "\(stopped)"])
         }
+        // Whatever an earlier claim of this replica's left running was decided under an older epoch.
+        for project in retaken { _ = engine.standDown(project: project) }
         for project in taken {
-            // Whatever an earlier claim of this replica's left running was decided under an older epoch.
-            _ = engine.standDown(project: project)
-            logger.notice("project lease taken: this replica delivers its events", metadata: ["project": "\(project)", "epoch": "\(held[Self.leaseName(project)] ?? 0)"])
+            logger.notice(
+                "project lease taken: this replica delivers its events", metadata: ["project": "\(project)", "epoch": "\(held[Self.leaseName(project)] ?? 0)"])
+        }
+        if !taken.isEmpty {
+            let told = onTaken.withLock { $0 }
+            for project in taken { told(project) }
         }
         for project in projects where held[Self.leaseName(project)] != nil { requestSweep(project) }
         standDownWhereLapsed()
@@ -278,7 +290,9 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
         guard fencing else { return true }
         let now = ContinuousClock.now
         guard let claim = state.withLock({ $0.held[project] }), claim.until > now else {
+            // Lapsed or lost already (the renewal may have said so first): whatever still runs for it stops here.
             standDownWhereLapsed()
+            _ = engine.standDown(project: project)
             return false
         }
         guard now - claim.confirmed >= lease / 3 else { return true }
@@ -367,11 +381,16 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
             guard let plan = await configuration.plan(for: record, planner: planner, logger: logger) else { continue }
             planned.append((record, plan, logger))
         }
-        for (record, plan, _) in planned where record.outlier != true {
-            engine.noteUnderWay(record, plan: plan)
-        }
+        // Newest first: an older version's ping to an audience a newer pending version pings too stands down.
+        var covered: Set<String> = []
         for (record, plan, logger) in planned.sorted(by: { $0.0.version.versionNumber > $1.0.version.versionNumber }) {
             guard holds(project), !Task.isCancelled else { return }
+            var plan = plan
+            let audiences = plan.pings.map { "\($0.route)|\($0.message.target.key)" }
+            if record.outlier != true {
+                plan.standDown = Set(zip(plan.pings, audiences).filter { covered.contains($0.1) }.map(\.0.route))
+                covered.formUnion(audiences)
+            }
             logger.info("delivering an event from the outbox")
             _ = await engine.deliver(record, plan: plan, origin: .spool, wait: .zero, onDisk: true, logger: logger)
         }

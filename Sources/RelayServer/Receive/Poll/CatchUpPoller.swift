@@ -29,6 +29,8 @@ final class CatchUpPoller: Service {
     let metrics: RelayMetrics
     let logger: Logger
     private let sightings = Locked<[String: (version: Int64, at: Date)]>([:])
+    /// Settled to poll before the interval is over (a lease taken over, a stop); replaced after each wait.
+    private let nudge = Locked(Settlement<Bool>())
     /// With a shared store: only the replica holding a project's lease polls it, and what it relays goes through the
     /// outbox like a webhook's event.
     let replicas: ProjectLeases?
@@ -46,18 +48,28 @@ final class CatchUpPoller: Service {
     }
 
     func run() async throws {
-        let stop = Settlement<Bool>()
+        let stopped = Locked(false)
+        // A replica that takes a project's lease over polls at once: the holder before it may have died between a
+        // publish and its next poll.
+        replicas?.whenTaken { [weak self] _ in self?.pollSoon() }
         await withGracefulShutdownHandler {
             repeat {
                 // A stop cancels a poll under way: its Remote Config call and any wait to retry end at once.
                 await cancelWhenGracefulShutdown { await self.pollOnce() }
                 relayed.persist(logger: logger)
-            } while await stop.value(within: settings.interval, on: clock) == nil
+                let wake = nudge.withLock { $0 }
+                _ = await wake.value(within: settings.interval, on: clock)
+                nudge.withLock { if $0 === wake { $0 = Settlement() } }
+            } while !stopped.withLock({ $0 })
         } onGracefulShutdown: {
-            stop.settle(true)
+            stopped.withLock { $0 = true }
+            self.pollSoon()
         }
         relayed.persist(logger: logger)
     }
+
+    /// Ends the wait for the next poll now.
+    func pollSoon() { nudge.withLock { $0 }.settle(true) }
 
     /// Polls every project configured now, one after another (a poll is one small request per project).
     func pollOnce() async {

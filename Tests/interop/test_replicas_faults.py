@@ -1,0 +1,232 @@
+"""Replicas through the faults of a rolling deploy, a paused machine and a database stall (issue 32's defects), on the
+real binary: a throwaway PostgreSQL cluster, two `rc-relay serve` processes and the emulator, which records what reaches
+FCM and decides. Each test waits for the events themselves (a line printed, a row settled, a request the emulator
+counted); pauses are the faults, never a stand-in for an event."""
+import json
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+import requests
+
+from conftest import LINES, signed_headers, start_relay, stop_relay
+from test_replicas import ADMIN, ROUTES, cluster, holder, send, versions_sent, wait_ready  # noqa: F401 (cluster is a fixture)
+
+
+def config(cluster, routes=ROUTES, lease=3, extra=""):
+    return f"""
+webhook: {{secrets: [{{env: TEST_WEBHOOK_SECRET}}]}}
+admin: {{tokens: ["{ADMIN}"]}}
+delivery: {{answerWithinSeconds: 2, baseDelaySeconds: 0.2, maxDelaySeconds: 1, drainSeconds: 0.5, maxAttempts: 8}}
+store: {{postgres: {{url: "{cluster.url}", leaseSeconds: {lease}}}}}
+{routes}
+{extra}
+"""
+
+
+def start(emulator, tmp_path, name, text, env=None):
+    directory = tmp_path / name
+    directory.mkdir()
+    return start_relay(emulator, directory, text, server="{port: 0}")
+
+
+def stats(emulator):
+    return requests.get(emulator["url"] + "/emulator/stats", timeout=10).json()
+
+
+def wait_until(predicate, what, timeout=60):
+    """Waits for a state no process prints a line for (woken by every line any process prints, and every 0.2 s)."""
+    with LINES:
+        assert LINES.wait_for(predicate, timeout=timeout), f"{what} did not happen"
+
+
+def publish(emulator, project, greeting):
+    template = {"parameters": {"welcome": {"defaultValue": {"value": greeting}, "valueType": "STRING"}}}
+    answer = requests.post(f"{emulator['url']}/emulator/remote-config/{project}/publish", json=template, timeout=10)
+    assert answer.ok, answer.text
+    return int(answer.json()["versionNumber"])
+
+
+def test_a_paused_holder_sends_nothing_after_it_wakes(emulator, tmp_path, cluster):
+    """Defect 2: the holder's request for v is under way when it is paused past its lease; the other replica takes over
+    and delivers v; the stale holder wakes to a failed request and must not retry it (fencing)."""
+    replicas = [start(emulator, tmp_path, f"r{i}", config(cluster)) for i in range(2)]
+    try:
+        paused = holder(replicas)
+        other = next(r for r in replicas if r is not paused)
+        # FCM answers the first request slowly, then with a 503: the holder will want to retry it.
+        requests.post(emulator["url"] + "/emulator/faults", json={"status": 503, "latencyMs": 1500, "count": 1}, timeout=10)
+        answers = []
+        sender = threading.Thread(target=lambda: answers.append(send(paused["webhook"], 100)))
+        sender.start()
+        wait_until(lambda: stats(emulator)["sendRequests"] >= 1, "the holder's request to FCM")
+        paused["proc"].proc.send_signal(signal.SIGSTOP)
+        try:
+            other["proc"].wait_for(lambda line: "project lease taken" in line, timeout=60)
+            wait_until(lambda: versions_sent(emulator) == ["100"], "the new holder's delivery")
+            cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE settled", "1")
+        finally:
+            paused["proc"].proc.send_signal(signal.SIGCONT)
+        paused["proc"].wait_for(lambda line: "project lease lost to another replica" in line, timeout=60)
+        sender.join(timeout=60)
+        # The stale holder's own answer came after the pause: it was acknowledged (a 202) and never sent again.
+        assert answers and answers[0].status_code in (200, 202), answers
+        metrics = requests.get(paused["url"] + "/metrics", headers={"Authorization": f"Bearer {ADMIN}"}, timeout=10).text
+        assert 'rc_relay_store_lease_stand_downs_total{project="demo-project",reason="taken_over"}' in metrics
+        # Whatever the stale holder was going to do after waking, it did before its stop ends: stop it, then count.
+        stop_relay(paused)
+        assert versions_sent(emulator) == ["100"]
+    finally:
+        for replica in replicas:
+            if replica["proc"].proc.poll() is None:
+                stop_relay(replica)
+
+
+def test_a_new_holder_pings_a_version_published_during_the_hand_over(emulator, tmp_path, cluster):
+    """Defect 1: the holder polled and adopted v1; v2 is published with no webhook; the holder dies before its next
+    poll. The replica that takes the lease over starts from the version relayed on record (1), not from Remote
+    Config's current one, and pings v2 once."""
+    project = "demo-project"
+    first = publish(emulator, project, "Hello")
+    poll = f"poll: {{intervalSeconds: 3600, graceSeconds: 0}}\nremoteConfig: {{baseURL: \"{emulator['url']}\"}}"
+    old = start(emulator, tmp_path, "old", config(cluster, extra=poll))
+    old["proc"].wait_for(lambda line: "adopted the current version without a ping" in line, timeout=60)
+    assert cluster.sql(f"SELECT relayed FROM rc_relay_marks WHERE project = '{project}'") == str(first)
+    second = publish(emulator, project, "Hola")
+    old["proc"].proc.send_signal(signal.SIGKILL)
+    old["proc"].proc.wait(timeout=10)
+    new = start(emulator, tmp_path, "new", config(cluster, extra=poll))
+    try:
+        new["proc"].wait_for(lambda line: "project lease taken" in line, timeout=60)
+        cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE settled", "1")
+        assert versions_sent(emulator) == [str(second)]
+        assert "adopted the current version" not in new["proc"].output
+        assert cluster.sql(f"SELECT relayed FROM rc_relay_marks WHERE project = '{project}'") == str(second)
+    finally:
+        stop_relay(new)
+
+
+def test_after_a_database_stall_no_older_version_follows_a_newer_one(emulator, tmp_path, cluster):
+    """Defect 8: ten versions arrive while PostgreSQL is stopped (each answered 503, nothing acknowledged); their
+    senders retry afterwards in another order. An older version never follows a newer one to the same audience."""
+    relay = start(emulator, tmp_path, "only", config(cluster))
+    try:
+        holder([relay])
+        cluster.stop()
+        for version in range(717, 727):
+            assert send(relay["webhook"], version).status_code == 503
+        cluster.start()
+        relay["proc"].wait_for(lambda line: "project lease taken" in line)
+        wait_ready(relay, True)
+        # The senders' retries, one after another, in another order: each answered once its delivery settles.
+        for version in [719, 721, 717, 726, 718, 720, 722, 723, 724, 725]:
+            answer = send(relay["webhook"], version)
+            assert answer.status_code == 200, answer.text
+        cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE settled", "10")
+        assert [int(v) for v in versions_sent(emulator)] == [719, 721, 726]
+    finally:
+        stop_relay(relay)
+
+
+def test_a_new_holder_sends_only_the_newest_of_the_versions_its_outbox_holds(emulator, tmp_path, cluster):
+    """Defect 8, across replicas: while the holder is frozen, five versions are admitted by the other replica; the
+    holder is killed, and the replica that takes over finds five pending versions for one audience: it sends the
+    newest, and the older ones end `superseded`."""
+    replicas = [start(emulator, tmp_path, f"r{i}", config(cluster)) for i in range(2)]
+    try:
+        frozen = holder(replicas)
+        other = next(r for r in replicas if r is not frozen)
+        frozen["proc"].proc.send_signal(signal.SIGSTOP)
+        for version in range(10, 15):
+            assert send(other["webhook"], version).status_code == 202
+        frozen["proc"].proc.send_signal(signal.SIGKILL)
+        frozen["proc"].proc.wait(timeout=10)
+        other["proc"].wait_for(lambda line: "project lease taken" in line, timeout=60)
+        cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE settled", "5")
+        assert versions_sent(emulator) == ["14"]
+        superseded = requests.get(
+            other["url"] + "/admin/deliveries?status=superseded", headers={"Authorization": f"Bearer {ADMIN}"}, timeout=10).json()
+        assert sorted(int(d["versionNumber"]) for d in superseded["deliveries"]) == [10, 11, 12, 13]
+    finally:
+        for replica in replicas:
+            if replica["proc"].proc.poll() is None:
+                stop_relay(replica)
+
+
+def send_cloudevent(url, project, version):
+    """A signed binary-mode CloudEvent for the project's version, as Eventarc sends it."""
+    body = json.dumps({"versionNumber": str(version), "updateType": "INCREMENTAL_UPDATE"}).encode()
+    headers = {
+        "Content-Type": "application/json", "ce-specversion": "1.0", "ce-id": f"evt-{project}-{version}",
+        "ce-type": "google.firebase.remoteconfig.remoteConfig.v1.updated",
+        "ce-source": f"//firebaseremoteconfig.googleapis.com/projects/{project}", **signed_headers(body)}
+    return requests.post(url, data=body, headers=headers, timeout=30)
+
+
+class DelayingProxy:
+    """A TCP proxy on loopback that holds every chunk `delay` seconds each way (a database in another zone)."""
+
+    def __init__(self, port, delay):
+        self.upstream, self.delay = port, delay
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.upstream))
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self.pipe, args=(a, b), daemon=True).start()
+
+    def pipe(self, source, target):
+        try:
+            while chunk := source.recv(65536):
+                time.sleep(self.delay)  # the fault itself: each chunk crosses a slow link
+                target.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            for s in (source, target):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self):
+        self.server.close()
+
+
+def test_two_hundred_projects_keep_their_leases_behind_a_slow_database(emulator, tmp_path, cluster):
+    """Defect 3: with the database 50 ms away (a round trip), one statement renews every lease: a replica holding 200
+    projects keeps them all, and a webhook for any of them is delivered and answered 200 by the holder."""
+    proxy = DelayingProxy(cluster.port, 0.025)
+    url = cluster.url.replace(f":{cluster.port}/", f":{proxy.port}/")
+    projects = "projects:\n" + "".join(f"  - id: p{index}\n" for index in range(200))
+    text = config(cluster, lease=3, extra=projects).replace(cluster.url, url)
+    relay = start(emulator, tmp_path, "far", text)
+    try:
+        def held():
+            try:
+                return cluster.sql("SELECT count(*) FROM rc_relay_leases WHERE expires_at > now()")
+            except subprocess.CalledProcessError:
+                return None  # the relay has not made its tables yet
+
+        wait_until(lambda: held() == "200", "200 leases taken")
+        # Several renewal rounds (lease / 4 = 0.75 s each) pass; the relay must hold all 200 throughout.
+        renewed = cluster.sql("SELECT max(expires_at) FROM rc_relay_leases")
+        wait_until(lambda: cluster.sql("SELECT min(expires_at) FROM rc_relay_leases") > renewed, "every lease renewed")
+        for index in (0, 99, 199):
+            answer = send_cloudevent(relay["webhook"], f"p{index}", 500 + index)
+            assert answer.status_code == 200, answer.text
+        assert "project lease lapsed" not in relay["proc"].output
+        assert cluster.sql("SELECT count(*) FROM rc_relay_leases WHERE expires_at > now()") == "200"
+    finally:
+        stop_relay(relay)
+        proxy.close()
