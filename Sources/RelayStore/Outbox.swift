@@ -224,6 +224,21 @@ extension PostgresStore {
         }
     }
 
+    /// The channel an operator's reset of a project's marks is passed on (every replica forgets them).
+    package static let resets = "rc_relay_resets"
+
+    /// Tells every replica to forget the project's marks.
+    package func requestReset(project: String) async throws(StoreError) {
+        try await run("reset") { client, logger in
+            try await client.query("SELECT pg_notify(\(Self.resets), \(project))", logger: logger)
+        }
+    }
+
+    /// Calls `onReset` with each project whose marks an operator reset, until cancelled or the connection drops.
+    package func listenForResets(_ onReset: @escaping @Sendable (_ project: String) -> Void) async throws(StoreError) {
+        try await listen(on: Self.resets, onReset)
+    }
+
     private func listen(on channel: String, _ body: @escaping @Sendable (String) -> Void) async throws(StoreError) {
         do {
             try await client.withConnection { connection in

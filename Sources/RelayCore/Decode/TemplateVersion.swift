@@ -85,9 +85,10 @@ extension KeyedDecodingContainer {
     /// `DecodingError`.
     fileprivate func decodeInt64(forKey key: Key) throws -> Int64 {
         if let text = try? decode(String.self, forKey: key) {
-            // As openapi.yaml says: an optional minus, then 1 to 18 digits (no plus, no spaces).
+            // As openapi.yaml says: an optional minus, then 1 to 19 digits (no plus, no spaces), within int64 as a JSON
+            // number is.
             let digits = text.utf8.first == UInt8(ascii: "-") ? text.utf8.dropFirst() : text.utf8[...]
-            if (1...18).contains(digits.count), digits.allSatisfy({ (48...57).contains($0) }), let number = Int64(text) { return number }
+            if (1...19).contains(digits.count), digits.allSatisfy({ (48...57).contains($0) }), let number = Int64(text) { return number }
         } else if let number = try? decode(Int64.self, forKey: key) {
             return number
         }

@@ -69,10 +69,10 @@ struct AdminBodyRoutes: Sendable {
         let fields: PreviewFields = try Self.decode(body)
         var ask = PreviewAsk(project: try Self.project(fields.project), explain: fields.explain ?? false)
         if let since = fields.since {
-            // As openapi.yaml says: 1 to 18 digits, not starting with 0.
-            guard (1...18).contains(since.utf8.count), since.utf8.allSatisfy({ (48...57).contains($0) }), since.first != "0",
+            // As openapi.yaml says: 1 to 19 digits, not starting with 0, within int64.
+            guard (1...19).contains(since.utf8.count), since.utf8.allSatisfy({ (48...57).contains($0) }), since.first != "0",
                 let number = Int64(since)
-            else { throw Refusal(kind: .invalidRequest, detail: "since must be a version number (1 to 18 digits)") }
+            else { throw Refusal(kind: .invalidRequest, detail: "since must be a version number (1 to 19 digits, at most 9223372036854775807)") }
             ask.since = number
         }
         switch (object["version"], object["event"]) {

@@ -14,6 +14,8 @@ struct AdminController: Sendable {
     var log: any DeliveryLog
     /// With a shared store: tells the replica that delivers a project to discard a ping.
     var replicas: ProjectLeases? = nil
+    /// The newest version relayed per project (catch-up polling's), reset with the marks.
+    var relayed: RelayedVersions? = nil
 
     init(configuration: ConfigurationStore, engine: DeliveryEngine, planner: Planner, reloader: Reloader, log: (any DeliveryLog)? = nil) {
         (self.configuration, self.engine, self.planner, self.reloader) = (configuration, engine, planner, reloader)
@@ -182,9 +184,9 @@ struct AdminController: Sendable {
     func deliveries(_ query: Operations.ListDeliveries.Input.Query) async throws(Refusal) -> Components.Schemas.DeliveryList {
         var version: Int64?
         if let text = query.version {
-            // As openapi.yaml says: 1 to 18 digits, nothing else.
-            guard (1...18).contains(text.utf8.count), text.utf8.allSatisfy({ (48...57).contains($0) }), let number = Int64(text) else {
-                throw Refusal(kind: .invalidRequest, detail: "version must be a version number (1 to 18 digits)")
+            // As openapi.yaml says: 1 to 19 digits, nothing else, within int64.
+            guard (1...19).contains(text.utf8.count), text.utf8.allSatisfy({ (48...57).contains($0) }), let number = Int64(text) else {
+                throw Refusal(kind: .invalidRequest, detail: "version must be a version number (1 to 19 digits, at most 9223372036854775807)")
             }
             version = number
         }
@@ -288,6 +290,24 @@ struct AdminController: Sendable {
         }
         logger.notice("admin discard passed to the replica that delivers the project", metadata: metadata)
         return .passedOn(.init(entry))
+    }
+
+    /// Forgets the versions the project's pings are compared against, here, on disk, in the shared store and on every
+    /// replica (openapi.yaml, `DELETE /admin/projects/{project}/marks`).
+    func resetMarks(_ requested: String) async throws(Refusal) -> Components.Schemas.MarksReset {
+        let (project, _) = try pipeline(requested)
+        if let replicas {
+            do {
+                try await replicas.store.resetRelayed(project: project)
+                try await replicas.store.requestReset(project: project)
+            } catch {
+                throw Self.storeUnavailable(error, logger: logger)
+            }
+        }
+        engine.resetMarks(project: project)
+        relayed?.reset(project, logger: logger)
+        logger.notice("admin reset of the project's version marks", metadata: ["project": "\(project)"])
+        return .init(status: .reset, project: project)
     }
 
     /// The shared store did not answer a read or a request of the admin API.

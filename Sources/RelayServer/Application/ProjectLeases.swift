@@ -53,6 +53,12 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
     /// Told of each project whose lease this replica takes (catch-up polling polls it at once).
     private let onTaken = Locked<@Sendable (String) -> Void>({ _ in })
 
+    /// Told of each project whose marks an operator reset through any replica.
+    private let onReset = Locked<@Sendable (String) -> Void>({ _ in })
+
+    /// Calls `body` with each project whose marks an operator reset (through any replica).
+    func whenReset(_ body: @escaping @Sendable (String) -> Void) { onReset.withLock { $0 = body } }
+
     /// Calls `body` with each project whose lease this replica takes from now on.
     func whenTaken(_ body: @escaping @Sendable (String) -> Void) { onTaken.withLock { $0 = body } }
     private let wake: AsyncStream<Void>.Continuation
@@ -107,6 +113,7 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
             group.addTask { await self.sweepUntilCancelled() }
             group.addTask { await self.listenUntilCancelled() }
             group.addTask { await self.listenForDiscardsUntilCancelled() }
+            group.addTask { await self.listenForResetsUntilCancelled() }
             try? await gracefulShutdown()
             group.cancelAll()
         }
@@ -419,6 +426,22 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
                 }
             } catch {
                 if !Task.isCancelled { logger.debug("listening for discards stopped", metadata: ["error": "\(error)"]) }
+            }
+            try? await Task.sleep(for: .seconds(1))
+        }
+    }
+
+    /// An operator's reset of a project's marks through any replica: every replica forgets them.
+    private func listenForResetsUntilCancelled() async {
+        while !Task.isCancelled {
+            do {
+                try await store.listenForResets { project in
+                    self.engine.resetMarks(project: project)
+                    self.onReset.withLock { $0 }(project)
+                    self.logger.notice("admin reset of the project's version marks applied", metadata: ["project": "\(project)"])
+                }
+            } catch {
+                if !Task.isCancelled { logger.debug("listening for resets stopped", metadata: ["error": "\(error)"]) }
             }
             try? await Task.sleep(for: .seconds(1))
         }

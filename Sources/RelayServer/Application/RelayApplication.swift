@@ -62,8 +62,12 @@ public enum RelayApplication {
         var admin = AdminController(
             configuration: store, engine: engine, planner: planner, reloader: reloader, log: shared.map { SharedDeliveryLog(store: $0) })
         admin.replicas = replicas
+        admin.relayed = relayed
+        replicas?.whenReset { project in relayed.reset(project, logger: logger) }
         let api = RelayAPI(probes: probes, admin: admin)
-        var controller = WebhookController(configuration: store, engine: engine, planner: planner, relayed: relayed, metrics: metrics)
+        var controller = WebhookController(
+            configuration: store, engine: engine, planner: planner, relayed: relayed, metrics: metrics,
+            versions: VersionCheck(clock: clock, metrics: metrics))
         controller.replicas = replicas
         let ingest = IngestRoutes(intake: WebhookIntake(configuration: store, drain: drain, metrics: metrics), controller: controller)
         let server = httpServer(settings)

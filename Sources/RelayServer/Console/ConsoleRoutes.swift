@@ -272,8 +272,8 @@ struct ConsoleRoutes: Sendable {
         var problem: String?
         var version: Int64?
         if let text = query.get("version"), !text.isEmpty {
-            if text.utf8.count <= 18, text.utf8.allSatisfy({ (48...57).contains($0) }) {
-                version = Int64(text)
+            if text.utf8.count <= 19, text.utf8.allSatisfy({ (48...57).contains($0) }), let number = Int64(text) {
+                version = number
             } else {
                 problem = "A version is a number."
             }
@@ -382,7 +382,7 @@ struct ConsoleRoutes: Sendable {
         ]
         guard !versionText.isEmpty else { return context }
         guard let number = Self.versionNumber(versionText), sinceText.isEmpty || Self.versionNumber(sinceText) != nil else {
-            context["problem"] = "A version is a number of 1 to 18 digits."
+            context["problem"] = "A version is a number of 1 to 19 digits, at most 9223372036854775807."
             return context
         }
         let ask = AdminBodyRoutes.PreviewAsk(
@@ -428,7 +428,7 @@ struct ConsoleRoutes: Sendable {
     }
 
     static func versionNumber(_ text: String) -> Int64? {
-        guard (1...18).contains(text.utf8.count), text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
+        guard (1...19).contains(text.utf8.count), text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
         return Int64(text)
     }
 

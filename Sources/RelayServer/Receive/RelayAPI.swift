@@ -66,6 +66,10 @@ struct RelayAPI: APIProtocol {
         }
     }
 
+    func resetMarks(_ input: Operations.ResetMarks.Input) async throws -> Operations.ResetMarks.Output {
+        .ok(.init(body: .json(try await admin.resetMarks(input.path.project))))
+    }
+
     func reloadConfiguration(_ input: Operations.ReloadConfiguration.Input) async throws -> Operations.ReloadConfiguration.Output {
         .ok(.init(body: .json(try await admin.reload())))
     }

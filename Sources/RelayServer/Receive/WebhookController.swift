@@ -16,6 +16,8 @@ struct WebhookController: Sendable {
     let metrics: RelayMetrics
     /// The shared store's outbox and leases, with `store.postgres`; nil: this process alone.
     var replicas: ProjectLeases? = nil
+    /// Tells a version Remote Config could not have published (relayed, but moving no mark).
+    let versions: VersionCheck
 
     /// The answer's JSON body (``IngestAnswer``): `200` when settled, `202` when spooled and still delivering.
     enum Answer {
@@ -58,9 +60,13 @@ struct WebhookController: Sendable {
         let keys = [
             "\(project)/version/\(event.version.versionNumber)", event.id.map { "\(project)/id/\($0)" }, webhookID.map { "webhook/\($0)" },
         ].compactMap { $0 }
-        let record = SpoolRecord(
+        var record = SpoolRecord(
             keys: keys, project: project, eventID: eventID, format: event.format.rawValue, version: event.version,
             receivedAt: Date())
+        let outlier = await versions.isOutlier(
+            event.version.versionNumber, known: relayed.newest(project), project: project, pipeline: pipeline, settings: configuration.settings,
+            logger: logger)
+        if outlier { record.outlier = true }
         let summary = IngestAnswer.EventSummary(
             id: eventID, format: event.format.rawValue, project: project, versionNumber: event.version.versionNumber,
             updateType: event.version.updateType)
@@ -75,12 +81,13 @@ struct WebhookController: Sendable {
                 // This replica delivers the project's events: deliver (or join) here, and answer with the outcome.
                 committed = true
             case .admitted, .pending:
-                relayed.note(project, record.version.versionNumber, logger: logger)
+                if !outlier { relayed.note(project, record.version.versionNumber, logger: logger) }
                 logger.info("event in the outbox; the replica holding the project's lease delivers it")
                 metrics.webhook(source: source, outcome: "in-progress")
                 return .inProgress(IngestAnswer.inProgress(requestID: requestID, event: summary))
             case .settled(let reports):
-                return try settled(reports, duplicate: true, source: source, requestID: requestID, summary: summary, logger: logger)
+                return try settled(
+                    reports, duplicate: true, source: source, requestID: requestID, summary: summary, marks: !outlier, logger: logger)
             case .conflict(let key):
                 throw conflict(key, logger: logger)
             }
@@ -92,7 +99,8 @@ struct WebhookController: Sendable {
         let wait = max(configuration.settings.answerWithin - (ContinuousClock.now - started), configuration.settings.answerWithin / 10)
         switch await engine.deliver(record, plan: plan, wait: wait, onDisk: committed, logger: logger) {
         case .settled(let reports, let duplicate):
-            return try settled(reports, duplicate: duplicate, source: source, requestID: requestID, summary: summary, logger: logger)
+            return try settled(
+                reports, duplicate: duplicate, source: source, requestID: requestID, summary: summary, marks: !outlier, logger: logger)
         case .conflict(let key):
             throw conflict(key, logger: logger)
         case .saturated:
@@ -119,9 +127,10 @@ struct WebhookController: Sendable {
             }
             switch acknowledgement {
             case .settled(let reports):
-                return try settled(reports, duplicate: false, source: source, requestID: requestID, summary: summary, logger: logger)
+                return try settled(
+                    reports, duplicate: false, source: source, requestID: requestID, summary: summary, marks: !outlier, logger: logger)
             case .spooled:
-                relayed.note(project, record.version.versionNumber, logger: logger)
+                if !outlier { relayed.note(project, record.version.versionNumber, logger: logger) }
                 logger.info("delivery continues in the background; the event is spooled")
                 metrics.webhook(source: source, outcome: "in-progress")
                 return .inProgress(IngestAnswer.inProgress(requestID: requestID, event: summary))
@@ -139,7 +148,8 @@ struct WebhookController: Sendable {
     }
 
     private func settled(
-        _ reports: [DeliveryReport], duplicate: Bool, source: String, requestID: String, summary: IngestAnswer.EventSummary, logger: Logger
+        _ reports: [DeliveryReport], duplicate: Bool, source: String, requestID: String, summary: IngestAnswer.EventSummary, marks: Bool,
+        logger: Logger
     ) throws(Refusal) -> Answer {
         if duplicate { logger.info("duplicate event: answered from the first delivery, nothing sent again") }
         // A dead ping (retries ran out) is worth the sender's retry; a permanent refusal is not: it is answered 200,
@@ -151,7 +161,7 @@ struct WebhookController: Sendable {
                 detail: "the ping for route(s) \(dead.joined(separator: ", ")) ran out of retries; a retry of this event delivers it",
                 deliveries: reports)
         }
-        relayed.note(summary.project, summary.versionNumber, logger: logger)
+        if marks { relayed.note(summary.project, summary.versionNumber, logger: logger) }
         let failed = reports.contains { $0.status == .failed }
         metrics.webhook(source: source, outcome: duplicate ? "duplicate" : failed ? "failed" : "delivered")
         return .delivered(IngestAnswer.delivered(failed: failed, requestID: requestID, duplicate: duplicate, event: summary, reports: reports))

@@ -54,6 +54,15 @@ final class RelayedVersions: Sendable {
         if changed, writesEachNote, let logger { persist(logger: logger) }
     }
 
+    /// Forgets the project's newest version (an operator's reset), on disk too.
+    func reset(_ project: String, logger: Logger) {
+        state.withLock { state in
+            state.newest[project] = nil
+            state.dirty = true
+        }
+        persist(logger: logger)
+    }
+
     /// Writes what changed since the last write (temporary file, fsync, rename); a failure is logged and tried again
     /// at the next poll.
     func persist(logger: Logger) {
