@@ -84,3 +84,56 @@ import Testing
     #expect(ConsoleRoutes.when(now.addingTimeInterval(2), now: now) == "2027-01-15 08:00:02 UTC (just now)")
     #expect(ConsoleRoutes.relative(now.addingTimeInterval(7200), now: now) == "in 2 h")
 }
+
+/// Issue 32, defect 7: IPv4 clients of a listener bound to `::` arrive IPv4-mapped; each is its own client, not one
+/// shared /64. A right token forgets the client's failures; the admin API's checks do not queue a clean client.
+@Test func mappedIPv4ClientsAreThrottledEachByItsOwnAddressAndASuccessForgetsTheFailures() throws {
+    #expect(ConsoleSessions.throttleKey("::ffff:192.0.2.7") == "192.0.2.7")
+    #expect(ConsoleSessions.throttleKey("::ffff:198.51.100.1") == "198.51.100.1")
+    #expect(ConsoleSessions.throttleKey("[2001:db8::1]:443") == "2001:db8:0:0::/64")
+    let sessions = ConsoleSessions()
+    let now = Date(timeIntervalSince1970: 1_800_000_000)
+    for _ in 0..<5 {
+        _ = try #require(sessions.beginAttempt(from: ConsoleSessions.throttleKey("::ffff:192.0.2.7"), now: now))
+        sessions.endAttempt(from: ConsoleSessions.throttleKey("::ffff:192.0.2.7"), failed: true, now: now)
+    }
+    // Another IPv4 operator is not held up by the guesser's failures.
+    #expect(sessions.beginAttempt(from: ConsoleSessions.throttleKey("::ffff:198.51.100.1"), now: now) == .zero)
+    // The guesser waits; once it signs in right, its failures are forgotten.
+    #expect(sessions.beginAttempt(from: "192.0.2.7", now: now) == .seconds(4))
+    sessions.endAttempt(from: "192.0.2.7", failed: false, now: now)
+    #expect(sessions.beginAttempt(from: "192.0.2.7", now: now) == .zero)
+    sessions.endAttempt(from: "192.0.2.7", failed: false, now: now)
+    // The admin API's checks: a clean client makes them in parallel; one with failures waits its turn.
+    #expect(sessions.beginAttempt(from: "192.0.2.9", now: now, oneAtATime: false) == .zero)
+    #expect(sessions.beginAttempt(from: "192.0.2.9", now: now, oneAtATime: false) == .zero)
+    sessions.endAttempt(from: "192.0.2.9", failed: true, now: now)
+    #expect(sessions.beginAttempt(from: "192.0.2.9", now: now, oneAtATime: false) == .milliseconds(250))
+    #expect(sessions.beginAttempt(from: "192.0.2.9", now: now, oneAtATime: false) == nil)
+}
+
+/// Issue 32, defect 9: the sign-in's same-origin check behind a proxy on a non-default port.
+@Test func theOriginIsComparedByHostAndPortWithThePortDefaulted() {
+    func same(_ origin: String?, _ host: String?, forwarded: String? = nil, trusted: Bool = false) -> Bool {
+        ConsoleRoutes.sameOrigin(origin: origin, host: host, forwardedHost: forwarded, viaTrustedProxy: trusted)
+    }
+    #expect(same(nil, "relay:8080"))  // no Origin: an older browser, a script
+    #expect(same("http://127.0.0.1:8443", "127.0.0.1:8443"))
+    #expect(same("http://LOCALHOST:8443", "localhost:8443"))
+    #expect(same("http://localhost:8443", "LOCALHOST:8443"))
+    #expect(same("https://relay.example.com", "relay.example.com"))
+    #expect(same("https://relay.example.com", "relay.example.com:443"))
+    #expect(same("http://relay.example.com", "relay.example.com:80"))
+    #expect(same("http://[::1]:8080", "[::1]:8080"))
+    // nginx's `Host $host` drops the port: only a trusted proxy's X-Forwarded-Host can say which one was addressed.
+    #expect(!same("https://127.0.0.1:8443", "127.0.0.1"))
+    #expect(same("https://127.0.0.1:8443", "127.0.0.1", forwarded: "127.0.0.1:8443", trusted: true))
+    #expect(!same("https://127.0.0.1:8443", "127.0.0.1", forwarded: "127.0.0.1:8443", trusted: false))
+    #expect(same("https://relay.example.com:8443", "10.0.0.5:8080", forwarded: "relay.example.com:8443, 10.0.0.5", trusted: true))
+    // Another origin, scheme or port is refused.
+    #expect(!same("https://evil.example", "relay.example.com"))
+    #expect(!same("https://relay.example.com:444", "relay.example.com"))
+    #expect(!same("http://relay.example.com", "relay.example.com:443"))
+    #expect(!same("null", "relay.example.com"))
+    #expect(!same("ftp://relay.example.com", "relay.example.com"))
+}

@@ -129,7 +129,10 @@ import Testing
         #expect(try newest.delivered.duplicate == true)
         let oldest = try await relay.post(#"{"versionNumber":50}"#, id: "msg_cap_50")
         #expect(try oldest.delivered.duplicate == false)
-        #expect(await relay.emulator.messages.count == 4)
+        // Forgotten, so a new event; but FCM accepted a newer version's ping to the same audience already, so an
+        // older one does not follow it there (issue 32): it ends superseded, and nothing more is sent.
+        #expect(try oldest.delivered.deliveries.map(\.status) == [.superseded])
+        #expect(await relay.emulator.messages.count == 3)
     }
 }
 

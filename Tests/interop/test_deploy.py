@@ -132,8 +132,9 @@ def substitute(text, edits, source):
     return text
 
 
-def render_nginx(tmp, upstream, port, cert, key):
-    conf = substitute((DEPLOY / "nginx" / "rc-relay.conf").read_text(), [
+def render_nginx(tmp, upstream, port, cert, key, console=False):
+    optional = [("    # location ^~ /console/ { proxy_pass http://rc_relay; }", "    location ^~ /console/ { proxy_pass http://rc_relay; }")]
+    conf = substitute((DEPLOY / "nginx" / "rc-relay.conf").read_text(), (optional if console else []) + [
         ("server 127.0.0.1:8080;", f"server {upstream};"),
         ("listen 443 ssl;", f"listen 127.0.0.1:{port} ssl;"),
         ("listen [::]:443 ssl;", ""),
@@ -183,14 +184,14 @@ def caddy_env(tmp):
     return {**os.environ, "HOME": str(tmp), "XDG_DATA_HOME": str(tmp / "data"), "XDG_CONFIG_HOME": str(tmp / "config")}
 
 
-def start_proxy(kind, tmp, upstream):
+def start_proxy(kind, tmp, upstream, console=False):
     tmp.mkdir(exist_ok=True)
     port = free_port()
     cert, key = make_certificate(tmp)
     log_file = tmp / "proxy.out"
     if kind == "nginx":
         nginx = tool("nginx", "nginx")
-        conf = render_nginx(tmp, upstream, port, cert, key)
+        conf = render_nginx(tmp, upstream, port, cert, key, console=console)
         args, env = [nginx, "-p", str(tmp), "-c", str(conf), "-e", str(tmp / "error.log")], None
         log_file = tmp / "error.log"
     else:
@@ -891,3 +892,25 @@ def test_grafana_dashboard_shows_every_metric_and_no_other():
     assert len({p["id"] for p in panels}) == len(panels)
     assert all(p["datasource"]["uid"] == "${datasource}" for p in panels)
     assert any(v["type"] == "datasource" and v["query"] == "prometheus" for v in dashboard["templating"]["list"])
+
+
+def test_the_operators_page_signs_in_through_nginx_on_a_non_default_port(emulator, tmp_path):
+    """Issue 32, defect 9: with the shipped file's optional console location, a browser on https://127.0.0.1:PORT
+    (a non-default port) signs in: nginx passes the Host it was sent, port included, and rc-relay compares it with
+    the Origin (host case-insensitive, port defaulted); a form from another origin is still refused."""
+    relay = start_relay(emulator, tmp_path, RELAY_EXTRA, server=RELAY_SERVER)
+    proxy = start_proxy("nginx", tmp_path / "nginx", relay["url"].removeprefix("http://"), console=True)
+    try:
+        session = client_session(verify=proxy["cert"])
+        origin = proxy["url"]  # https://127.0.0.1:PORT
+        assert session.get(proxy["url"] + "/console/sign-in", timeout=10).status_code == 200
+        wrong = session.post(proxy["url"] + "/console/sign-in", data={"token": ADMIN_TOKEN}, headers={"Origin": "https://evil.example"},
+                             allow_redirects=False, timeout=30)
+        assert wrong.status_code == 403, wrong.text
+        signed = session.post(proxy["url"] + "/console/sign-in", data={"token": ADMIN_TOKEN}, headers={"Origin": origin},
+                              allow_redirects=False, timeout=30)
+        assert signed.status_code == 303, signed.text
+        assert "rc_console=" in signed.headers["Set-Cookie"]
+    finally:
+        stop_proxy(proxy)
+        stop_relay(relay)

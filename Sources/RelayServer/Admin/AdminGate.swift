@@ -20,6 +20,9 @@ struct AdminGate: RouterMiddleware {
 
     let listener: Listener
     let configuration: ConfigurationStore
+    /// The sign-in throttle the operator's page uses: a client's wrong bearer tokens slow its next checks down as wrong
+    /// console sign-ins do (its right ones forget them).
+    let throttle: ConsoleSessions
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let path = request.uri.path
@@ -41,7 +44,7 @@ struct AdminGate: RouterMiddleware {
         let tokens = configuration.current.settings.adminTokens
         guard !tokens.isEmpty else { return notHere.response() }
         // The console signs in with its own session (ConsoleRoutes); the admin API needs a bearer token.
-        if isAdmin, Self.bearer(request.headers[.authorization]).map({ Self.matches($0, tokens) }) != true {
+        if isAdmin, await !authorized(request, context: context, tokens: tokens) {
             let id = RequestInfo.current?.id ?? ""
             RequestInfo.current?.logger.notice("admin request refused: no valid bearer token", metadata: ["path": "\(path)"])
             var response = Problem(.unauthorized, detail: "send Authorization: Bearer with a token from admin.tokens", requestID: id).response()
@@ -59,6 +62,23 @@ struct AdminGate: RouterMiddleware {
             return tooLarge.response()
         }
         return try await next(request, context)
+    }
+
+    /// Whether the request carries an admin token, checked after the wait the client's earlier wrong tokens earned
+    /// (ConsoleSessions' throttle, by the address the trusted proxies vouch for).
+    private func authorized(_ request: Request, context: Context, tokens: [String]) async -> Bool {
+        let client = ConsoleSessions.throttleKey(RequestInfo.current?.client ?? context.remoteAddress?.ipAddress ?? "unknown")
+        // A client with failures on record is checked one request at a time: this one waits its turn (bounded).
+        var turn = throttle.beginAttempt(from: client, oneAtATime: false)
+        for _ in 0..<80 where turn == nil {
+            try? await Task.sleep(for: .milliseconds(250))
+            turn = throttle.beginAttempt(from: client, oneAtATime: false)
+        }
+        guard let wait = turn else { return false }
+        if wait > .zero { try? await Task.sleep(for: wait) }
+        let ok = Self.bearer(request.headers[.authorization]).map { Self.matches($0, tokens) } == true
+        throttle.endAttempt(from: client, failed: !ok)
+        return ok
     }
 
     static func bearer(_ header: String?) -> String? {

@@ -176,7 +176,7 @@ public enum RelayApplication {
     ) throws -> Router<RelayRequestContext> {
         let router = Router(context: RelayRequestContext.self)
         router.add(middleware: RequestLogMiddleware(configuration: configuration, logger: logger))
-        router.add(middleware: AdminGate(listener: listener, configuration: configuration))
+        router.add(middleware: AdminGate(listener: listener, configuration: configuration, throttle: console.sessions))
         ingest.register(on: router)
         AdminBodyRoutes(admin: api.admin).register(on: router)
         console.register(on: router)

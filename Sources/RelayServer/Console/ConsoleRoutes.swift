@@ -178,12 +178,48 @@ struct ConsoleRoutes: Sendable {
         return nil
     }
 
-    /// No `Origin` (an older browser, a test client), or one naming this host.
+    /// No `Origin` (an older browser, a test client), or one naming the host the browser addressed: `Host`, or the
+    /// `X-Forwarded-Host` a trusted proxy sends. Host and port are compared without the scheme, the host in any case,
+    /// a missing port as the origin scheme's default (`http://relay` is `relay:80`).
     static func sameOrigin(_ request: Request) -> Bool {
-        guard let origin = request.headers[HTTPField.Name("Origin")!] else { return true }
-        guard let host = request.head.authority, let url = URL(string: origin), let originHost = url.host else { return false }
-        let port = url.port.map { ":\($0)" } ?? ""
-        return "\(originHost)\(port)" == host
+        sameOrigin(
+            origin: request.headers[HTTPField.Name("Origin")!], host: request.head.authority,
+            forwardedHost: request.headers[HTTPField.Name("X-Forwarded-Host")!], viaTrustedProxy: RequestInfo.current?.viaTrustedProxy ?? false)
+    }
+
+    static func sameOrigin(origin: String?, host: String?, forwardedHost: String?, viaTrustedProxy: Bool) -> Bool {
+        guard let origin else { return true }
+        guard let url = URL(string: origin), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let originHost = url.host
+        else { return false }
+        let schemeDefault = scheme == "https" ? 443 : 80
+        let expected = (bare(originHost), url.port ?? schemeDefault)
+        var addressed: [String] = []
+        if viaTrustedProxy, let forwardedHost {
+            // The first entry: the host the client itself addressed (each proxy on the way appends its own).
+            addressed.append(String(forwardedHost.split(separator: ",").first ?? "").trimmingCharacters(in: .whitespaces))
+        }
+        if let host { addressed.append(host) }
+        return addressed.contains { hostAndPort($0, defaultPort: schemeDefault).map { $0 == expected } ?? false }
+    }
+
+    /// `host[:port]` as a `Host` header writes it (an IPv6 literal in brackets), lower-cased, the port defaulted.
+    static func hostAndPort(_ authority: String, defaultPort: Int) -> (String, Int)? {
+        guard !authority.isEmpty else { return nil }
+        if authority.hasPrefix("["), let end = authority.firstIndex(of: "]") {
+            let rest = authority[authority.index(after: end)...]
+            guard rest.isEmpty || rest.hasPrefix(":") else { return nil }
+            let port = rest.isEmpty ? defaultPort : Int(rest.dropFirst())
+            return port.map { (bare(String(authority[...end])), $0) }
+        }
+        let parts = authority.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count <= 2 else { return nil }
+        let port = parts.count == 2 ? Int(parts[1]) : defaultPort
+        return port.map { (bare(String(parts[0])), $0) }
+    }
+
+    private static func bare(_ host: String) -> String {
+        host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
     }
 
     /// An `application/x-www-form-urlencoded` body (the admin gate bounds its size).

@@ -71,22 +71,27 @@ final class ConsoleSessions: Sendable {
     func signOut(_ id: String) { state.withLock { _ = $0.sessions.removeValue(forKey: id) } }
 
     /// Starts a sign-in attempt from `client`: how long it must wait first (from its earlier failures), or nil when
-    /// an attempt from it is under way already.
-    func beginAttempt(from client: String, now: Date = Date()) -> Duration? {
+    /// an attempt from it is under way already. `oneAtATime: false` (the admin API's bearer checks, which a client may
+    /// make in parallel): a client with no failure on record goes at once, without holding the others up.
+    func beginAttempt(from client: String, now: Date = Date(), oneAtATime: Bool = true) -> Duration? {
         state.withLock { state in
+            let entry = state.failures[client].flatMap { now.timeIntervalSince($0.last) < Self.failureWindow && $0.count > 0 ? $0 : nil }
+            if !oneAtATime, entry == nil { return .zero }
             guard state.attempting.insert(client).inserted else { return nil }
-            guard let entry = state.failures[client], now.timeIntervalSince(entry.last) < Self.failureWindow, entry.count > 0 else {
-                return .zero
-            }
+            guard let entry else { return .zero }
             return min(.milliseconds(250) * (1 << min(entry.count - 1, 10)), Self.maximumDelay)
         }
     }
 
-    /// Ends the attempt; a failure makes the next one wait longer (0.25 s, doubling, at most ``maximumDelay``).
+    /// Ends the attempt; a failure makes the next one wait longer (0.25 s, doubling, at most ``maximumDelay``), and a
+    /// success forgets the client's failures.
     func endAttempt(from client: String, failed: Bool, now: Date = Date()) {
         state.withLock { state in
             state.attempting.remove(client)
-            guard failed else { return }
+            guard failed else {
+                state.failures[client] = nil
+                return
+            }
             var entry = state.failures[client] ?? (0, now)
             if now.timeIntervalSince(entry.last) >= Self.failureWindow { entry.count = 0 }
             entry.count += 1
@@ -100,15 +105,14 @@ final class ConsoleSessions: Sendable {
         }
     }
 
-    /// The throttle's key for a client address: an IPv6 address by its /64 (one host usually holds the whole /64).
+    /// The throttle's key for a client address: an IPv4 address as itself (also when it arrives IPv4-mapped,
+    /// `::ffff:a.b.c.d`, as it does on a listener bound to `::`), an IPv6 address by its /64 (one host usually holds
+    /// the whole /64).
     static func throttleKey(_ address: String) -> String {
-        guard address.contains(":") else { return address }
-        var groups = address.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
-        if let gap = groups.firstIndex(of: ""), groups.count < 8 {
-            groups.removeAll { $0.isEmpty }
-            groups.insert(contentsOf: Array(repeating: "0", count: 8 - groups.count), at: min(gap, groups.count))
-        }
-        return groups.prefix(4).joined(separator: ":") + "::/64"
+        guard let bytes = TrustedProxies.bytes(of: TrustedProxies.address(address)) else { return address }
+        if bytes.count == 4 { return bytes.map(String.init).joined(separator: ".") }
+        let groups = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+        return groups.joined(separator: ":") + "::/64"
     }
 
     /// Whether a form's CSRF token is the session's (compared in constant time).

@@ -20,6 +20,7 @@ enum AllowedMethods {
         "/admin/deliveries/{id}/retry": [.post],
         "/admin/deliveries/{id}/discard": [.post],
         "/admin/reload": [.post],
+        "/admin/projects/{project}/marks": [.delete],
     ]
 
     private static let patterns: [(segments: [Substring], methods: [HTTPRequest.Method])] = table.map { path, methods in

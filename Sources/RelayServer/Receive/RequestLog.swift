@@ -10,6 +10,8 @@ struct RequestInfo: Sendable {
     /// The client's address: the peer's, or from `X-Forwarded-For` when the peer is a trusted proxy.
     var client: String?
     var logger: Logger
+    /// The peer is one of `server.trustedProxies`: its `X-Forwarded-*` headers are believed.
+    var viaTrustedProxy = false
 
     @TaskLocal static var current: RequestInfo?
 }
@@ -31,7 +33,7 @@ struct RequestLogMiddleware: RouterMiddleware {
         var logger = logger
         logger[metadataKey: "request_id"] = "\(id)"
         if let client { logger[metadataKey: "client"] = "\(client)" }
-        let info = RequestInfo(id: id, client: client, logger: logger)
+        let info = RequestInfo(id: id, client: client, logger: logger, viaTrustedProxy: peer.map(trusted.trusts) ?? false)
         var response: Response
         do {
             response = try await RequestInfo.$current.withValue(info) { try await next(request, context) }
