@@ -163,3 +163,26 @@ func refusesOtherContentTypes(contentType: String?) {
         }
     }
 }
+
+/// Issue 32, defect 5: an id with a control character is refused where it is decoded, in every mode (PostgreSQL
+/// cannot keep a NUL, and no sender makes such an id).
+@Test func idsWithControlCharactersAreRefusedWhereverTheyCome() {
+    for id in ["a\u{0}b", "line\nbreak", "tab\tid", "del\u{7F}", "c1\u{85}"] {
+        #expect(throws: DecodeError.idHasControlCharacter("the CloudEvent id")) {
+            try EventDecoder.decode(
+                body: Data(#"{"versionNumber":1}"#.utf8),
+                headers: EventHeaders(contentType: "application/json", id: id, source: demoSource, specVersion: "1.0", type: updatedType))
+        }
+        let escaped = String(data: try! JSONEncoder().encode(id), encoding: .utf8)!
+        let structured = #"{"specversion":"1.0","type":"\#(updatedType)","id":\#(escaped),"source":"\#(demoSource)","data":{"versionNumber":"1"}}"#
+        #expect(throws: DecodeError.idHasControlCharacter("the CloudEvent id")) {
+            try EventDecoder.decode(body: Data(structured.utf8), headers: EventHeaders(contentType: "application/cloudevents+json"))
+        }
+        let version = Data(#"{"versionNumber":1}"#.utf8).base64EncodedString()
+        #expect(throws: DecodeError.idHasControlCharacter("message.messageId")) {
+            try PubSubDecoder.decode(
+                body: Data(#"{"message":{"messageId":\#(escaped),"data":"\#(version)"},"subscription":"s"}"#.utf8), contentType: "application/json")
+        }
+    }
+    #expect(throws: Never.self) { try EventDecoder.checkID("ordinary-id é 🚀", name: "id") }
+}
