@@ -258,7 +258,8 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
         for project in retaken { _ = engine.standDown(project: project) }
         for project in taken {
             logger.notice(
-                "project lease taken: this replica delivers its events", metadata: ["project": "\(project)", "epoch": "\(held[Self.leaseName(project)] ?? 0)"])
+                "project lease taken: this replica delivers its events",
+                metadata: ["project": "\(project)", "epoch": "\(held[Self.leaseName(project)] ?? 0)"])
         }
         if !taken.isEmpty {
             let told = onTaken.withLock { $0 }

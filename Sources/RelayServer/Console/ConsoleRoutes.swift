@@ -322,7 +322,7 @@ struct ConsoleRoutes: Sendable {
             problem = problem ?? error.detail
             refused = error.kind == .invalidRequest
         }
-        return ([
+        let data: [String: Any] = [
             "statuses": Self.statuses.map { ["value": $0, "label": $0.isEmpty ? "any" : $0, "selected": $0 == (status ?? "")] as [String: Any] },
             "route": route ?? "", "project": project ?? "", "version": version.map(String.init) ?? "", "problem": problem ?? "",
             "count": entries.count,
@@ -333,7 +333,8 @@ struct ConsoleRoutes: Sendable {
                     "retryable": Self.retryable(entry), "csrf": csrf,
                 ]
             },
-        ], refused)
+        ]
+        return (data, refused)
     }
 
     static func delivery(_ entry: DeliveryHistory.Entry, csrf: String) -> [String: Any] {

@@ -27,7 +27,8 @@ struct VersionCheck: Sendable {
         if settings.poll != nil || pipeline.routes.isChangeAware {
             let calls = RemoteConfigCalls(client: pipeline.remoteConfig, policy: settings.retryPolicy, clock: clock, metrics: metrics)
             do {
-                let page = try await calls.run("listVersions", within: settings.answerWithin / 2, logger: logger) { timeLeft async throws(RemoteConfigError) in
+                let page = try await calls.run("listVersions", within: settings.answerWithin / 2, logger: logger) {
+                    timeLeft async throws(RemoteConfigError) in
                     try await pipeline.remoteConfig.listVersions(project: project, pageSize: 1, timeout: timeLeft)
                 }
                 listed = page.versions.first.flatMap { try? JSONDecoder().decode(TemplateVersion.self, from: $0) }?.versionNumber
