@@ -323,6 +323,7 @@ def report(checks, record, out=sys.stdout):
         for at, text in c.problems:
             print(f"\nVIOLATION [{c.invariant}] seed {seed}, project {c.project}, {c.scope}: {text}", file=out)
             print(f"  replay: python Tests/interop/campaign.py --seed {seed} {record.get('replay', '')}".rstrip(), file=out)
+            print("  events within 12 s (a ping's time is FCM's record, in whole seconds):", file=out)
             print("\n".join(context(at, c.project, messages, answers, publishes, faults)), file=out)
     print(f"\n{len(checks) - len(failed)} passed, {len(failed)} failed", file=out)
     return not failed
@@ -340,7 +341,7 @@ class Child:
     def __init__(self, args, log_path, env=None):
         self.lines = []
         self.changed = threading.Condition()
-        self.log = open(log_path, "a")
+        self.log = open(log_path, "a", buffering=1)  # line by line: readable while the campaign runs
         self.log.write(f"---- {' '.join(map(str, args))} at {clock(time.time())}\n")
         self.proc = subprocess.Popen([str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                      env={**os.environ, **(env or {})}, start_new_session=True)
@@ -749,6 +750,7 @@ class Campaign:
         session = requests.Session()
         if self.proxy:
             session.verify = self.proxy["cert"]
+            session.trust_env = False  # REQUESTS_CA_BUNDLE would otherwise win over the throwaway certificate
         avoid = avoid or record.get("avoid")
         while not self.finished.is_set():
             name, url = self.target(rng, avoid=next((r for r in self.replicas if r.name == avoid), None))
@@ -1044,6 +1046,9 @@ def main(argv=None):
     parser.add_argument("--dir", help="where logs and campaign.json go (default: a new temporary directory)")
     parser.add_argument("--check", metavar="CAMPAIGN_JSON", help="only check a finished campaign's campaign.json again")
     args = parser.parse_args(argv)
+    # A SIGTERM (timeout, a CI job cancelled) ends the campaign through its clean-up: the children run in sessions of
+    # their own and would outlive it otherwise.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.check:
         record = json.loads(Path(args.check).read_text())
         checks = check(record["messages"], record["answers"], record["publishes"], record["faults"], record["routes"], record["outcome"])
