@@ -12,7 +12,7 @@ import time
 import pytest
 import requests
 
-from conftest import LINES, signed_headers, start_relay, stop_relay
+from conftest import LINES, recorded, signed_headers, start_relay, stop_relay
 from test_replicas import ADMIN, ROUTES, cluster, holder, send, versions_sent, wait_ready  # noqa: F401 (cluster is a fixture)
 
 
@@ -230,3 +230,46 @@ def test_two_hundred_projects_keep_their_leases_behind_a_slow_database(emulator,
     finally:
         stop_relay(relay)
         proxy.close()
+
+
+AWARE = """
+routes:
+  - name: aware
+    topic: RC_ALL
+    audience: {lang_ja: lang_ja}
+    data: {CONFIG_STATE: STALE, CONFIG_VERSION: "{{version}}"}
+"""
+
+
+def publish_template(emulator, default, japanese):
+    template = {
+        "conditions": [{"name": "lang_ja", "expression": "device.language in ['ja']"}],
+        "parameters": {"welcome": {"defaultValue": {"value": default}, "conditionalValues": {"lang_ja": {"value": japanese}}}},
+    }
+    answer = requests.post(f"{emulator['url']}/emulator/remote-config/demo-project/publish", json=template, timeout=10)
+    assert answer.ok, answer.text
+    return int(answer.json()["versionNumber"])
+
+
+def test_an_outbox_event_is_measured_from_the_newest_version_relayed(emulator, tmp_path, cluster):
+    """Found by the fault campaign (seed 20261126): a version left for the poller changed the default; the next one,
+    which changed only Japanese values, reached the other replica and was delivered by the holder from the outbox. Its
+    change must be measured from the newest version relayed (1), not from the one before it (2), so the whole audience
+    hears of the default's change."""
+    remote = f"remoteConfig: {{baseURL: \"{emulator['url']}\"}}"
+    replicas = [start(emulator, tmp_path, f"r{i}", config(cluster, routes=AWARE, extra=remote)) for i in range(2)]
+    try:
+        delivering = holder(replicas)
+        other = next(r for r in replicas if r is not delivering)
+        first = publish_template(emulator, "Hello", "Konnichiwa")
+        assert send(delivering["webhook"], first).status_code == 200
+        cluster.wait_for(f"SELECT relayed FROM rc_relay_marks WHERE project = 'demo-project'", str(first))
+        publish_template(emulator, "Hola", "Konnichiwa")  # the default changes; no webhook announces it
+        third = publish_template(emulator, "Hola", "Ohayo")  # only Japanese values change
+        assert send(other["webhook"], third).status_code == 202
+        cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE NOT settled", "0")
+        pings = [(m["message"].get("topic") or m["message"].get("condition"), m["message"]["data"]["CONFIG_VERSION"]) for m in recorded(emulator)]
+        assert ("RC_ALL", str(third)) in pings, pings
+    finally:
+        for replica in replicas:
+            stop_relay(replica)

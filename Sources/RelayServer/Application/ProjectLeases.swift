@@ -368,6 +368,7 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
     private func sweep(_ project: String) async {
         guard holds(project) else { return }
         let records: [SpoolRecord]
+        let since: Int64?
         do {
             if state.withLock({ $0.toSeed.contains(project) }) {
                 // Taken over: what FCM accepted under the previous holder, so no older version follows it.
@@ -375,6 +376,8 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
                 state.withLock { _ = $0.toSeed.remove(project) }
             }
             records = try await store.pending(project: project)
+            // What change-aware routes measure each event's change from: the newest version relayed on record.
+            since = try await store.relayed(project: project)
             contact()
         } catch {
             failed(error, doing: "reading the outbox")
@@ -386,7 +389,7 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
             logger[metadataKey: "event_id"] = "\(record.eventID ?? "-")"
             logger[metadataKey: "project"] = "\(record.project)"
             logger[metadataKey: "version"] = "\(record.version.versionNumber)"
-            guard let plan = await configuration.plan(for: record, planner: planner, logger: logger) else { continue }
+            guard let plan = await configuration.plan(for: record, since: since, planner: planner, logger: logger) else { continue }
             planned.append((record, plan, logger))
         }
         // Newest first: an older version's ping to an audience a newer pending version pings too stands down.

@@ -37,6 +37,7 @@ public enum RelayApplication {
         let engine: DeliveryEngine
         let shared: PostgresStore?
         let planner = Planner(changes: TemplateChanges(metrics: metrics), clock: clock, metrics: metrics)
+        let relayed = RelayedVersions(directory: settings.spoolDirectory, writesEachNote: settings.poll != nil, logger: logger)
         do {
             store = ConfigurationStore(try await rebuild(settings), source: source)
             shared = try settings.store.map { storeSettings in
@@ -45,13 +46,12 @@ public enum RelayApplication {
             }
             engine = DeliveryEngine(
                 settings: engineSettings(settings), spool: try shared?.outbox ?? makeSpool(settings.spoolDirectory), metrics: metrics.factory,
-                clock: clock, logger: logger, journal: shared?.outbox, replan: { await store.plan(for: $0, planner: planner, logger: logger) })
+                clock: clock, logger: logger, journal: shared?.outbox, replan: { await store.plan(for: $0, since: relayed.newest($0.project), planner: planner, logger: logger) })
         } catch {
             try? await httpClient.shutdown()
             throw error
         }
         let drain = DrainState()
-        let relayed = RelayedVersions(directory: settings.spoolDirectory, writesEachNote: settings.poll != nil, logger: logger)
         let reloader = Reloader(configuration: store, reader: reader, rebuild: rebuild)
         let replicas = shared.map {
             ProjectLeases(store: $0, configuration: store, engine: engine, planner: planner, metrics: metrics, logger: logger)
