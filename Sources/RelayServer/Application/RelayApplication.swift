@@ -46,7 +46,8 @@ public enum RelayApplication {
             }
             engine = DeliveryEngine(
                 settings: engineSettings(settings), spool: try shared?.outbox ?? makeSpool(settings.spoolDirectory), metrics: metrics.factory,
-                clock: clock, logger: logger, journal: shared?.outbox, replan: { await store.plan(for: $0, since: relayed.newest($0.project), planner: planner, logger: logger) })
+                clock: clock, logger: logger, journal: shared?.outbox,
+                replan: { await store.plan(for: $0, since: relayed.newest($0.project), planner: planner, logger: logger) })
         } catch {
             try? await httpClient.shutdown()
             throw error
