@@ -83,7 +83,8 @@ public enum FCMEmulatorServer {
             let messages = await state.messages.map { recorded -> [String: Any] in
                 [
                     "name": recorded.name, "project": recorded.project,
-                    "receivedAt": recorded.receivedAt.formatted(.iso8601),
+                    // Milliseconds: a fault campaign orders pings that are moments apart (Tests/interop/campaign.py).
+                    "receivedAt": recorded.receivedAt.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)),
                     "message": (try? JSONSerialization.jsonObject(with: Data(recorded.message.utf8))) ?? [:],
                 ]
             }
