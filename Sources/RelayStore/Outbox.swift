@@ -384,7 +384,10 @@ extension PostgresStore {
                     return
                 }
                 try? await Task.sleep(for: delay)
-                delay = min(delay * 2, .seconds(5))
+                // At most a quarter of the lease apart: once the database is back, this replica's progress (a hand-over
+                // at a stand-down above all) is written before another replica's renewal can take its lease and read
+                // the outbox.
+                delay = min(delay * 2, .seconds(5), settings.lease / 4)
             }
         }
     }

@@ -337,7 +337,7 @@ def report(checks, record, out=sys.stdout):
         for at, text in c.problems:
             print(f"\nVIOLATION [{c.invariant}] seed {seed}, project {c.project}, {c.scope}: {text}", file=out)
             print(f"  replay: python Tests/interop/campaign.py --seed {seed} {record.get('replay', '')}".rstrip(), file=out)
-            print("  events within 12 s (a ping's time is FCM's record, in whole seconds):", file=out)
+            print("  events within 12 s (a ping's time is when its request reached FCM):", file=out)
             print("\n".join(context(at, c.project, messages, answers, publishes, faults)), file=out)
     print(f"\n{len(checks) - len(failed)} passed, {len(failed)} failed", file=out)
     return not failed

@@ -371,7 +371,10 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
         let since: Int64?
         do {
             if state.withLock({ $0.toSeed.contains(project) }) {
-                // Taken over: what FCM accepted under the previous holder, so no older version follows it.
+                // Taken (again): this replica's own progress still queued (a hand-over at a stand-down while the
+                // database was away) is written first, so what FCM accepted before is not sent again; then what FCM
+                // accepted under the previous holder, so no older version follows it.
+                _ = await store.flush(within: lease / 2)
                 engine.noteAccepted(try await store.acceptedPings(project: project))
                 state.withLock { _ = $0.toSeed.remove(project) }
             }
