@@ -18,6 +18,11 @@ import ServiceLifecycle
 /// another replica's `NOTIFY` says it admitted an event, and at each renewal, and prunes settled events. A claim counts
 /// locally for half the lease from before the statement that renewed it: a replica that cannot renew (the database is
 /// away) stops its deliveries of the project well before another replica can take the lease over.
+///
+/// Fencing: every take-over raises the lease's epoch. Right before each FCM request of an event, ``mayStart(project:)``
+/// checks the claim, and asks the database when its epoch has not been confirmed for a third of the lease; a poll's
+/// admission carries the epoch it began under. A replica that was paused while another took over stands down before
+/// it sends anything more (docs/replicas.md, fencing).
 final class ProjectLeases: Service, DeliveryFence, Sendable {
     let store: PostgresStore
     let configuration: ConfigurationStore
@@ -52,15 +57,8 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
     private let state = Locked(State())
     /// Told of each project whose lease this replica takes (catch-up polling polls it at once).
     private let onTaken = Locked<@Sendable (String) -> Void>({ _ in })
-
     /// Told of each project whose marks an operator reset through any replica.
     private let onReset = Locked<@Sendable (String) -> Void>({ _ in })
-
-    /// Calls `body` with each project whose marks an operator reset (through any replica).
-    func whenReset(_ body: @escaping @Sendable (String) -> Void) { onReset.withLock { $0 = body } }
-
-    /// Calls `body` with each project whose lease this replica takes from now on.
-    func whenTaken(_ body: @escaping @Sendable (String) -> Void) { onTaken.withLock { $0 = body } }
     private let wake: AsyncStream<Void>.Continuation
     private let wakes: AsyncStream<Void>
 
@@ -81,6 +79,12 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
     }
 
     var lease: Duration { store.settings.lease }
+
+    /// Calls `body` with each project whose lease this replica takes from now on.
+    func whenTaken(_ body: @escaping @Sendable (String) -> Void) { onTaken.withLock { $0 = body } }
+
+    /// Calls `body` with each project whose marks an operator reset (through any replica).
+    func whenReset(_ body: @escaping @Sendable (String) -> Void) { onReset.withLock { $0 = body } }
 
     /// Whether this replica delivers the project's events now.
     func holds(_ project: String) -> Bool {
