@@ -250,14 +250,8 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
                 state.held[project] = Claim(until: sent + lease / 2, epoch: epoch, confirmed: sent)
             }
         }
-        for project in lost {
-            // Another replica holds it now (a claim that lapsed while this one was paused): nothing more is sent here.
-            let stopped = engine.standDown(project: project)
-            metrics.leaseStandDown(project: project, reason: "taken_over")
-            logger.warning(
-                "project lease lost to another replica: this replica stops delivering its events",
-                metadata: ["project": "\(project)", "stopped": "\(stopped)"])
-        }
+        // Another replica holds it now (a claim that lapsed while this one was paused): nothing more is sent here.
+        standDown(lost, reason: "taken_over", "project lease lost to another replica: this replica stops delivering its events")
         // Whatever an earlier claim of this replica's left running was decided under an older epoch.
         for project in retaken { _ = engine.standDown(project: project) }
         for project in taken {
@@ -284,12 +278,17 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
             for project in lapsed { state.held[project] = nil }
             return lapsed
         }
-        for project in lapsed {
+        standDown(lapsed, reason: "lapsed", "project lease lapsed: this replica stops delivering its events, which another replica delivers")
+    }
+
+    /// Stops the projects' deliveries here (each hands what is still due back to the outbox), counts and logs why.
+    private func standDown(_ projects: [String], reason: String, _ message: Logger.Message, epoch: Int64? = nil) {
+        for project in projects {
             let stopped = engine.standDown(project: project)
-            metrics.leaseStandDown(project: project, reason: "lapsed")
-            logger.warning(
-                "project lease lapsed: this replica stops delivering its events, which another replica delivers",
-                metadata: ["project": "\(project)", "stopped": "\(stopped)"])
+            metrics.leaseStandDown(project: project, reason: reason)
+            var metadata: Logger.Metadata = ["project": "\(project)", "stopped": "\(stopped)"]
+            if let epoch { metadata["epoch"] = "\(epoch)" }
+            logger.warning(message, metadata: metadata)
         }
     }
 
@@ -331,12 +330,13 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
             state.held[project] = nil
             return true
         }
-        let stopped = engine.standDown(project: project)
-        guard dropped else { return }
-        metrics.leaseStandDown(project: project, reason: "taken_over")
-        logger.warning(
-            "project lease lost to another replica: this stale holder stands down before sending anything more",
-            metadata: ["project": "\(project)", "epoch": "\(epoch)", "stopped": "\(stopped)"])
+        guard dropped else {
+            _ = engine.standDown(project: project)
+            return
+        }
+        standDown(
+            [project], reason: "taken_over", "project lease lost to another replica: this stale holder stands down before sending anything more",
+            epoch: epoch)
     }
 
     // MARK: - The outbox
