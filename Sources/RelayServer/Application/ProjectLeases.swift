@@ -414,51 +414,14 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
         }
     }
 
-    /// Another replica's `NOTIFY` starts the delivery at once; the sweeps at each renewal cover what a dropped
-    /// connection missed.
-    private func listenUntilCancelled() async {
-        while !Task.isCancelled {
-            do {
-                try await store.listen { project in self.requestSweep(project) }
-            } catch {
-                if !Task.isCancelled { logger.debug("listening for new events stopped", metadata: ["error": "\(error)"]) }
-            }
-            try? await Task.sleep(for: .seconds(1))
-        }
+    /// An operator's reset of the project's marks, asked through any replica: this one forgets them too.
+    func resetApplied(_ project: String) {
+        engine.resetMarks(project: project)
+        onReset.withLock { $0 }(project)
+        logger.notice("admin reset of the project's version marks applied", metadata: ["project": "\(project)"])
     }
 
-    /// An operator's discard through another replica's admin API: the replica delivering the event discards it.
-    private func listenForDiscardsUntilCancelled() async {
-        while !Task.isCancelled {
-            do {
-                try await store.listenForDiscards { key, route in
-                    guard self.engine.discard(key: key, route: route) else { return }
-                    self.logger.notice("admin discard applied, asked through another replica", metadata: ["key": "\(key)", "route": "\(route)"])
-                }
-            } catch {
-                if !Task.isCancelled { logger.debug("listening for discards stopped", metadata: ["error": "\(error)"]) }
-            }
-            try? await Task.sleep(for: .seconds(1))
-        }
-    }
-
-    /// An operator's reset of a project's marks through any replica: every replica forgets them.
-    private func listenForResetsUntilCancelled() async {
-        while !Task.isCancelled {
-            do {
-                try await store.listenForResets { project in
-                    self.engine.resetMarks(project: project)
-                    self.onReset.withLock { $0 }(project)
-                    self.logger.notice("admin reset of the project's version marks applied", metadata: ["project": "\(project)"])
-                }
-            } catch {
-                if !Task.isCancelled { logger.debug("listening for resets stopped", metadata: ["error": "\(error)"]) }
-            }
-            try? await Task.sleep(for: .seconds(1))
-        }
-    }
-
-    private func contact() {
+    func contact() {
         state.withLock {
             $0.lastContact = ContinuousClock.now
             $0.lastError = nil
