@@ -48,6 +48,9 @@ UPDATED = "google.firebase.remoteconfig.remoteConfig.v1.updated"
 # Faults that stop or end a replica's process: the only ones after which a ping may go twice (docs/replicas.md: a
 # ping in flight at a kill -9 may be sent again) or land after a newer one.
 PROCESS_FAULTS = {"kill", "pause", "term"}
+# Faults that stop the database: a ping FCM accepted while it was stopped (or a moment before, its progress not yet
+# written) may be sent again by the replica that takes the project over once it is back (docs/replicas.md).
+DATABASE_FAULTS = {"pg_pause", "pg_restart"}
 # receivedAt of /emulator/messages is in milliseconds; the emulator records a message when its request arrives.
 RESOLUTION = 0.01
 # Two versions' requests in flight at the same moment may reach FCM in either order (docs/webhook.md, "never older
@@ -140,6 +143,13 @@ def in_flight_at_fault(ping, faults, slack, since=None):
     and the ping."""
     start = (since if since is not None else ping)["time"] - slack
     return next((f for f in faults if f["kind"] in PROCESS_FAULTS and start <= f["start"] <= ping["time"] + RESOLUTION), None)
+
+
+def accepted_during_database_fault(first, second, faults):
+    """The database exception for a second send: the first was recorded while the database was stopped, or within a
+    second before it stopped (the progress write still on its way), and the second after it was stopped."""
+    return next((f for f in faults if f["kind"] in DATABASE_FAULTS and f["start"] - 1.0 <= first["time"] <= f["end"]
+                 and second["time"] >= f["start"]), None)
 
 
 class Check:
@@ -235,7 +245,8 @@ def check_duplicates(project, route, routed, faults, slack):
     for (audience, version), same in sorted(groups.items(), key=lambda item: item[1][0]["seq"]):
         if len(same) >= 3:
             result.fail(same[2]["time"], f"version {version} sent {len(same)} times to {audience}")
-        elif len(same) == 2 and not in_flight_at_fault(same[1], faults, slack, since=same[0]):
+        elif (len(same) == 2 and not in_flight_at_fault(same[1], faults, slack, since=same[0])
+              and not accepted_during_database_fault(same[0], same[1], faults)):
             result.fail(same[1]["time"], f"version {version} sent twice to {audience} with no replica fault in flight "
                                          f"(at {clock(same[0]['time'])} and {clock(same[1]['time'])})")
     return result
@@ -269,7 +280,8 @@ def check_waves(project, route, published, routed, faults, slack):
         same = [p for p in routed if p["audience"] == topic and p["version"] == version]
         if not same:
             result.fail(published[-1]["time"], f"shard {topic} never got the newest version {version}")
-        elif len(same) > 2 or (len(same) == 2 and not in_flight_at_fault(same[1], faults, slack, since=same[0])):
+        elif len(same) > 2 or (len(same) == 2 and not in_flight_at_fault(same[1], faults, slack, since=same[0])
+                                and not accepted_during_database_fault(same[0], same[1], faults)):
             result.fail(same[-1]["time"], f"shard {topic} got the newest version {version} {len(same)} times")
     return result
 

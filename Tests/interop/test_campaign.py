@@ -192,6 +192,16 @@ def test_a_stale_ping_after_a_fresh_one_is_caught():
     assert ("stale", "plain") not in failures(racing, [answer(2, 0.5), answer(3, 5.5)], publishes)[0]
 
 
+def test_a_second_send_of_a_ping_accepted_while_the_database_was_stopped_is_excused_and_no_other():
+    publishes = [publish(2, 0)]
+    messages = full_delivery(2, 1) + [ping("plain", "PUSH_RC", 2, 9)]
+    answers = [answer(2, 0.5)]
+    # Accepted at 1 s, half a second before PostgreSQL stopped: its progress could not be written; sent again at 9 s.
+    assert ("duplicates", "plain") not in failures(messages, answers, publishes, [fault("pg_pause", 1.5, 6)])[0]
+    # Accepted 3 s before the database stopped: its progress was written, so a second send is a violation.
+    assert ("duplicates", "plain") in failures(messages, answers, publishes, [fault("pg_pause", 4, 6)])[0]
+
+
 def test_a_triple_send_is_caught_even_with_a_fault_in_flight():
     publishes = [publish(2, 0)]
     messages = full_delivery(2, 1) + [ping("plain", "PUSH_RC", 2, 4), ping("plain", "PUSH_RC", 2, 8)]
@@ -204,8 +214,8 @@ def test_a_duplicate_with_no_process_fault_in_flight_is_caught():
     messages = full_delivery(2, 1) + [ping("plain", "PUSH_RC", 2, 9)]
     answers = [answer(2, 0.5)]
     assert ("duplicates", "plain") in failures(messages, answers, publishes)[0]
-    # A database fault is no excuse (docs/replicas.md: a restart or an outage duplicates nothing) ...
-    assert ("duplicates", "plain") in failures(messages, answers, publishes, [fault("pg_restart", 1.5, 3)])[0]
+    # A database fault is no excuse for a ping whose progress was written before it (docs/replicas.md) ...
+    assert ("duplicates", "plain") in failures(messages, answers, publishes, [fault("pg_restart", 4, 6)])[0]
     # ... nor a replica paused long before the first ping went out ...
     assert ("duplicates", "plain") in failures(messages, answers, publishes, [fault("pause", -10, -5)])[0]
     # ... but a kill -9 while the first was in flight is.

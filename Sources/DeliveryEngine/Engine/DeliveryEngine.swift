@@ -83,7 +83,7 @@ package final class DeliveryEngine: Service {
                     let made = Set(plan.pings.map { Ping.baseRoute($0.route) })
                     let whole = Set(bases.subtracting(made).map(Ping.routeName))
                     return plan.pings.filter { bases.contains(Ping.baseRoute($0.route)) || whole.contains(Ping.routeName($0.route)) }
-                } ?? plan.pings).filter { !done.contains($0.route) }  // shards accepted before a crash
+                } ?? plan.pings).filter { !done.contains($0.route) }  // accepted before a crash or a hand-over
             return await dispatcher.deliver(due, batch: batch, control: control, logger: logger)
         }
     }

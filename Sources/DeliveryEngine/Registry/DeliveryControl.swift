@@ -14,18 +14,19 @@ final class DeliveryControl: Sendable {
     private let state = Locked(State())
     /// Called before each wait to retry, with the wait.
     let onRetry: @Sendable (Duration) -> Void
-    /// Called when FCM accepted a waved route's shard ping, with its name.
-    let onShardAccepted: @Sendable (String) -> Void
+    /// Called when FCM accepted one of several pings of the event (a waved route's shard, or any ping while others are
+    /// due), with its name: the outbox or spool records it, so a hand-over or a crash does not send it again.
+    let onAccepted: @Sendable (String) -> Void
     /// What pauses are measured on.
     let clock: any DeliveryClock
 
     init(
         clock: any DeliveryClock, onRetry: @escaping @Sendable (Duration) -> Void = { _ in },
-        onShardAccepted: @escaping @Sendable (String) -> Void = { _ in }
+        onAccepted: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         self.clock = clock
         self.onRetry = onRetry
-        self.onShardAccepted = onShardAccepted
+        self.onAccepted = onAccepted
     }
 
     /// No attempt starts after this.

@@ -65,7 +65,8 @@ package final class RecentEvents: Sendable {
             var handOver: HandOver?
             /// Its retries ran out and it waits to be tried again: nothing to wait for at shutdown.
             var parked = false
-            /// Shard pings FCM accepted (`SpoolRecord.done`), kept in the file from the acknowledgement on.
+            /// Pings FCM accepted while others were due (`SpoolRecord.done`: waved shards, and the event's other routes),
+            /// kept in the file or the outbox from the acknowledgement on.
             var done: [String]
         }
 
@@ -77,7 +78,7 @@ package final class RecentEvents: Sendable {
             self.disk = disk
             self.control = DeliveryControl(
                 clock: clock, onRetry: { news.settle(.retrying(after: $0)) },
-                onShardAccepted: { shard in
+                onAccepted: { shard in
                     // Under the delivery's own lock, as the acknowledgement's write is: the file always says what a
                     // crash would otherwise send again. A failed write leaves the older file, which over-sends.
                     disk.withLock { disk in

@@ -42,10 +42,12 @@ struct Dispatcher: Sendable {
         let shards = pings.reduce(into: [String: [Int]]()) { shards, ping in
             if let shard = ping.schedule.shard { shards[Ping.routeName(ping.route), default: []].append(shard.index) }
         }
-        if pings.count == 1 { return [await deliver(pings[0], batch: batch, control: control, shards: shards, logger: logger)] }  // no child task needed
+        if pings.count == 1 {  // no child task needed
+            return [await deliver(pings[0], batch: batch, control: control, shards: shards, others: false, logger: logger)]
+        }
         return await withTaskGroup(of: (Int, DeliveryReport).self) { group in
             for (index, ping) in pings.enumerated() {
-                group.addTask { (index, await deliver(ping, batch: batch, control: control, shards: shards, logger: logger)) }
+                group.addTask { (index, await deliver(ping, batch: batch, control: control, shards: shards, others: true, logger: logger)) }
             }
             var reports = [DeliveryReport?](repeating: nil, count: pings.count)
             for await (index, report) in group { reports[index] = report }
@@ -54,8 +56,9 @@ struct Dispatcher: Sendable {
     }
 
     /// One ping, recorded in the delivery log and the metrics from routing to its outcome.
+    /// `others`: the delivery has other pings, which may still be due when this one is accepted.
     private func deliver(
-        _ ping: Ping, batch: DeliveryBatch, control: DeliveryControl, shards: [String: [Int]], logger: Logger
+        _ ping: Ping, batch: DeliveryBatch, control: DeliveryControl, shards: [String: [Int]], others: Bool, logger: Logger
     ) async -> DeliveryReport {
         let validateOnly = plan.validateOnly || batch.validateOnly
         let id = history.start(ping, batch: batch, validateOnly: validateOnly)
@@ -83,7 +86,9 @@ struct Dispatcher: Sendable {
                 ping, version: batch.version.versionNumber, validateOnly: validateOnly, supersedes: realDelivery, control: control,
                 fenced: batch.origin != .send && batch.origin != .retry, logger: logger)
         }
-        if scheduled, ping.schedule.shard != nil, report.status == .accepted { control.onShardAccepted(ping.route) }
+        // Recorded as done when others of the event's pings are still due: a hand-over (a stand-down, a stop) or a crash
+        // then sends only what is left. A lone ping's settlement follows at once, and says the same.
+        if report.status == .accepted, (scheduled && ping.schedule.shard != nil) || others { control.onAccepted(ping.route) }
         if scheduled, let shard = ping.schedule.shard {
             schedules.ended(
                 Schedules.Key(project: ping.project, route: Ping.routeName(ping.route)), version: batch.version.versionNumber, shard: shard.index)

@@ -12,8 +12,8 @@ package struct SpoolRecord: Codable, Sendable, Equatable {
     package var receivedAt: Date
     /// The routes still to deliver; nil: every route the configuration has for the event.
     package var routes: [String]? = nil
-    /// Shards of waved routes (`name@k`) FCM accepted already: written as each is accepted, so a crash mid-wave
-    /// does not ping them again.
+    /// Pings FCM accepted already while others of the event were due (waved shards `name@k`, and other routes): written
+    /// as each is accepted, so a crash mid-wave, or a replica that takes the project over, does not ping them again.
     package var done: [String]? = nil
     /// A version Remote Config does not know, or far beyond the newest known one (docs/webhook.md, versions): relayed,
     /// but it moves no mark (what polling, waves and superseding compare against). Nil: an ordinary version.
