@@ -191,7 +191,13 @@ final class CatchUpPoller: Service {
         if let replicas, let epoch {
             // Fenced: a poll that outlived this replica's lease (paused, or slow retries) admits nothing.
             switch await replicas.admitPolled(record, epoch: epoch, window: settings.dedupWindow, logger: logger) {
-            case .admitted?, .pending?: break  // this replica holds the lease: it delivers (or joins) below
+            case .admitted?: break  // this replica holds the lease: it delivers below
+            case .pending?:
+                // A webhook's event for the version waits in the outbox, with what of it was sent already: the outbox's
+                // delivery sends the rest (a poll event of its own would send it all again).
+                logger.info("poll: the version waits in the outbox already; delivering it from there")
+                replicas.requestSweep(project)
+                return .pending
             case .settled?:
                 logger.info("poll: a webhook had announced the version already")
                 relayed.note(project, version.versionNumber)
