@@ -365,7 +365,9 @@ extension PostgresStore {
     /// Runs one change until the database takes it, refuses it for good, or the relay stops while it is away.
     private func applying(_ what: String, _ change: () async throws(StoreError) -> Void) async {
         var delay = Duration.milliseconds(100)
+        var attempts = 0
         while true {
+            attempts += 1
             do {
                 try await change()
                 return
@@ -379,7 +381,8 @@ extension PostgresStore {
                     return
                 }
                 logger.warning("outbox change not applied yet; retrying", metadata: ["change": "\(what)", "error": "\(error)"])
-                if outbox.isStopping, delay > .seconds(2) {
+                // Stopping: a few tries (about 3 s), then it is given up and the stop goes on.
+                if outbox.isStopping, attempts >= 6 {
                     logger.error("outbox change not applied before the stop: the event will be delivered again", metadata: ["error": "\(error)"])
                     return
                 }
