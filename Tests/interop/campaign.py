@@ -38,7 +38,7 @@ import requests  # noqa: E402
 from cloudevents.core.bindings.http import to_binary_event, to_structured_event  # noqa: E402
 from cloudevents.core.v1.event import CloudEvent  # noqa: E402
 
-from conftest import SECRET, signed_headers  # noqa: E402
+from conftest import LINES, SECRET, signed_headers, until  # noqa: E402
 from postgres import Cluster, Missing, free_port  # noqa: E402
 
 BINARY = os.environ.get("RC_RELAY_BIN") or str(Path(__file__).resolve().parents[2] / ".build" / "debug" / "rc-relay")
@@ -379,6 +379,8 @@ class Child:
             with self.changed:
                 self.lines.append(line)
                 self.changed.notify_all()
+            with LINES:  # a wait for polled state (conftest.until) looks again at every line
+                LINES.notify_all()
         self.log.flush()
         with self.changed:
             self.changed.notify_all()
@@ -512,16 +514,17 @@ http {{
 
 def wait_for_port(port, child, seconds=15):
     import socket
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if not child.alive():
-            raise AssertionError(f"{child.proc.args[0]} exited: {''.join(child.lines)}")
+
+    def listening():
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
+                return True
         except OSError:
-            time.sleep(0.05)
-    raise AssertionError(f"nothing listens on {port}")
+            return False
+
+    assert until(lambda: not child.alive() or listening(), seconds), f"nothing listens on {port}"
+    if not child.alive():
+        raise AssertionError(f"{child.proc.args[0]} exited: {''.join(child.lines)}")
 
 
 class Replica:
@@ -646,15 +649,12 @@ class Campaign:
     def wait_until_every_project_is_held_and_polled(self, timeout=90):
         """Publishing starts once each project has a holder that has polled it (its first poll adopts version 1; a
         version published before that first poll would be adopted unpinged, which is no fault of the relay's)."""
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            held = self.holders()
+        def ready():
             polled = all(self.emulators[p].stats().get("remoteConfigRequests", 0) > 0 for p in self.projects)
-            adopted = all(self.adopted(p) for p in self.projects)
-            if len(held) == len(self.projects) and polled and adopted:
-                return
-            time.sleep(0.2)
-        raise AssertionError(f"not every project was held and polled within {timeout} s: holders {self.holders()}")
+            return len(self.holders()) == len(self.projects) and polled and all(self.adopted(p) for p in self.projects)
+
+        if not until(ready, timeout):
+            raise AssertionError(f"not every project was held and polled within {timeout} s: holders {self.holders()}")
 
     def adopted(self, project):
         """Whether a replica's first poll of the project took version 1 as relayed (its log line, or the shared mark of
@@ -841,7 +841,7 @@ class Campaign:
         start = time.time()
         replica.child.signal(signal.SIGKILL)
         replica.child.proc.wait(timeout=10)
-        time.sleep(down)
+        time.sleep(down)  # the fault itself: how long the replica stays down
         replica.start()
         self.log_fault("kill", f"{replica.name} ({role})", start, time.time(), down=round(down, 1), when=why)
 
@@ -849,7 +849,7 @@ class Campaign:
         start = time.time()
         replica.child.signal(signal.SIGSTOP)
         replica.paused = True
-        time.sleep(seconds)
+        time.sleep(seconds)  # the fault itself: how long the replica stays paused
         replica.child.signal(signal.SIGCONT)
         replica.paused = False
         self.log_fault("pause", f"{replica.name} ({role})", start, time.time(), seconds=round(seconds, 1))
@@ -871,7 +871,7 @@ class Campaign:
         start = time.time()
         for pid in [postmaster, *children]:
             os.kill(pid, signal.SIGSTOP)
-        time.sleep(seconds)
+        time.sleep(seconds)  # the fault itself: how long PostgreSQL stays stopped
         for pid in [*children, postmaster]:
             os.kill(pid, signal.SIGCONT)
         self.log_fault("pg_pause", "postgres", start, time.time(), seconds=round(seconds, 1), processes=1 + len(children))
@@ -893,12 +893,11 @@ class Campaign:
         """Until the project's emulator sees a Remote Config request (a poll, or a template fetch): the moment to
         strike mid-poll."""
         before = self.emulators[project].stats().get("remoteConfigRequests", 0)
-        deadline = time.time() + timeout
-        while time.time() < deadline and not self.stopping.is_set():
-            if self.emulators[project].stats().get("remoteConfigRequests", 0) > before:
-                return True
-            time.sleep(0.05)
-        return False
+
+        def called():
+            return self.stopping.is_set() or self.emulators[project].stats().get("remoteConfigRequests", 0) > before
+
+        return until(called, timeout) and not self.stopping.is_set()
 
     def wait_for_publish(self, timeout):
         """The next publish (or None): the moment a wave starts."""
@@ -938,7 +937,7 @@ class Campaign:
         elif kind == "kill_mid_wave":
             publish = self.wait_for_publish(timeout=10)
             if publish:
-                time.sleep(rng.uniform(0.2, 3))  # within the wave's 4 s spread
+                time.sleep(rng.uniform(0.2, 3))  # the fault's moment, drawn by the seed: within the wave's 4 s spread
                 holder = self.holders().get(publish["project"])
                 if holder:
                     self.kill(holder, f"holder of {publish['project']}", rng.uniform(0.5, 3), why="mid-wave")
@@ -991,20 +990,21 @@ class Campaign:
         window = self.options.poll_interval + self.options.poll_grace + 4 + 3
         deadline = time.time() + self.options.quiet_deadline
         last_publish = max([p["time"] for p in self.publishes] or [0])
-        count, changed_at = None, time.time()
-        why = "?"
-        while time.time() < deadline:
+        state = {"count": None, "changed_at": time.time(), "why": "?"}
+
+        def quiet():
             senders = sum(1 for s in self.senders if s.is_alive())
             pending = self.pending_events()
-            now_count = sum(e.stats().get("accepted", 0) for e in self.emulators.values())
-            if now_count != count:
-                count, changed_at = now_count, time.time()
-            quiet_for = time.time() - max(changed_at, last_publish)
-            if senders == 0 and pending == 0 and quiet_for >= window:
-                return {"quiet": True, "at": time.time()}
-            why = f"{senders} senders unanswered, {pending} pending events, FCM quiet for {quiet_for:.0f} of {window} s"
-            time.sleep(0.5)
-        return {"quiet": False, "at": time.time(), "why": why}
+            count = sum(e.stats().get("accepted", 0) for e in self.emulators.values())
+            if count != state["count"]:
+                state["count"], state["changed_at"] = count, time.time()
+            quiet_for = time.time() - max(state["changed_at"], last_publish)
+            state["why"] = f"{senders} senders unanswered, {pending} pending events, FCM quiet for {quiet_for:.0f} of {window} s"
+            return senders == 0 and pending == 0 and quiet_for >= window
+
+        if until(quiet, deadline - time.time()):
+            return {"quiet": True, "at": time.time()}
+        return {"quiet": False, "at": time.time(), "why": state["why"]}
 
     def collect(self, outcome):
         messages = []

@@ -63,6 +63,20 @@ class Process:
             self.proc.kill()
 
 
+def until(predicate, timeout):
+    """Whether `predicate` came true within `timeout` seconds. For a state no process announces with a line of its own
+    (a database row, the emulator's counters, a port that listens): it is read again whenever any child process prints
+    a line, and at least every 0.2 s, never in place of the event itself."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        with LINES:
+            LINES.wait(min(left, 0.2))
+    return True
+
+
 def start_emulator(tmp_path, *options):
     """Runs `rc-relay emulator` with its key file in `tmp_path`; `options` are more of its command-line options."""
     key_file = tmp_path / "key.json"
@@ -105,6 +119,19 @@ def stop_relay(relay):
     assert SECRET not in log and SECRET[6:] not in log
     assert "ya29." not in log, "an access token was logged"
     assert "eyJ" not in log, "a JWT was logged"
+
+
+@pytest.fixture
+def cluster():
+    """A throwaway PostgreSQL cluster (postgres.py); missing PostgreSQL is a failure that names the package."""
+    from postgres import Cluster, Missing
+
+    try:
+        cluster = Cluster()
+    except Missing as missing:
+        raise AssertionError(f"{missing}: the tests of the shared store need it (.ci/run installs it)")
+    yield cluster
+    cluster.destroy()
 
 
 @pytest.fixture

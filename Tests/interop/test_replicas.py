@@ -4,30 +4,15 @@ and the emulator recording what reaches FCM. The database and FCM's record decid
 settled, readiness turned), the tests poll for that state itself with no upper bound but a generous deadline; they
 never sleep for a fixed time in place of an event."""
 import json
-import os
 import signal
 import time
 
-import pytest
 import requests
 
 from conftest import LINES, recorded, signed_headers, start_relay, stop_relay
-from postgres import Cluster, Missing
 from test_deploy import client_session, start_proxy, stop_proxy
 
 ADMIN = "replica-admin-token-0123456789"
-
-
-@pytest.fixture
-def cluster():
-    try:
-        cluster = Cluster()
-    except Missing as missing:
-        if os.environ.get("CI"):
-            raise AssertionError(f"{missing}: .ci/run installs it")
-        pytest.skip(str(missing))
-    yield cluster
-    cluster.destroy()
 
 
 def config(cluster, routes="", attempts=8):

@@ -9,11 +9,10 @@ import subprocess
 import threading
 import time
 
-import pytest
 import requests
 
-from conftest import LINES, recorded, signed_headers, start_relay, stop_relay
-from test_replicas import ADMIN, ROUTES, cluster, holder, send, versions_sent, wait_ready  # noqa: F401 (cluster is a fixture)
+from conftest import recorded, signed_headers, start_relay, stop_relay, until
+from test_replicas import ADMIN, ROUTES, holder, send, versions_sent, wait_ready
 
 
 def config(cluster, routes=ROUTES, lease=3, extra=""):
@@ -38,9 +37,8 @@ def stats(emulator):
 
 
 def wait_until(predicate, what, timeout=60):
-    """Waits for a state no process prints a line for (woken by every line any process prints, and every 0.2 s)."""
-    with LINES:
-        assert LINES.wait_for(predicate, timeout=timeout), f"{what} did not happen"
+    """Waits for a state no process prints a line for (conftest.until)."""
+    assert until(predicate, timeout), f"{what} did not happen"
 
 
 def publish(emulator, project, greeting):
@@ -263,7 +261,7 @@ def test_an_outbox_event_is_measured_from_the_newest_version_relayed(emulator, t
         other = next(r for r in replicas if r is not delivering)
         first = publish_template(emulator, "Hello", "Konnichiwa")
         assert send(delivering["webhook"], first).status_code == 200
-        cluster.wait_for(f"SELECT relayed FROM rc_relay_marks WHERE project = 'demo-project'", str(first))
+        cluster.wait_for("SELECT relayed FROM rc_relay_marks WHERE project = 'demo-project'", str(first))
         publish_template(emulator, "Hola", "Konnichiwa")  # the default changes; no webhook announces it
         third = publish_template(emulator, "Hola", "Ohayo")  # only Japanese values change
         assert send(other["webhook"], third).status_code == 202

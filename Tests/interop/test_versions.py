@@ -1,14 +1,13 @@
 """Version numbers and ids an attacker (or a broken script) chooses, on the real binary with the emulator: a signed
 webhook with a version Remote Config never published is relayed but silences nothing (defect 6 of issue 32); an
-operator can reset a project's marks; ids and filters with control characters are a 400, in memory and with the
-shared store (defect 5). The emulator's record decides."""
+operator can reset a project's marks; ids and filters with control characters are a 400, in memory and with
+`store.postgres` (defect 5). The emulator's record decides."""
 import json
 
 import pytest
 import requests
 
-from conftest import LINES, recorded, signed_headers, start_relay, stop_relay
-from test_replicas import cluster  # noqa: F401 (a fixture)
+from conftest import recorded, signed_headers, start_relay, stop_relay, until
 
 ADMIN = "versions-admin-token-0123456789"
 INT64_MAX = 9223372036854775807
@@ -61,10 +60,9 @@ def pings(emulator):
 
 
 def wait_for_pings(emulator, version, timeout=60):
-    """Waits until both shards were pinged with `version` (woken by every line the processes print, and every 0.2 s)."""
+    """Waits until both shards were pinged with `version` (conftest.until: FCM's record prints no line)."""
     wanted = {("PUSH_RC_0", str(version)), ("PUSH_RC_1", str(version))}
-    with LINES:
-        assert LINES.wait_for(lambda: wanted <= set(pings(emulator)), timeout=timeout), pings(emulator)
+    assert until(lambda: wanted <= set(pings(emulator)), timeout), pings(emulator)
 
 
 def test_a_version_remote_config_never_published_silences_nothing(emulator, tmp_path):
@@ -103,14 +101,23 @@ def test_a_version_remote_config_never_published_silences_nothing(emulator, tmp_
 
 
 def test_an_operator_resets_a_projects_marks(emulator, tmp_path):
-    publish(emulator, "Hello")
-    relay = start_relay(emulator, tmp_path, relay_config(emulator))
+    first = publish(emulator, "Hello")
+    spool = tmp_path / "spool"
+    relay = start_relay(emulator, tmp_path, relay_config(emulator, delivery=f', spoolDirectory: "{spool}"'))
     headers = {"Authorization": f"Bearer {ADMIN}"}
+    marks = spool / "state" / "relayed-versions.json"
+    adopted = "adopted the current version without a ping"
     try:
-        relay["proc"].wait_for(lambda line: "adopted the current version without a ping" in line, timeout=60)
+        relay["proc"].wait_for(lambda line: adopted in line, timeout=60)
+        # Written at the end of the poll that adopted it.
+        assert until(lambda: marks.exists() and json.loads(marks.read_text()) == {"demo-project": first}, 30)
         answer = requests.delete(relay["url"] + "/admin/projects/demo-project/marks", headers=headers, timeout=10)
         assert answer.status_code == 200 and answer.json() == {"status": "reset", "project": "demo-project"}, answer.text
         assert "admin reset of the project's version marks" in relay["proc"].output
+        # Forgotten on disk too, so the next poll adopts Remote Config's current version again, without a ping.
+        assert json.loads(marks.read_text()) == {}
+        relay["proc"].wait_for(lambda line: adopted in line, timeout=60)
+        assert recorded(emulator) == []
         unknown = requests.delete(relay["url"] + "/admin/projects/nowhere/marks", headers=headers, timeout=10)
         assert unknown.status_code == 404 and unknown.headers["Content-Type"] == "application/problem+json"
         assert requests.delete(relay["url"] + "/admin/projects/demo-project/marks", timeout=10).status_code == 401
@@ -124,16 +131,16 @@ def structured(event_id, version=7):
         "source": "//firebaseremoteconfig.googleapis.com/projects/demo-project", "data": {"versionNumber": str(version)}}
 
 
-@pytest.mark.parametrize("shared", [False, True], ids=["in memory", "shared store"])
-def test_ids_and_filters_with_control_characters_are_a_400(emulator, tmp_path, request, shared):
+@pytest.mark.parametrize("postgres", [False, True], ids=["in memory", "store.postgres"])
+def test_ids_and_filters_with_control_characters_are_a_400(emulator, tmp_path, request, postgres):
     store = ""
-    if shared:
+    if postgres:
         database = request.getfixturevalue("cluster")
         store = f'store: {{postgres: {{url: "{database.url}", leaseSeconds: 3}}}}'
     relay = start_relay(emulator, tmp_path, relay_config(emulator, routes=PLAIN, store=store))
     headers = {"Authorization": f"Bearer {ADMIN}"}
     try:
-        if shared:
+        if postgres:
             relay["proc"].wait_for(lambda line: "project lease taken" in line, timeout=60)
         for event_id in ("a\u0000b", "line\nbreak", "bell\u0007"):
             body = json.dumps(structured(event_id)).encode()
@@ -149,6 +156,12 @@ def test_ids_and_filters_with_control_characters_are_a_400(emulator, tmp_path, r
             assert listed.headers["Content-Type"] == "application/problem+json"
         one = requests.get(relay["url"] + "/admin/deliveries/a%00b", headers=headers, timeout=10)
         assert one.status_code == 400, one.text
+        # The operator's page's filter too: signed in, a NUL in the route is a 400 page, not a store error.
+        console = requests.Session()
+        signed = console.post(relay["url"] + "/console/sign-in", data={"token": ADMIN}, allow_redirects=False, timeout=30)
+        assert signed.status_code == 303, signed.text
+        page = console.get(relay["url"] + "/console/deliveries?route=a%00b", timeout=10)
+        assert page.status_code == 400 and "control character" in page.text, page.status_code
         # A statement PostgreSQL would refuse is not an outage: nothing was sent to it.
         assert "PostgreSQL did not answer" not in relay["proc"].output
     finally:

@@ -99,7 +99,8 @@ package final class DeliveryEngine: Service {
     package func noteAccepted(_ entries: [DeliveryHistory.Entry]) {
         for entry in entries where entry.report?.status == .accepted && !entry.validateOnly && !entry.toDevice {
             guard let audience = entry.audience else { continue }
-            latest.noteAccepted(project: entry.project, route: "\(entry.route)|\(audience.key)", version: entry.version.versionNumber)
+            latest.noteAccepted(
+                project: entry.project, route: Ping.audience(route: entry.route, target: audience), version: entry.version.versionNumber)
         }
     }
 

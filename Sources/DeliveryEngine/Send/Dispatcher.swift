@@ -110,7 +110,7 @@ struct Dispatcher: Sendable {
         _ ping: Ping, version: Int64, shards: [Int], id: String, control: DeliveryControl, logger: Logger
     ) async -> DeliveryReport.Status? {
         let route = Ping.routeName(ping.route)
-        let audience = "\(ping.route)|\(ping.message.target.key)"
+        let audience = ping.audience
         let quiet = ping.schedule.quiet
         if quiet > .zero {
             let key = Schedules.Key(project: ping.project, route: audience)
@@ -172,7 +172,7 @@ struct Dispatcher: Sendable {
         // database stall): an older version never follows a newer one there.
         // Keyed by route and audience: a newer version's ping stands in for an older one only if it reaches the same
         // devices (a narrowed ping must not silence a whole-audience one).
-        let audience = "\(ping.route)|\(ping.message.target.key)"
+        let audience = ping.audience
         if supersedes { latest.record(project: ping.project, route: audience, version: version, now: clock.now()) }
         let fence = fenced ? self.fence : nil
         let body = ping.message.json

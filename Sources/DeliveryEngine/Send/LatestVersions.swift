@@ -1,5 +1,6 @@
 import FCMClient
 import Foundation
+import RelayCore
 
 /// The newest template version each route has sent for a received event, so an older ping still waiting to retry can
 /// stand down: pings are idempotent "your config is stale" signals, and the newer one carries the newer version.
@@ -57,4 +58,12 @@ final class LatestVersions: Sendable {
         latest.withLock { $0 = $0.filter { !$0.key.hasPrefix(prefix) } }
         accepted.withLock { $0 = $0.filter { !$0.key.hasPrefix(prefix) } }
     }
+}
+
+extension Ping {
+    /// The route and the devices a ping reaches (`route|topic or condition`): what superseding and the outbox's "only
+    /// the newest version per audience" are keyed by.
+    package var audience: String { Self.audience(route: route, target: message.target) }
+
+    package static func audience(route: String, target: FCMMessage.Target) -> String { "\(route)|\(target.key)" }
 }

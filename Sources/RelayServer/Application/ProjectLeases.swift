@@ -60,7 +60,8 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
     /// Told of each project whose marks an operator reset through any replica.
     private let onReset = Locked<@Sendable (String) -> Void>({ _ in })
     private let wake: AsyncStream<Void>.Continuation
-    private let wakes: AsyncStream<Void>
+    /// Sweep requests (ProjectLeases+Outbox.swift).
+    let wakes: AsyncStream<Void>
 
     /// `RC_RELAY_TESTING_DISABLE_FENCING=1` switches fencing off, for the fault campaign's test that its checker catches
     /// a relay without it (Tests/interop/test_campaign.py). Never set it in production.
@@ -339,7 +340,7 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
             epoch: epoch)
     }
 
-    // MARK: - The outbox
+    // MARK: - The outbox (ProjectLeases+Outbox.swift)
 
     /// Asks for a sweep of the project's outbox; requests made while one runs are served by one more sweep.
     func requestSweep(_ project: String) {
@@ -347,72 +348,19 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
         wake.yield()
     }
 
-    private func sweepUntilCancelled() async {
-        for await _ in wakes {
-            guard !Task.isCancelled else { return }
-            let projects = state.withLock { state in
-                defer { state.toSweep = [] }
-                return state.toSweep
-            }
-            for project in projects.sorted() { await sweep(project) }
-            let settings = configuration.current.settings
-            do {
-                let pruned = try await store.prune(
-                    window: settings.dedupWindow, keep: max(settings.historySize, settings.dedupMaxEvents), keepPings: settings.historySize)
-                if pruned > 0 { logger.debug("settled events pruned", metadata: ["count": "\(pruned)"]) }
-            } catch {
-                failed(error, doing: "pruning settled events")
-            }
+    /// The projects whose sweep was asked for since the last call.
+    func takeSweepRequests() -> Set<String> {
+        state.withLock { state in
+            defer { state.toSweep = [] }
+            return state.toSweep
         }
     }
 
-    /// Starts the delivery of each event the project's outbox holds that this replica is not delivering already,
-    /// newest version first: where several versions wait for one audience (senders' retries after a database stall
-    /// come in any order), only the newest is sent and the older ones end `superseded`.
-    private func sweep(_ project: String) async {
-        guard holds(project) else { return }
-        let records: [SpoolRecord]
-        let since: Int64?
-        do {
-            if state.withLock({ $0.toSeed.contains(project) }) {
-                // Taken (again): this replica's own progress still queued (a hand-over at a stand-down while the
-                // database was away) is written first, so what FCM accepted before is not sent again; then what FCM
-                // accepted under the previous holder, so no older version follows it.
-                _ = await store.flush(within: lease / 2)
-                engine.noteAccepted(try await store.acceptedPings(project: project))
-                state.withLock { _ = $0.toSeed.remove(project) }
-            }
-            records = try await store.pending(project: project)
-            // What change-aware routes measure each event's change from: the newest version relayed on record.
-            since = try await store.relayed(project: project)
-            contact()
-        } catch {
-            failed(error, doing: "reading the outbox")
-            return
-        }
-        var planned: [(SpoolRecord, DeliveryPlan, Logger)] = []
-        for record in records where !engine.knows(record) {
-            var logger = logger
-            logger[metadataKey: "event_id"] = "\(record.eventID ?? "-")"
-            logger[metadataKey: "project"] = "\(record.project)"
-            logger[metadataKey: "version"] = "\(record.version.versionNumber)"
-            guard let plan = await configuration.plan(for: record, since: since, planner: planner, logger: logger) else { continue }
-            planned.append((record, plan, logger))
-        }
-        // Newest first: an older version's ping to an audience a newer pending version pings too stands down.
-        var covered: Set<String> = []
-        for (record, plan, logger) in planned.sorted(by: { $0.0.version.versionNumber > $1.0.version.versionNumber }) {
-            guard holds(project), !Task.isCancelled else { return }
-            var plan = plan
-            let audiences = plan.pings.map { "\($0.route)|\($0.message.target.key)" }
-            if record.outlier != true {
-                plan.standDown = Set(zip(plan.pings, audiences).filter { covered.contains($0.1) }.map(\.0.route))
-                covered.formUnion(audiences)
-            }
-            logger.info("delivering an event from the outbox")
-            _ = await engine.deliver(record, plan: plan, origin: .spool, wait: .zero, onDisk: true, logger: logger)
-        }
-    }
+    /// Whether the project's lease was taken since its last sweep (what FCM accepted before is to be read first).
+    func wasTakenOver(_ project: String) -> Bool { state.withLock { $0.toSeed.contains(project) } }
+
+    /// The project's sweep has read what FCM accepted before it was taken.
+    func caughtUp(_ project: String) { state.withLock { _ = $0.toSeed.remove(project) } }
 
     /// An operator's reset of the project's marks, asked through any replica: this one forgets them too.
     func resetApplied(_ project: String) {
@@ -428,7 +376,7 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
         }
     }
 
-    private func failed(_ error: any Error, doing what: String) {
+    func failed(_ error: any Error, doing what: String) {
         state.withLock { $0.lastError = "\(error)" }
         logger.warning("PostgreSQL did not answer while \(what)", metadata: ["error": "\(error)"])
     }

@@ -1,0 +1,72 @@
+import DeliveryEngine
+import Foundation
+import Logging
+import RelayCore
+import RelayStore
+
+/// The outbox of the projects this replica holds: swept when a lease is taken, when another replica's `NOTIFY` says it
+/// admitted an event, and at each renewal; settled events are pruned after each round.
+extension ProjectLeases {
+    func sweepUntilCancelled() async {
+        for await _ in wakes {
+            guard !Task.isCancelled else { return }
+            for project in takeSweepRequests().sorted() { await sweep(project) }
+            let settings = configuration.current.settings
+            do {
+                let pruned = try await store.prune(
+                    window: settings.dedupWindow, keep: max(settings.historySize, settings.dedupMaxEvents), keepPings: settings.historySize)
+                if pruned > 0 { logger.debug("settled events pruned", metadata: ["count": "\(pruned)"]) }
+            } catch {
+                failed(error, doing: "pruning settled events")
+            }
+        }
+    }
+
+    /// Starts the delivery of each event the project's outbox holds that this replica is not delivering already,
+    /// newest version first: where several versions wait for one audience (senders' retries after a database stall
+    /// come in any order), only the newest is sent and the older ones end `superseded`.
+    private func sweep(_ project: String) async {
+        guard holds(project) else { return }
+        let records: [SpoolRecord]
+        let since: Int64?
+        do {
+            if wasTakenOver(project) {
+                // Taken (again): this replica's own progress still queued (a hand-over at a stand-down while the
+                // database was away) is written first, so what FCM accepted before is not sent again; then what FCM
+                // accepted under the previous holder, so no older version follows it.
+                _ = await store.flush(within: lease / 2)
+                engine.noteAccepted(try await store.acceptedPings(project: project))
+                caughtUp(project)
+            }
+            records = try await store.pending(project: project)
+            // What change-aware routes measure each event's change from: the newest version relayed on record.
+            since = try await store.relayed(project: project)
+            contact()
+        } catch {
+            failed(error, doing: "reading the outbox")
+            return
+        }
+        var planned: [(SpoolRecord, DeliveryPlan, Logger)] = []
+        for record in records where !engine.knows(record) {
+            var logger = logger
+            logger[metadataKey: "event_id"] = "\(record.eventID ?? "-")"
+            logger[metadataKey: "project"] = "\(record.project)"
+            logger[metadataKey: "version"] = "\(record.version.versionNumber)"
+            guard let plan = await configuration.plan(for: record, since: since, planner: planner, logger: logger) else { continue }
+            planned.append((record, plan, logger))
+        }
+        // Newest first: an older version's ping to an audience a newer pending version pings too stands down.
+        var covered: Set<String> = []
+        for (record, plan, logger) in planned.sorted(by: { $0.0.version.versionNumber > $1.0.version.versionNumber }) {
+            guard holds(project), !Task.isCancelled else { return }
+            var plan = plan
+            let audiences = plan.pings.map(\.audience)
+            if record.outlier != true {
+                plan.standDown = Set(zip(plan.pings, audiences).filter { covered.contains($0.1) }.map(\.0.route))
+                covered.formUnion(audiences)
+            }
+            logger.info("delivering an event from the outbox")
+            _ = await engine.deliver(record, plan: plan, origin: .spool, wait: .zero, onDisk: true, logger: logger)
+        }
+    }
+}
