@@ -8,7 +8,7 @@ import time
 
 import campaign
 from campaign import ROUTES, Options, check, report
-from conftest import until
+from conftest import until as eventually
 from postgres import Missing
 
 T0 = 1_800_000_000.0
@@ -60,7 +60,7 @@ def paused_holder_wakes_after_a_take_over(run, until):
     before = emulator.stats().get("sendRequests", 0)
     run.publish(project, ["default"], "bare", rng=random.Random(1))
     # The holder's first ping is on its way to FCM.
-    assert until(lambda: emulator.stats().get("sendRequests", 0) > before, 30), "the holder sent nothing"
+    assert eventually(lambda: emulator.stats().get("sendRequests", 0) > before, 30), "the holder sent nothing"
     lease = run.options.lease
     pause = threading_pause(run, holder, 3 * lease)
     # Another replica takes the lease once it expires: the newer version goes to it, never to the paused holder.
@@ -82,7 +82,7 @@ def wait_for_other_holder(run, project, holder, timeout):
         now = run.holders().get(project)
         return now is not None and now is not holder
 
-    return until(other, timeout)
+    return eventually(other, timeout)
 
 
 def test_the_checker_catches_a_paused_holder_without_fencing(tmp_path):
