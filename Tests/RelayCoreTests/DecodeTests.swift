@@ -186,3 +186,52 @@ func refusesOtherContentTypes(contentType: String?) {
     }
     #expect(throws: Never.self) { try EventDecoder.checkID("ordinary-id é 🚀", name: "id") }
 }
+
+// MARK: Protobuf's JSON mapping, as Google's libraries write it
+
+private func bare(_ json: String) throws -> TemplateVersion {
+    try EventDecoder.decode(body: Data(json.utf8), headers: EventHeaders(contentType: "application/json")).version
+}
+
+@Test func readsEnumsSentAsNumbersAsGoogleEventsWritesThemByDefault() throws {
+    // `RemoteConfigEventData(...).to_json()` from google-events, byte for byte.
+    let version = try bare(
+        #"{"versionNumber": "42", "updateTime": "2026-11-26T08:00:00.123456Z", "updateUser": {"name": "A", "email": "a@b.c", "imageUrl": "http://x"}, "description": "d", "updateOrigin": 3, "updateType": 3, "rollbackSource": "40"}"#)
+    #expect(version.updateOrigin == "ADMIN_SDK_NODE")
+    #expect(version.updateType == "ROLLBACK")
+    #expect(version.rollbackSource == 40)
+    #expect(try bare(#"{"versionNumber":1,"updateType":0,"updateOrigin":1}"#).updateType == "REMOTE_CONFIG_UPDATE_TYPE_UNSPECIFIED")
+    // A number Google adds later is kept as the number.
+    #expect(try bare(#"{"versionNumber":1,"updateType":9}"#).updateType == "9")
+}
+
+@Test func readsTheOriginalProtoFieldNames() throws {
+    let version = try bare(
+        #"{"version_number": "42", "update_time": "2026-11-26T08:00:00Z", "update_user": {"email": "a@b.c", "image_url": "http://x"}, "update_origin": "CONSOLE", "update_type": "ROLLBACK", "rollback_source": "40", "unknown_later": [1]}"#)
+    #expect(version == TemplateVersion(
+        versionNumber: 42, updateTime: "2026-11-26T08:00:00Z", updateUser: .init(email: "a@b.c", imageUrl: "http://x"),
+        updateOrigin: "CONSOLE", updateType: "ROLLBACK", rollbackSource: 40))
+}
+
+@Test func refusesAFieldGivenUnderBothItsNames() {
+    #expect(throws: DecodeError.malformedJSON("'versionNumber' is given twice, as 'versionNumber' and 'version_number'")) {
+        try bare(#"{"versionNumber": 1, "version_number": 2}"#)
+    }
+    #expect(throws: DecodeError.self) { try bare(#"{"versionNumber": 1, "updateType": true}"#) }
+    #expect(throws: DecodeError.invalidField("version_number")) { try bare(#"{"version_number": "x"}"#) }
+    #expect(throws: DecodeError.missingVersionNumber) { try bare(#"{"update_type": "ROLLBACK"}"#) }
+}
+
+@Test(arguments: [
+    ("2026-11-26T10:00:00.123456+02:00", "2026-11-26T08:00:00.123456Z"),
+    ("2026-11-26T08:00:00Z", "2026-11-26T08:00:00Z"),
+    ("2026-01-01t00:30:00-01:00", "2026-01-01T01:30:00Z"),
+    ("2026-03-01T00:15:00.5+00:30", "2026-02-28T23:45:00.5Z"),
+    ("2024-03-01T00:15:00+00:30", "2024-02-29T23:45:00Z"),
+    ("1999-12-31T23:59:59.999999999-00:01", "2000-01-01T00:00:59.999999999Z"),
+    ("not a time", "not a time"),
+    ("2026-11-26T08:00:00.1234567891Z", "2026-11-26T08:00:00.1234567891Z"),
+])
+func keepsUpdateTimeInUTC(sent: String, kept: String) throws {
+    #expect(try bare(#"{"versionNumber":1,"updateTime":"\#(sent)"}"#).updateTime == kept)
+}

@@ -126,14 +126,16 @@ public enum EventDecoder {
         switch error {
         case .keyNotFound(let key, let context):
             let path = (context.codingPath + [key]).map(\.stringValue)
-            if path.last == "versionNumber" { return .missingVersionNumber }
+            if path.last == "versionNumber" || path.last == "version_number" { return .missingVersionNumber }
             return .malformedJSON("'\(path.joined(separator: "."))' is missing")
         case .dataCorrupted(let context) where context.codingPath.isEmpty:
             return .malformedJSON("not valid JSON")
+        case .dataCorrupted(let context) where context.debugDescription.contains("given twice"):
+            return .malformedJSON(context.debugDescription)
         case .dataCorrupted(let context):
             let path = context.codingPath.map(\.stringValue).joined(separator: ".")
-            return path.hasSuffix("versionNumber") || path.hasSuffix("rollbackSource")
-                ? .invalidField(path) : .malformedJSON("'\(path)' is invalid")
+            let int64s = ["versionNumber", "version_number", "rollbackSource", "rollback_source"]
+            return int64s.contains { path.hasSuffix($0) } ? .invalidField(path) : .malformedJSON("'\(path)' is invalid")
         case .typeMismatch(_, let context), .valueNotFound(_, let context):
             let path = context.codingPath.map(\.stringValue).joined(separator: ".")
             return .malformedJSON(path.isEmpty ? "expected a JSON object" : "'\(path)' has the wrong type")

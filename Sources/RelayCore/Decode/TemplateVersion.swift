@@ -29,6 +29,14 @@ public struct TemplateVersion: Sendable, Equatable {
             self.email = email
             self.imageUrl = imageUrl
         }
+
+        private enum CodingKeys: String, CodingKey { case name, email, imageUrl }
+        private static let fieldNames: [String: CodingKeys] = ["name": .name, "email": .email, "imageUrl": .imageUrl, "image_url": .imageUrl]
+
+        public init(from decoder: any Decoder) throws {
+            let c = try ProtoJSON.Fields(decoder, names: Self.fieldNames)
+            self.init(name: try c.string(.name), email: try c.string(.email), imageUrl: try c.string(.imageUrl))
+        }
     }
 
     public init(
@@ -50,21 +58,39 @@ extension TemplateVersion: Codable {
         case versionNumber, updateTime, updateUser, description, updateOrigin, updateType, rollbackSource
     }
 
+    /// Protobuf's JSON mapping, as Eventarc and Google's libraries write it: each field under its JSON name or its
+    /// original proto name (`versionNumber` or `version_number`), enums by name or by number, int64 as a number or a
+    /// decimal string, unknown fields ignored, `updateTime` with any offset (kept in UTC).
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        guard c.contains(.versionNumber) else {
+        let c = try ProtoJSON.Fields(decoder, names: Self.fieldNames)
+        guard let versionKey = c.key(.versionNumber) else {
             throw DecodingError.keyNotFound(
-                CodingKeys.versionNumber, .init(codingPath: [], debugDescription: "versionNumber is required"))
+                ProtoJSON.Key(CodingKeys.versionNumber.rawValue), .init(codingPath: [], debugDescription: "versionNumber is required"))
         }
-        self.versionNumber = try c.decodeInt64(forKey: .versionNumber)
-        self.updateTime = try c.decodeIfPresent(String.self, forKey: .updateTime)
-        self.updateUser = try c.decodeIfPresent(User.self, forKey: .updateUser)
-        self.description = try c.decodeIfPresent(String.self, forKey: .description)
-        self.updateOrigin = try c.decodeIfPresent(String.self, forKey: .updateOrigin)
-        self.updateType = try c.decodeIfPresent(String.self, forKey: .updateType)
-        let hasRollbackSource = try c.contains(.rollbackSource) && !c.decodeNil(forKey: .rollbackSource)
-        self.rollbackSource = hasRollbackSource ? try c.decodeInt64(forKey: .rollbackSource) : nil
+        self.versionNumber = try c.container.decodeInt64(forKey: versionKey)
+        self.updateTime = try c.string(.updateTime).map { ProtoJSON.utcTimestamp($0) ?? $0 }
+        self.updateUser = try c.key(.updateUser).flatMap { try c.container.decodeIfPresent(User.self, forKey: $0) }
+        self.description = try c.string(.description)
+        self.updateOrigin = try c.enumeration(.updateOrigin, names: Self.updateOrigins)
+        self.updateType = try c.enumeration(.updateType, names: Self.updateTypes)
+        if let key = c.key(.rollbackSource), try !c.container.decodeNil(forKey: key) {
+            self.rollbackSource = try c.container.decodeInt64(forKey: key)
+        } else {
+            self.rollbackSource = nil
+        }
     }
+
+    /// Each field's JSON name and original proto name.
+    private static let fieldNames: [String: CodingKeys] = [
+        "versionNumber": .versionNumber, "version_number": .versionNumber, "updateTime": .updateTime, "update_time": .updateTime,
+        "updateUser": .updateUser, "update_user": .updateUser, "description": .description, "updateOrigin": .updateOrigin,
+        "update_origin": .updateOrigin, "updateType": .updateType, "update_type": .updateType, "rollbackSource": .rollbackSource,
+        "rollback_source": .rollbackSource,
+    ]
+
+    /// `google.events.firebase.remoteconfig.v1.RemoteConfigUpdateOrigin` and `…UpdateType`, by number.
+    static let updateOrigins = ["REMOTE_CONFIG_UPDATE_ORIGIN_UNSPECIFIED", "CONSOLE", "REST_API", "ADMIN_SDK_NODE"]
+    static let updateTypes = ["REMOTE_CONFIG_UPDATE_TYPE_UNSPECIFIED", "INCREMENTAL_UPDATE", "FORCED_UPDATE", "ROLLBACK"]
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
@@ -83,7 +109,7 @@ extension KeyedDecodingContainer {
     /// Reads an int64 sent as a JSON number or as a decimal string, as Google's JSON mapping allows.
     /// The string is tried first: it is what Google's REST API and Eventarc send, and a failed attempt costs a thrown
     /// `DecodingError`.
-    fileprivate func decodeInt64(forKey key: Key) throws -> Int64 {
+    func decodeInt64(forKey key: Key) throws -> Int64 {
         if let text = try? decode(String.self, forKey: key) {
             // As openapi.yaml says: an optional minus, then 1 to 19 digits (no plus, no spaces), within int64 as a JSON
             // number is.
