@@ -65,8 +65,10 @@ public enum FCMEmulatorServer {
             // `?scopes=a,b` as Cloud Run's metadata server takes it; without, the default cloud-platform scope.
             let asked = request.uri.queryParameters["scopes"].map { $0.split(separator: ",").map(String.init) } ?? []
             let scopes = asked.isEmpty ? ["https://www.googleapis.com/auth/cloud-platform"] : Set(asked)
-            let (token, lifetime) = await state.issueToken(project: state.metadataProject, scopes: scopes)
-            return GoogleErrors.json(["access_token": token, "expires_in": lifetime, "token_type": "Bearer"])
+            guard let (token, lifetime, granted) = await state.issueToken(project: state.metadataProject, scopes: scopes) else {
+                return GoogleErrors.oauth("invalid_scope", "None of the scopes asked for is among this instance's access scopes.")
+            }
+            return GoogleErrors.json(TokenEndpoint.answer(token: token, lifetime: lifetime, scopes: granted))
         }
         router.get("/computeMetadata/v1/project/project-id") { request, _ in
             guard request.headers[.init("Metadata-Flavor")!] == "Google" else { return missingFlavor }
@@ -102,6 +104,16 @@ public enum FCMEmulatorServer {
         controls.post("faults") { request, context in
             let fault = try await request.decode(as: EmulatorState.Fault.self, context: context)
             await state.inject(fault)
+            return Response(status: .noContent)
+        }
+        controls.post("tokens/unregistered") { request, context in
+            struct Tokens: Decodable { var tokens: [String] }
+            await state.unregister(try await request.decode(as: Tokens.self, context: context).tokens)
+            return Response(status: .noContent)
+        }
+        controls.post("scopes") { request, context in
+            struct Scopes: Decodable { var scopes: [String]? }
+            await state.limitScopes(to: try await request.decode(as: Scopes.self, context: context).scopes.map(Set.init))
             return Response(status: .noContent)
         }
         controls.post("tokens/expire") { _, _ in

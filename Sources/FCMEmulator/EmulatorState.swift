@@ -163,11 +163,14 @@ public actor EmulatorState {
 
     func noteRemoteConfigRequest() { stats.remoteConfigRequests += 1 }
 
-    func issueToken(project: String, scopes: Set<String>) -> (token: String, lifetime: Int) {
+    /// Issues a token with the scopes asked for that the emulator grants (``grantableScopes``); nil when none is.
+    func issueToken(project: String, scopes asked: Set<String>) -> (token: String, lifetime: Int, scopes: Set<String>)? {
+        let scopes = grantableScopes.map { asked.intersection($0) } ?? asked
+        guard !scopes.isEmpty else { return nil }
         let token = "ya29.emulator-" + UUID().uuidString.lowercased()
         tokens[token] = (project, scopes, Date().addingTimeInterval(Double(tokenLifetime)))
         stats.tokensIssued += 1
-        return (token, tokenLifetime)
+        return (token, tokenLifetime, scopes)
     }
 
     /// The project and scopes of a live token, or nil if unknown or expired.
@@ -182,6 +185,18 @@ public actor EmulatorState {
     }
 
     public func inject(_ fault: Fault) { faults.append(fault) }
+
+    /// Registration tokens (or installation IDs) whose app was uninstalled: a send to one, `validate_only` too, is
+    /// answered `404 UNREGISTERED`, as FCM answers a stale token.
+    private var unregistered: Set<String> = []
+    public func unregister(_ tokens: [String]) { unregistered.formUnion(tokens) }
+    func isUnregistered(_ device: String) -> Bool { unregistered.contains(device) }
+
+    /// The scopes this emulator grants, as a workload's access scopes limit them (nil: every scope asked for): a token
+    /// carries the ones asked for that are among these.
+    public private(set) var grantableScopes: Set<String>?
+    public func limitScopes(to scopes: Set<String>?) { grantableScopes = scopes }
+
 
     /// Takes the next fault queued for `endpoint` (`send` or `token`), if any.
     func nextFault(for endpoint: String = "send") -> Fault? {
@@ -213,6 +228,8 @@ public actor EmulatorState {
     /// Forgets recorded messages, assertions, faults and counters (accounts and tokens stay).
     public func reset() {
         recorded = []
+        unregistered = []
+        grantableScopes = nil
         assertions = []
         faults = []
         stats = Stats()

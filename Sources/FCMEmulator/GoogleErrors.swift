@@ -3,11 +3,19 @@ import Hummingbird
 
 /// Error responses shaped like Google's (`google.rpc.Status` with FCM's `FcmError` detail, or OAuth's form).
 enum GoogleErrors {
-    static func fcm(_ code: Int, status: String, message: String, errorCode: String?, retryAfter: String? = nil) -> Response {
+    static func fcm(
+        _ code: Int, status: String, message: String, errorCode: String?, retryAfter: String? = nil, violation: FieldViolation? = nil
+    ) -> Response {
         var error: [String: Any] = ["code": code, "message": message, "status": status]
-        if let errorCode {
-            error["details"] = [["@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": errorCode]]
+        var details: [[String: Any]] = []
+        if let errorCode { details.append(["@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": errorCode]) }
+        if let violation {
+            details.append([
+                "@type": "type.googleapis.com/google.rpc.BadRequest",
+                "fieldViolations": [["field": violation.field, "description": violation.description]],
+            ])
         }
+        if !details.isEmpty { error["details"] = details }
         var headers: HTTPFields = [.contentType: "application/json; charset=UTF-8"]
         if let retryAfter { headers[.retryAfter] = retryAfter }
         return json(["error": error], status: .init(code: code), headers: headers)
@@ -18,8 +26,9 @@ enum GoogleErrors {
         fcm(code, status: status, message: message, errorCode: nil, retryAfter: retryAfter)
     }
 
-    static func invalidArgument(_ message: String) -> Response {
-        fcm(400, status: "INVALID_ARGUMENT", message: message, errorCode: "INVALID_ARGUMENT")
+    /// FCM's 400: its `FcmError` detail, and for a field its parser refused, a `google.rpc.BadRequest` that names it.
+    static func invalidArgument(_ message: String, violation: FieldViolation? = nil) -> Response {
+        fcm(400, status: "INVALID_ARGUMENT", message: message, errorCode: "INVALID_ARGUMENT", violation: violation)
     }
 
     static let unauthenticated = fcm(

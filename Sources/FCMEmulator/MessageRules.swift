@@ -1,47 +1,50 @@
 import Foundation
 
-/// The checks FCM makes on a `messages:send` body, written from FCM's published rules.
-/// Each failure is the message of an `INVALID_ARGUMENT` answer.
+/// The checks FCM makes on a `messages:send` request beyond its schema (which ``DiscoveryDocument/check(_:against:)``
+/// makes from `fcm.v1.json`), written from FCM's published rules. Each failure is the message of an
+/// `INVALID_ARGUMENT` answer.
 enum MessageRules {
-    static let requestFields: Set<String> = ["message", "validate_only", "validateOnly"]
-    static let messageFields: Set<String> = [
-        "name", "data", "notification", "android", "webpush", "apns", "fcm_options", "fcmOptions", "token", "topic",
-        "condition",
-    ]
-    static let androidFields: Set<String> = [
-        "collapse_key", "collapseKey", "priority", "ttl", "restricted_package_name", "restrictedPackageName", "data",
-        "notification", "fcm_options", "fcmOptions", "direct_boot_ok", "directBootOk",
-    ]
     static let maxTTLSeconds = 2_419_200.0
+    static let targets = ["token", "topic", "condition", "fid"]
+    static let invalidToken = "The registration token is not a valid FCM registration token"
 
     static func topicIsValid(_ topic: String) -> Bool {
         topic.range(of: "^[a-zA-Z0-9\\-_.~%]{1,900}$", options: .regularExpression) != nil
     }
 
-    /// Checks a parsed request body; returns the message to answer with, or nil when FCM would accept it.
-    static func problem(in request: [String: Any]) -> String? {
-        if let unknown = request.keys.first(where: { !requestFields.contains($0) }) {
-            return "Invalid JSON payload received. Unknown name \"\(unknown)\": Cannot find field."
-        }
-        guard let message = request["message"] as? [String: Any] else { return "Message is required." }
-        if let unknown = message.keys.first(where: { !messageFields.contains($0) }) {
-            return "Invalid JSON payload received. Unknown name \"\(unknown)\" at 'message': Cannot find field."
-        }
-        let targets = ["token", "topic", "condition"].filter { message[$0] != nil }
-        guard targets.count == 1 else { return "Exactly one of token, topic or condition must be specified." }
+    /// A Firebase installation ID: 22 characters of URL-safe base64 whose first four bits are `0111`.
+    static func isInstallationID(_ text: String) -> Bool {
+        text.range(of: "^[cdef][A-Za-z0-9_-]{21}$", options: .regularExpression) != nil
+    }
+
+    /// What `token` takes: a registration token (`<installation>:APA91b…`, or the older `APA91b…` alone) or, during
+    /// FCM's transition, an installation ID.
+    static func isRegistrationToken(_ text: String) -> Bool {
+        isInstallationID(text) || text.range(of: "^([A-Za-z0-9_-]{22}:)?APA91b[A-Za-z0-9_-]{20,4096}$", options: .regularExpression) != nil
+    }
+
+    /// Checks a request its schema allows; returns the message to answer with, or nil when FCM would accept it.
+    static func problem(in request: JSONValue) -> String? {
+        guard let message = request["message"], message.members != nil else { return "Message is required." }
+        let targets = targets.filter { message[$0] != nil && message[$0] != .null }
+        guard targets.count == 1 else { return "Exactly one of token, topic, condition or fid must be specified." }
         var limit = 4096
         if let topic = message["topic"] {
-            guard let topic = topic as? String, topicIsValid(topic) else { return "Invalid topic name." }
+            guard let topic = topic.string, topicIsValid(topic) else { return "Invalid topic name." }
             limit = 2048
         }
         if let condition = message["condition"] {
-            guard let condition = condition as? String, let count = ConditionRules.topicCount(condition) else {
+            guard let condition = condition.string, let count = ConditionRules.topicCount(condition) else {
                 return "Invalid condition expression."
             }
             guard count <= 5 else { return "Condition can have at most 5 topics." }
             limit = 2048
         }
-        if let token = message["token"], (token as? String)?.isEmpty != false { return "Invalid registration token." }
+        if let token = message["token"], !isRegistrationToken(token.string ?? "") { return invalidToken }
+        if let fid = message["fid"], !isInstallationID(fid.string ?? "") { return "Invalid Firebase installation ID." }
+        if message["android"] != nil, message["androidV2", "android_v2"] != nil {
+            return "Message cannot have both android and android_v2."
+        }
         if let problem = dataProblem(message["data"], limit: limit) { return problem }
         if let android = message["android"], let problem = androidProblem(android) { return problem }
         if let apns = message["apns"], let problem = apnsProblem(apns) { return problem }
@@ -49,71 +52,52 @@ enum MessageRules {
         return nil
     }
 
-    static func dataProblem(_ data: Any?, limit: Int) -> String? {
-        guard let data else { return nil }
-        guard let map = data as? [String: Any] else { return "Invalid value at 'message.data': expected a map." }
+    /// The target a recorded message went to (`token`, `fid`), for the emulator's unregistered tokens.
+    static func device(in request: JSONValue) -> String? {
+        request["message"].flatMap { $0["token"]?.string ?? $0["fid"]?.string }
+    }
+
+    static func dataProblem(_ data: JSONValue?, limit: Int) -> String? {
+        guard let members = data?.members else { return nil }
         var size = 0
-        for (key, value) in map {
-            guard let text = value as? String else {
-                return "Invalid value at 'message.data[\(key)].value' (TYPE_STRING)"
-            }
+        for (key, value) in members {
             let lower = key.lowercased()
             if ["from", "message_type", "notification"].contains(lower) || lower.hasPrefix("google") || lower.hasPrefix("gcm") {
                 return "Invalid data payload key: \(key)"
             }
-            size += key.utf8.count + text.utf8.count
+            size += key.utf8.count + (value.string?.utf8.count ?? 0)
         }
         return size > limit ? "Message is too big: data payload is \(size) bytes, the limit is \(limit)." : nil
     }
 
-    static func androidProblem(_ value: Any) -> String? {
-        guard let android = value as? [String: Any] else { return "Invalid value at 'message.android'." }
-        if let unknown = android.keys.first(where: { !androidFields.contains($0) }) {
-            return "Invalid JSON payload received. Unknown name \"\(unknown)\" at 'message.android': Cannot find field."
-        }
-        if let priority = android["priority"] {
-            guard let text = priority as? String, ["NORMAL", "HIGH"].contains(text.uppercased()) else {
-                return "Invalid value at 'message.android.priority'."
-            }
-        }
-        if let ttl = android["ttl"] {
-            guard let text = ttl as? String, text.range(of: "^[0-9]+(\\.[0-9]{1,9})?s$", options: .regularExpression) != nil,
-                let seconds = Double(text.dropLast()), seconds <= maxTTLSeconds
-            else { return "Invalid value at 'message.android.ttl' (google.protobuf.Duration)." }
+    static func androidProblem(_ android: JSONValue) -> String? {
+        if let ttl = android["ttl"]?.string, let seconds = Double(ttl.dropLast()), seconds < 0 || seconds > maxTTLSeconds {
+            return "Invalid value at 'message.android.ttl': a TTL is between 0 and 4 weeks."
         }
         return nil
     }
 
-    /// APNs rules FCM passes on: string headers; a background push must be priority 5 with content-available only.
-    static func apnsProblem(_ value: Any) -> String? {
-        guard let apns = value as? [String: Any] else { return "Invalid value at 'message.apns'." }
-        let headers = apns["headers"] as? [String: Any] ?? [:]
-        guard headers.values.allSatisfy({ $0 is String }) else { return "Invalid value at 'message.apns.headers'." }
-        if let collapse = headers["apns-collapse-id"] as? String, collapse.utf8.count > 64 {
+    /// APNs rules FCM passes on: a background push must be priority 5 with content-available only.
+    static func apnsProblem(_ apns: JSONValue) -> String? {
+        let headers = apns["headers"]
+        if let collapse = headers?["apns-collapse-id"]?.string, collapse.utf8.count > 64 {
             return "Invalid APNs collapse id: more than 64 bytes."
         }
-        let aps = (apns["payload"] as? [String: Any])?["aps"] as? [String: Any]
-        if headers["apns-push-type"] as? String == "background" {
-            guard headers["apns-priority"] as? String == "5" else {
-                return "Invalid APNs headers: a background push must have apns-priority 5."
-            }
-            guard let aps, aps.count == 1, (aps["content-available"] as? NSNumber)?.intValue == 1 else {
-                return "Invalid APNs payload: a background push carries aps.content-available = 1 only."
-            }
+        guard headers?["apns-push-type"]?.string == "background" else { return nil }
+        guard headers?["apns-priority"]?.string == "5" else {
+            return "Invalid APNs headers: a background push must have apns-priority 5."
         }
+        guard let aps = apns["payload"]?["aps"]?.members, aps.count == 1, aps[0].key == "content-available",
+            aps[0].value == .number("1") || aps[0].value == .bool(true)
+        else { return "Invalid APNs payload: a background push carries aps.content-available = 1 only." }
         return nil
     }
 
-    static func webpushProblem(_ value: Any) -> String? {
-        guard let webpush = value as? [String: Any] else { return "Invalid value at 'message.webpush'." }
-        let headers = webpush["headers"] as? [String: Any] ?? [:]
-        if let ttl = headers["TTL"] {
-            guard let text = ttl as? String, UInt64(text) != nil else { return "Invalid WebPush TTL header." }
-        }
-        if let urgency = headers["Urgency"] {
-            guard let text = urgency as? String, ["very-low", "low", "normal", "high"].contains(text) else {
-                return "Invalid WebPush Urgency header."
-            }
+    static func webpushProblem(_ webpush: JSONValue) -> String? {
+        let headers = webpush["headers"]
+        if let ttl = headers?["TTL"], UInt64(ttl.string ?? "") == nil { return "Invalid WebPush TTL header." }
+        if let urgency = headers?["Urgency"], !["very-low", "low", "normal", "high"].contains(urgency.string ?? "") {
+            return "Invalid WebPush Urgency header."
         }
         return nil
     }

@@ -58,11 +58,22 @@ struct SendEndpoint {
             return GoogleErrors.fcm(
                 403, status: "PERMISSION_DENIED", message: "SenderId mismatch", errorCode: "SENDER_ID_MISMATCH")
         }
-        guard let parsed = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any] else {
-            return GoogleErrors.invalidArgument("Invalid JSON payload received.")
+        let request: JSONValue
+        do {
+            request = try JSONParser.parse(Array(buffer: body))
+        } catch {
+            return GoogleErrors.invalidArgument("Invalid JSON payload received. Unexpected token at byte \(error.offset).")
         }
-        if let problem = MessageRules.problem(in: parsed) { return GoogleErrors.invalidArgument(problem) }
-        let validateOnly = (parsed["validate_only"] ?? parsed["validateOnly"]) as? Bool ?? false
+        do {
+            try DiscoveryDocument.fcm.check(request, against: "SendMessageRequest")
+        } catch {
+            return GoogleErrors.invalidArgument(error.description, violation: error)
+        }
+        if let problem = MessageRules.problem(in: request) { return GoogleErrors.invalidArgument(problem) }
+        if let device = MessageRules.device(in: request), await state.isUnregistered(device) {
+            return GoogleErrors.fcm(404, status: "NOT_FOUND", message: "Requested entity was not found.", errorCode: "UNREGISTERED")
+        }
+        let validateOnly = request["validate_only", "validateOnly"] == .bool(true)
         let name = await state.record(project: project, request: String(buffer: body), validateOnly: validateOnly)
         return GoogleErrors.json(["name": name])
     }

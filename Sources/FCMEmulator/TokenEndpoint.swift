@@ -32,12 +32,19 @@ struct TokenEndpoint {
         case .failure(let reason):
             return GoogleErrors.oauth("invalid_grant", reason.reason)
         case .success(let (project, scopes)):
-            let (token, lifetime) = await state.issueToken(project: project, scopes: scopes)
-            return GoogleErrors.json(["access_token": token, "expires_in": lifetime, "token_type": "Bearer"])
+            guard let (token, lifetime, granted) = await state.issueToken(project: project, scopes: scopes) else {
+                return GoogleErrors.oauth("invalid_scope", "Invalid OAuth scope or ID token audience provided.")
+            }
+            return GoogleErrors.json(Self.answer(token: token, lifetime: lifetime, scopes: granted))
         }
     }
 
     struct Refusal: Error { var reason: String }
+
+    /// Google's token answer, with the scopes granted (`scope`, space-separated, as Google's OAuth answers carry it).
+    static func answer(token: String, lifetime: Int, scopes: Set<String>) -> [String: Any] {
+        ["access_token": token, "expires_in": lifetime, "token_type": "Bearer", "scope": scopes.sorted().joined(separator: " ")]
+    }
 
     /// RS256 signature by a registered key, then Google's claim rules.
     func check(_ assertion: String) async -> Result<(String, Set<String>), Refusal> {

@@ -147,11 +147,11 @@ import Testing
             #expect(await relay.emulator.stats.accepted == 0)
 
             let device = try await relay.admin(
-                .POST, "/admin/send", json: #"{"version": {"versionNumber": "5"}, "route": "a", "token": "test-device-token-1"}"#)
+                .POST, "/admin/send", json: #"{"version": {"versionNumber": "5"}, "route": "a", "token": "\#(deviceToken)"}"#)
             #expect(try device.deliveries.first?.target == "token")
             let sent = await relay.recordedMessages()
             #expect(sent.count == 1)
-            #expect(sent.first?["token"] as? String == "test-device-token-1")
+            #expect(sent.first?["token"] as? String == deviceToken)
             #expect(sent.first?["topic"] == nil)
 
             let all = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "6"}}"#)
@@ -159,7 +159,7 @@ import Testing
             let unknown = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "6"}, "route": "zzz"}"#)
             #expect(unknown.status == 404)
             let deviceWithoutRoute = try await relay.admin(
-                .POST, "/admin/send", json: #"{"version": {"versionNumber": "6"}, "token": "test-device-token-1"}"#)
+                .POST, "/admin/send", json: #"{"version": {"versionNumber": "6"}, "token": "\#(deviceToken)"}"#)
             #expect(deviceWithoutRoute.status == 400)
             #expect(deviceWithoutRoute.problemType == "urn:rc-relay:problem:invalid-request")
             #expect(await relay.recordedMessages().count == 3)
@@ -171,7 +171,7 @@ import Testing
             // A dry run, a device test ping and a real admin send of far newer versions than any publish.
             _ = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "999999"}, "validateOnly": true}"#)
             _ = try await relay.admin(
-                .POST, "/admin/send", json: #"{"version": {"versionNumber": "999998"}, "route": "default", "token": "test-device-token-1"}"#)
+                .POST, "/admin/send", json: #"{"version": {"versionNumber": "999998"}, "route": "default", "token": "\#(deviceToken)"}"#)
             _ = try await relay.admin(.POST, "/admin/send", json: #"{"version": {"versionNumber": "999997"}}"#)
             // A real publish whose first attempt fails must retry and reach devices, not stand down as superseded.
             await relay.emulator.inject(.init(status: 503))
@@ -296,3 +296,6 @@ import Testing
         }
     }
 }
+
+/// A registration token of FCM's shape (an installation ID, then `APA91b…`): the emulator refuses any other, as FCM does.
+private let deviceToken = "cAAAAAAAAAAAAAAAAAAAAA:APA91b" + String(repeating: "x", count: 130)

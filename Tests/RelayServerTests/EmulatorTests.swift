@@ -135,3 +135,102 @@ private let invalidMessages: [(String, String)] = [
     await state.reset()
     #expect(await state.messages.isEmpty)
 }
+
+// MARK: Google's discovery documents as the judge
+
+/// The repository's root, for the fixtures the embedded documents come from.
+private let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+@Test func theEmbeddedDiscoveryDocumentsAreTheFixtures() throws {
+    for (embedded, file) in [(GoogleDocuments.fcmV1, "fcm.v1.json"), (GoogleDocuments.remoteConfigV1, "firebaseremoteconfig.v1.json")] {
+        let fixture = try String(contentsOf: repositoryRoot.appendingPathComponent("Tests/Fixtures/google/\(file)"), encoding: .utf8)
+        #expect(embedded == fixture.trimmingCharacters(in: .newlines), "run scripts/embed-discovery after changing \(file)")
+    }
+    #expect(DiscoveryDocument.fcm.revision == "20261023")
+    #expect(DiscoveryDocument.remoteConfig.revision == "20240611")
+}
+
+@Test(arguments: [
+    ("collapseKey", "collapse_key"), ("androidV2", "android_v2"), ("fcmOptions", "fcm_options"), ("ttl", "ttl"),
+    ("restrictedSatelliteOk", "restricted_satellite_ok"),
+])
+func protoNamesAreTheJSONNamesInSnakeCase(json: String, proto: String) {
+    #expect(DiscoveryDocument.protoName(json) == proto)
+}
+
+@Test func fieldsGoogleAddedAreAcceptedUnderEitherName() async throws {
+    let token = "c" + String(repeating: "A", count: 21) + ":APA91b" + String(repeating: "x", count: 120)
+    try await withLiveRelay { relay in
+        for body in [
+            #"{"message":{"fid":"cAAAAAAAAAAAAAAAAAAAAA","data":{"k":"v"}}}"#,
+            #"{"message":{"topic":"a","androidV2":{}}}"#,
+            #"{"message":{"topic":"a","android":{"bandwidthConstrainedOk":true,"restrictedSatelliteOk":true,"collapse_key":"rc","priority":"normal","ttl":"3.500000000s"}}}"#,
+            #"{"message":{"topic":"a","fcm_options":{"analytics_label":"x"}},"validate_only":true}"#,
+            #"{"message":{"token":"\#(token)"}}"#,
+            #"{"message":{"token":"APA91b\#(String(repeating: "y", count: 140))"}}"#,
+            #"{"message":{"topic":"a","data":{"k":"v","k":"w"}}}"#,
+        ] {
+            let answer = try await send(relay, body)
+            #expect(answer.status == 200, "\(body): \(answer.json)")
+        }
+    }
+}
+
+@Test func aFieldTheDocumentLacksIsNamedInABadRequestDetail() async throws {
+    try await withLiveRelay { relay in
+        for (body, field, message) in [
+            (
+                #"{"message":{"topic":"a","android":{"notification":{"notAField":1}}}}"#, "message.android.notification.notAField",
+                #"Invalid JSON payload received. Unknown name "notAField" at 'message.android.notification': Cannot find field."#
+            ),
+            (#"{"message":{"topic":"a"},"dryRun":true}"#, "dryRun", #"Invalid JSON payload received. Unknown name "dryRun": Cannot find field."#),
+            (#"{"message":{"topic":"a","data":{"v":12}}}"#, "message.data[0].value", "Invalid value at 'message.data[0].value' (TYPE_STRING), 12"),
+            (#"{"message":{"topic":"a","data":{"a":"x","b":true}}}"#, "message.data[1].value", "Invalid value at 'message.data[1].value' (TYPE_STRING), true"),
+            (
+                #"{"message":{"topic":"a","android":{"ttl":"86400"}}}"#, "message.android.ttl",
+                #"Invalid value at 'message.android.ttl' (type.googleapis.com/google.protobuf.Duration), "86400""#
+            ),
+            (#"{"message":{"topic":"a","android":{"priority":"URGENT"}}}"#, "message.android.priority", #"Invalid value at 'message.android.priority' (TYPE_ENUM), "URGENT""#),
+        ] {
+            let answer = try await send(relay, body)
+            #expect(answer.status == 400, "\(body)")
+            let error = answer.json["error"] as? [String: Any]
+            #expect(error?["message"] as? String == message)
+            let details = error?["details"] as? [[String: Any]] ?? []
+            #expect(details.contains { $0["@type"] as? String == "type.googleapis.com/google.firebase.fcm.v1.FcmError" && $0["errorCode"] as? String == "INVALID_ARGUMENT" })
+            let violations = details.first { $0["@type"] as? String == "type.googleapis.com/google.rpc.BadRequest" }?["fieldViolations"] as? [[String: Any]]
+            #expect(violations?.first?["field"] as? String == field, "\(body)")
+            #expect(violations?.first?["description"] as? String == message)
+        }
+    }
+}
+
+@Test func tokensAreJudgedByShapeAndUnregisteredOnesAreNotFound() async throws {
+    let stale = "d" + String(repeating: "B", count: 21) + ":APA91b" + String(repeating: "z", count: 120)
+    try await withLiveRelay { relay in
+        for token in ["", "not-a-token", "APA91b", "cAAAAAAAAAAAAAAAAAAAA", "aAAAAAAAAAAAAAAAAAAAAA"] {
+            let answer = try await send(relay, #"{"message":{"token":"\#(token)"},"validate_only":true}"#)
+            #expect(answer.status == 400, "\(token)")
+            #expect((answer.json["error"] as? [String: Any])?["message"] as? String == MessageRules.invalidToken)
+        }
+        await relay.emulator.unregister([stale])
+        for validateOnly in [true, false] {
+            let answer = try await send(relay, #"{"message":{"token":"\#(stale)"},"validate_only":\#(validateOnly)}"#)
+            #expect(answer.status == 404)
+            let error = answer.json["error"] as? [String: Any]
+            #expect(error?["status"] as? String == "NOT_FOUND")
+            #expect((error?["details"] as? [[String: Any]])?.first?["errorCode"] as? String == "UNREGISTERED")
+        }
+        let both = try await send(relay, #"{"message":{"topic":"a","android":{},"androidV2":{}}}"#)
+        #expect(both.status == 400)
+        #expect(await relay.emulator.messages.isEmpty)
+    }
+}
+
+@Test func theJSONParserKeepsOrderAndRefusesWhatIsNotJSON() throws {
+    let value = try JSONParser.parse(Array(#" {"b": [1, -2.5e3, true, null], "a": "\u00e9\ud83d\ude00\n"} "#.utf8))
+    #expect(value == .object([("b", .array([.number("1"), .number("-2.5e3"), .bool(true), .null])), ("a", .string("é😀\n"))]))
+    for bad in ["", "{", #"{"a":}"#, "[1,]", "01", "1.", #""\x""#, "{\"a\":1} x", String(repeating: "[", count: 100) + String(repeating: "]", count: 100), "\"\u{1}\""] {
+        #expect(throws: JSONParser.Failure.self, "\(bad)") { try JSONParser.parse(Array(bad.utf8)) }
+    }
+}

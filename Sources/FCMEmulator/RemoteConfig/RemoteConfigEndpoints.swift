@@ -50,11 +50,25 @@ struct RemoteConfigEndpoints {
         }
         var versions = await state.templates.versions(project: project)
         if let text = query["endVersionNumber"].map(String.init) {
-            guard let end = Int(text) else {
+            // "If specified, must be greater than zero."
+            guard let end = Int64(text), end > 0 else {
                 return GoogleErrors.google(
                     400, status: "INVALID_ARGUMENT", message: "Invalid value at 'end_version_number' (TYPE_INT64), \"\(text)\"")
             }
-            versions = versions.filter { $0.versionNumber <= end }
+            versions = versions.filter { Int64($0.versionNumber) <= end }
+        }
+        // startTime keeps the versions updated at or after it, endTime those updated before it.
+        for (name, field, keep) in [
+            ("startTime", "start_time", { (time: Date, bound: Date) in time >= bound }),
+            ("endTime", "end_time", { (time: Date, bound: Date) in time < bound }),
+        ] {
+            guard let text = query[Substring(name)].map(String.init) else { continue }
+            guard let bound = Self.timestamp(text) else {
+                return GoogleErrors.google(
+                    400, status: "INVALID_ARGUMENT",
+                    message: "Invalid value at '\(field)' (type.googleapis.com/google.protobuf.Timestamp), \"\(text)\"")
+            }
+            versions = versions.filter { keep($0.updateTime, bound) }
         }
         if let token = query["pageToken"].map(String.init), !token.isEmpty {
             guard token.hasPrefix("before-"), let before = Int(token.dropFirst("before-".count)) else {
@@ -66,6 +80,19 @@ struct RemoteConfigEndpoints {
         var body: [String: Any] = ["versions": page.map(\.versionObject)]
         if versions.count > page.count, let last = page.last { body["nextPageToken"] = "before-\(last.versionNumber)" }
         return GoogleErrors.json(body)
+    }
+
+    /// An RFC 3339 timestamp, as a `google-datetime` query parameter is written.
+    static func timestamp(_ text: String) -> Date? {
+        guard DiscoveryDocument.isTimestamp(text) else { return nil }
+        for options: ISO8601DateFormatter.Options in [[.withInternetDateTime, .withFractionalSeconds], [.withInternetDateTime]] {
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = options
+            // The formatter takes at most milliseconds: finer digits are cut, which no filter here can tell apart.
+            let trimmed = text.replacingOccurrences(of: #"(\.[0-9]{3})[0-9]+"#, with: "$1", options: .regularExpression)
+            if let date = formatter.date(from: trimmed.uppercased()) { return date }
+        }
+        return nil
     }
 
     /// A fault's answer, or Google's answer to a missing, stale or foreign token, or a token without the scope.
@@ -115,10 +142,15 @@ extension FCMEmulatorServer {
             let project = try context.parameters.require("project")
             let body = try await request.body.collect(upTo: 4 * 1024 * 1024)
             let query = request.uri.queryParameters
+            let origin = query["origin"].map(String.init) ?? "REST_API"
+            guard TemplateStore.origins.contains(origin) else {
+                return GoogleErrors.google(
+                    400, status: "INVALID_ARGUMENT", message: "origin must be one of \(TemplateStore.origins.joined(separator: ", "))")
+            }
             do {
                 let stored = try await state.templates.publish(
                     project: project, template: Data(buffer: body), description: query["description"].map(String.init) ?? "",
-                    origin: query["origin"].map(String.init) ?? "REST_API", forced: query["forced"] == "true")
+                    origin: origin, forced: query["forced"] == "true")
                 return GoogleErrors.json(stored.versionObject)
             } catch {
                 return GoogleErrors.google(400, status: "INVALID_ARGUMENT", message: "\(error)")

@@ -29,6 +29,9 @@ public actor TemplateStore {
         }
     }
 
+    /// Remote Config's `updateOrigin` values (its discovery document's enum).
+    public static let origins = ["REMOTE_CONFIG_UPDATE_ORIGIN_UNSPECIFIED", "CONSOLE", "REST_API", "ADMIN_SDK_NODE"]
+
     /// How many versions a project keeps (Google keeps 300).
     public let kept: Int
     private var projects: [String: [Stored]] = [:]

@@ -22,9 +22,10 @@ enum ProtoJSON {
             for key in container.allKeys {
                 guard let field = names[key.stringValue] else { continue }
                 if let other = found[field] {
+                    let names = [other.stringValue, key.stringValue].sorted()
                     throw DecodingError.dataCorruptedError(
                         forKey: key, in: container,
-                        debugDescription: "'\(field.rawValue)' is given twice, as '\(other.stringValue)' and '\(key.stringValue)'")
+                        debugDescription: "'\(field.rawValue)' is given twice, as '\(names[0])' and '\(names[1])'")
                 }
                 found[field] = key
             }
