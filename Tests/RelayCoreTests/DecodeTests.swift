@@ -201,6 +201,8 @@ private func bare(_ json: String) throws -> TemplateVersion {
     #expect(version.updateType == "ROLLBACK")
     #expect(version.rollbackSource == 40)
     #expect(try bare(#"{"versionNumber":1,"updateType":0,"updateOrigin":1}"#).updateType == "REMOTE_CONFIG_UPDATE_TYPE_UNSPECIFIED")
+    // Proto3's defaults, as google-events writes them for a publish: no rollback source.
+    #expect(try bare(#"{"versionNumber":"5","rollbackSource":"0","description":""}"#).rollbackSource == nil)
     // A number Google adds later is kept as the number.
     #expect(try bare(#"{"versionNumber":1,"updateType":9}"#).updateType == "9")
 }

@@ -59,8 +59,8 @@ struct RemoteConfigEndpoints {
         }
         // startTime keeps the versions updated at or after it, endTime those updated before it.
         for (name, field, keep) in [
-            ("startTime", "start_time", { (time: Date, bound: Date) in time >= bound }),
-            ("endTime", "end_time", { (time: Date, bound: Date) in time < bound }),
+            ("startTime", "start_time", { (time: Int64, bound: Int64) in time >= bound }),
+            ("endTime", "end_time", { (time: Int64, bound: Int64) in time < bound }),
         ] {
             guard let text = query[Substring(name)].map(String.init) else { continue }
             guard let bound = Self.timestamp(text) else {
@@ -68,7 +68,8 @@ struct RemoteConfigEndpoints {
                     400, status: "INVALID_ARGUMENT",
                     message: "Invalid value at '\(field)' (type.googleapis.com/google.protobuf.Timestamp), \"\(text)\"")
             }
-            versions = versions.filter { keep($0.updateTime, bound) }
+            // In milliseconds, the precision the versions' times are written in, so a time listed works as a bound.
+            versions = versions.filter { keep(Self.milliseconds($0.updateTime), Self.milliseconds(bound)) }
         }
         if let token = query["pageToken"].map(String.init), !token.isEmpty {
             guard token.hasPrefix("before-"), let before = Int(token.dropFirst("before-".count)) else {
@@ -94,6 +95,8 @@ struct RemoteConfigEndpoints {
         }
         return nil
     }
+
+    static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
 
     /// A fault's answer, or Google's answer to a missing, stale or foreign token, or a token without the scope.
     private func refusal(_ request: Request, context: EmulatorContext, project: String) async -> Response? {

@@ -81,6 +81,8 @@ public actor TemplateStore {
         var history = projects[project] ?? []
         var stored = stored
         stored.versionNumber = (history.last?.versionNumber ?? 0) + 1
+        // Kept in milliseconds, the precision `updateTime` is written in: a time listed is then exactly a bound.
+        stored.updateTime = Date(timeIntervalSince1970: (stored.updateTime.timeIntervalSince1970 * 1000).rounded(.down) / 1000)
         history.append(stored)
         if history.count > kept { history.removeFirst(history.count - kept) }
         projects[project] = history

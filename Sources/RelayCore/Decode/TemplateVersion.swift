@@ -73,8 +73,11 @@ extension TemplateVersion: Codable {
         self.description = try c.string(.description)
         self.updateOrigin = try c.enumeration(.updateOrigin, names: Self.updateOrigins)
         self.updateType = try c.enumeration(.updateType, names: Self.updateTypes)
-        if let key = c.key(.rollbackSource), try !c.container.decodeNil(forKey: key) {
-            self.rollbackSource = try c.container.decodeInt64(forKey: key)
+        // 0 is proto3's default: google-events writes `"rollbackSource": "0"` for a publish that is no rollback.
+        if let key = c.key(.rollbackSource), try !c.container.decodeNil(forKey: key), case let source = try c.container.decodeInt64(forKey: key),
+            source != 0
+        {
+            self.rollbackSource = source
         } else {
             self.rollbackSource = nil
         }
