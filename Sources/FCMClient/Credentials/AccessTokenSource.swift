@@ -4,9 +4,15 @@ import Foundation
 public struct AccessToken: Sendable, Equatable {
     public var value: String
     public var expiresAt: Date
-    public init(value: String, expiresAt: Date) {
+    /// The scopes granted, when the answer says (`scope`); `rc-relay doctor` shows them.
+    public var scopes: [String]?
+    /// The token endpoint's clock (its `Date` header), for `rc-relay doctor`'s check of the host's clock.
+    public var serverDate: Date?
+    public init(value: String, expiresAt: Date, scopes: [String]? = nil, serverDate: Date? = nil) {
         self.value = value
         self.expiresAt = expiresAt
+        self.scopes = scopes
+        self.serverDate = serverDate
     }
 }
 

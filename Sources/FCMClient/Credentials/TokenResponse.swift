@@ -10,6 +10,7 @@ enum TokenResponse {
     private struct Body: Decodable {
         var access_token: String
         var expires_in: Int
+        var scope: String?
     }
 
     private struct OAuthError: Decodable {
@@ -23,9 +24,11 @@ enum TokenResponse {
     {
         let status: Int
         let body: ByteBuffer
+        let date: String?
         do {
             let response = try await httpClient.execute(request, timeout: timeout)
             status = Int(response.status.code)
+            date = response.headers.first(name: "Date")
             body = try await response.body.collect(upTo: 64 * 1024)
         } catch {
             throw .transport("\(error)")
@@ -42,6 +45,20 @@ enum TokenResponse {
         }
         // Whatever the upstream says, a token is not kept past a day (Google's live an hour), and no arithmetic traps.
         let lifetime = min(token.expires_in, maximumLifetime)
-        return AccessToken(value: token.access_token, expiresAt: Date(timeIntervalSince1970: Double(issuedAt) + Double(lifetime)))
+        return AccessToken(
+            value: token.access_token, expiresAt: Date(timeIntervalSince1970: Double(issuedAt) + Double(lifetime)),
+            scopes: token.scope.map { $0.split(separator: " ").map(String.init) }, serverDate: date.flatMap(HTTPDate.parse))
+    }
+}
+
+/// HTTP dates, as `Date` headers carry them.
+public enum HTTPDate {
+    /// RFC 9110's IMF-fixdate: `Thu, 26 Nov 2026 23:31:57 GMT`.
+    public static func parse(_ text: String) -> Date? {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.date(from: text)
     }
 }

@@ -1,0 +1,103 @@
+import AsyncHTTPClient
+import FCMClient
+import Foundation
+import Logging
+import RelayCore
+import RelayStore
+
+/// `rc-relay doctor`: checks a configuration against the real Google endpoints it names (and the store and OIDC keys),
+/// before the first publish finds what is wrong. It sends no ping: FCM is asked with `validate_only`.
+public enum Doctor {
+    /// Runs every check of `settings`; `configuration` is the file's path, for the report.
+    public static func run(settings: RelaySettings, configuration: String, logger: Logger) async -> DoctorReport {
+        let httpClient = RelayApplication.makeHTTPClient(settings)
+        var checks = [
+            DoctorCheck(
+                check: "configuration", result: .ok,
+                detail: "\(settings.projects.count) project(s), \(settings.projects.map(\.routes.routes.count).reduce(0, +)) route(s)")
+        ]
+        for project in settings.projects {
+            checks += await ProjectChecks(settings: settings, project: project, httpClient: httpClient, logger: logger).run()
+        }
+        if let store = settings.store { checks.append(await storeCheck(store, logger: logger)) }
+        if let oidc = settings.oidc { checks += await oidcChecks(oidc, httpClient: httpClient) }
+        try? await httpClient.shutdown()
+        return DoctorReport(configuration: configuration, checks: checks)
+    }
+
+    /// The report of a configuration that cannot be read: its one failed check.
+    public static func unreadable(_ configuration: String, error: any Error) -> DoctorReport {
+        let (detail, fix) =
+            (error as? ConfigurationError).map { ("\($0.key): \($0.problem)", $0.fix) } ?? ("\(error)", "fix the file; rc-relay check-config FILE says more")
+        return DoctorReport(configuration: configuration, checks: [DoctorCheck(check: "configuration", result: .fail, detail: detail, fix: fix)])
+    }
+
+    static func storeCheck(_ store: StoreSettings, logger: Logger) async -> DoctorCheck {
+        let name = "store"
+        do {
+            let found = try await PostgresStore.diagnose(store, logger: logger)
+            let leases = found.leases.map { "; \($0) lease(s), \(found.leasesHeld ?? 0) held now" } ?? "; no lease table yet"
+            let at = "\(store.redacted) answers"
+            guard let version = found.schemaVersion else {
+                return DoctorCheck(
+                    check: name, result: .warn, detail: "\(at); it has no rc-relay tables yet",
+                    fix: "nothing: serve creates them at start (the role needs CREATE on the database's schema)")
+            }
+            if version > found.latestKnown {
+                return DoctorCheck(
+                    check: name, result: .fail, detail: "\(at); its schema is version \(version), newer than this build's \(found.latestKnown)",
+                    fix: "run the newer rc-relay that migrated it")
+            }
+            if version < found.latestKnown {
+                return DoctorCheck(
+                    check: name, result: .warn, detail: "\(at); schema version \(version) of \(found.latestKnown)\(leases)",
+                    fix: "nothing: serve applies migrations \(version + 1) to \(found.latestKnown) at start")
+            }
+            return DoctorCheck(check: name, result: .ok, detail: "\(at); schema version \(version) (the latest)\(leases)")
+        } catch {
+            return DoctorCheck(
+                check: name, result: .fail, detail: "\(store.redacted): \(error)",
+                fix: "check store.postgres (host, port, database, password, sslmode) and that the relay's host may reach it")
+        }
+    }
+
+    static func oidcChecks(_ oidc: RelaySettings.OIDCSettings, httpClient: HTTPClient) async -> [DoctorCheck] {
+        var checks: [DoctorCheck] = []
+        switch oidc.keys {
+        case .url(let url):
+            checks.append(await jwksCheck(url, httpClient: httpClient))
+        case .json(let json):
+            let count = Self.jwksKeyCount(Data(json.utf8)) ?? 0
+            checks.append(DoctorCheck(check: "oidc keys", result: count > 0 ? .ok : .fail, detail: "the JWKS file holds \(count) key(s)",
+                fix: count > 0 ? nil : "save Google's keys from \(RelaySettings.googleJWKSURL)"))
+        }
+        checks.append(
+            oidc.audiences.isEmpty
+                ? DoctorCheck(
+                    check: "oidc audiences", result: .fail, detail: "no audience is set",
+                    fix: "set oidc.audiences to the push endpoint's URL (Pub/Sub) or the Eventarc trigger's audience")
+                : DoctorCheck(check: "oidc audiences", result: .ok, detail: oidc.audiences.sorted().joined(separator: ", ")))
+        return checks
+    }
+
+    static func jwksCheck(_ url: String, httpClient: HTTPClient) async -> DoctorCheck {
+        do {
+            let response = try await httpClient.execute(HTTPClientRequest(url: url), timeout: .seconds(10))
+            let body = try await response.body.collect(upTo: 1024 * 1024)
+            guard response.status == .ok, let count = jwksKeyCount(Data(buffer: body)), count > 0 else {
+                return DoctorCheck(
+                    check: "oidc keys", result: .fail, detail: "\(url) answered \(response.status.code) without a key set",
+                    fix: "set oidc.jwksUrl to \(RelaySettings.googleJWKSURL)")
+            }
+            return DoctorCheck(check: "oidc keys", result: .ok, detail: "\(url) answers with \(count) key(s)")
+        } catch {
+            return DoctorCheck(
+                check: "oidc keys", result: .fail, detail: "\(url) cannot be reached: \(error)",
+                fix: "let the relay reach \(URL(string: url)?.host ?? url) (egress, proxy, outbound CA)")
+        }
+    }
+
+    static func jwksKeyCount(_ data: Data) -> Int? {
+        ((try? JSONSerialization.jsonObject(with: data)) as? [String: Any])?["keys"].flatMap { $0 as? [Any] }?.count
+    }
+}

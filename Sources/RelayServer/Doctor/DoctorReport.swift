@@ -1,0 +1,130 @@
+import Foundation
+
+/// One line of `rc-relay doctor`'s report: what was checked, how it went, and what to do about it.
+public struct DoctorCheck: Sendable, Equatable, Encodable {
+    public enum Result: String, Sendable, Encodable {
+        /// It works.
+        case ok
+        /// It works, but will need attention (a migration still to apply, no store tables yet).
+        case warn
+        /// It does not work: the relay would fail here.
+        case fail
+        /// Not checked, because something it needs failed or it is not configured.
+        case skip
+    }
+
+    /// The Firebase project checked; nil for what the relay as a whole uses (the configuration, the store, OIDC).
+    public var project: String?
+    public var check: String
+    public var result: Result
+    public var detail: String
+    /// What to do; nil when nothing is to be done.
+    public var fix: String?
+
+    public init(project: String? = nil, check: String, result: Result, detail: String, fix: String? = nil) {
+        (self.project, self.check, self.result, self.detail, self.fix) = (project, check, result, detail, fix)
+    }
+}
+
+/// Everything `rc-relay doctor` found, as a table for a person or JSON for a script.
+public struct DoctorReport: Sendable, Encodable {
+    /// The configuration file read.
+    public var configuration: String
+    public var checks: [DoctorCheck]
+
+    /// True when no check failed (warnings and skips allowed).
+    public var ok: Bool { !checks.contains { $0.result == .fail } }
+
+    public init(configuration: String, checks: [DoctorCheck]) { (self.configuration, self.checks) = (configuration, checks) }
+
+    private enum CodingKeys: String, CodingKey { case configuration, ok, checks }
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(configuration, forKey: .configuration)
+        try container.encode(ok, forKey: .ok)
+        try container.encode(checks, forKey: .checks)
+    }
+
+    /// `{"configuration", "ok", "checks": [{"project", "check", "result", "detail", "fix"}]}`.
+    public func json() -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: (try? encoder.encode(self)) ?? Data("{}".utf8), as: UTF8.self)
+    }
+
+    /// The table a person reads: CHECK, RESULT, WHAT TO DO, long cells wrapped within `width` columns.
+    public func table(width: Int = 120, color: Bool = false) -> String {
+        let rows = checks.map { check -> [String] in
+            [
+                [check.project, check.check].compactMap { $0 }.joined(separator: " "),
+                "\(check.result.rawValue): \(check.detail)",
+                check.fix ?? "",
+            ]
+        }
+        let header = ["CHECK", "RESULT", "WHAT TO DO"]
+        let first = min(max(header[0].count, rows.map { $0[0].count }.max() ?? 0), 40)
+        let remaining = max(width - first - 4, 40)
+        let second = min(max(header[1].count, rows.map { $0[1].count }.max() ?? 0), remaining * 11 / 20)
+        let third = max(remaining - second, 20)
+        var out = "rc-relay doctor: \(configuration)\n\n"
+        out += line([header[0], header[1], header[2]], widths: [first, second, third]).joined(separator: "\n") + "\n"
+        for (row, check) in zip(rows, checks) {
+            var lines = line(row, widths: [first, second, third])
+            if color, let code = Self.colors[check.result] {
+                // Only the result word is coloured: the columns stay aligned.
+                let word = check.result.rawValue
+                if let range = lines[0].range(of: " \(word):") {
+                    lines[0].replaceSubrange(range, with: " \u{1B}[\(code)m\(word)\u{1B}[0m:")
+                }
+            }
+            out += lines.joined(separator: "\n") + "\n"
+        }
+        let counts = DoctorCheck.Result.allCases.compactMap { result -> String? in
+            let count = checks.filter { $0.result == result }.count
+            return count == 0 ? nil : "\(count) \(result.rawValue)"
+        }
+        out += "\n\(checks.count) checks: \(counts.joined(separator: ", ")). "
+        out += ok ? "Nothing failed.\n" : "Fix what failed, then run rc-relay doctor again.\n"
+        return out
+    }
+
+    private static let colors: [DoctorCheck.Result: String] = [.ok: "32", .warn: "33", .fail: "31;1", .skip: "2"]
+
+    /// One row, its cells wrapped at word boundaries, as many lines as its longest cell needs.
+    private func line(_ cells: [String], widths: [Int]) -> [String] {
+        let wrapped = zip(cells, widths).map { Self.wrap($0, width: $1) }
+        let height = wrapped.map(\.count).max() ?? 1
+        return (0..<height).map { index in
+            zip(wrapped, widths).enumerated().map { column, pair in
+                let text = index < pair.0.count ? pair.0[index] : ""
+                return column == cells.count - 1 ? text : text.padding(toLength: pair.1, withPad: " ", startingAt: 0)
+            }.joined(separator: "  ").replacingOccurrences(of: #"\s+$"#, with: "", options: .regularExpression)
+        }
+    }
+
+    /// Words to lines of at most `width` characters (a longer word is cut).
+    static func wrap(_ text: String, width: Int) -> [String] {
+        var lines: [String] = []
+        var current = ""
+        for word in text.split(separator: " ", omittingEmptySubsequences: true) {
+            var word = String(word)
+            while word.count > width {
+                if !current.isEmpty { lines.append(current); current = "" }
+                lines.append(String(word.prefix(width)))
+                word = String(word.dropFirst(width))
+            }
+            if current.isEmpty {
+                current = word
+            } else if current.count + 1 + word.count <= width {
+                current += " " + word
+            } else {
+                lines.append(current)
+                current = word
+            }
+        }
+        if !current.isEmpty || lines.isEmpty { lines.append(current) }
+        return lines
+    }
+}
+
+extension DoctorCheck.Result: CaseIterable {}

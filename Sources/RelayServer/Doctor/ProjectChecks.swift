@@ -1,0 +1,283 @@
+import AsyncHTTPClient
+import FCMClient
+import Foundation
+import Logging
+import NIOCore
+import RelayCore
+
+/// One project's checks against Google: credentials, the access token and its scopes, the host's clock, a
+/// `validate_only` send of each route's message, and Remote Config when the relay needs it.
+struct ProjectChecks {
+    let settings: RelaySettings
+    let project: RelaySettings.ProjectSettings
+    let httpClient: HTTPClient
+    let logger: Logger
+
+    /// The host's clock may be this far from Google's before the check fails: Google refuses assertions whose times are
+    /// off by more than a few minutes, and the relay's token refreshes assume the clock is right.
+    static let clockTolerance: TimeInterval = 60
+    static let cloudPlatform = "https://www.googleapis.com/auth/cloud-platform"
+    static let messagingRole = "roles/firebasecloudmessaging.admin"
+    static let remoteConfigRole = "roles/firebaseremoteconfig.viewer"
+
+    private var needsRemoteConfig: Bool { settings.poll != nil || project.routes.isChangeAware }
+
+    func run() async -> [DoctorCheck] {
+        var checks: [DoctorCheck] = []
+        // Who the relay is, and for which project.
+        let identity = await credentials()
+        let id = identity.project
+        func check(_ name: String, _ result: DoctorCheck.Result, _ detail: String, fix: String? = nil) -> DoctorCheck {
+            DoctorCheck(project: id ?? "(unknown project)", check: name, result: result, detail: detail, fix: fix)
+        }
+        checks.append(check("credentials", identity.result, identity.detail, fix: identity.fix))
+        checks.append(await clock(identity).map { check("clock", $0.0, $0.1, fix: $0.2) } ?? check("clock", .skip, "no answer to compare with"))
+        guard let exchange = identity.exchange else {
+            checks.append(check("access token", .skip, "no credentials to exchange"))
+            return checks
+        }
+        let source = CachingTokenSource(exchange: exchange)
+        let token: AccessToken
+        do {
+            token = try await source.token()
+        } catch {
+            checks.append(check("access token", .fail, "\(error)", fix: tokenFix(error, identity: identity)))
+            checks.append(check("fcm", .skip, "no access token"))
+            if needsRemoteConfig { checks.append(check("remote config", .skip, "no access token")) }
+            return checks
+        }
+        let (result, detail, fix) = scopes(token)
+        checks.append(check("access token", result, detail, fix: fix))
+        guard let id else {
+            checks.append(check("fcm", .skip, "the project id is unknown"))
+            return checks
+        }
+        let sender = FCMSender(httpClient: httpClient, baseURL: settings.fcmBaseURL, tokenSource: source, timeout: settings.fcmTimeout)
+        for (name, route, message) in messages(project: id) {
+            let (result, detail, fix) = await validate(message, route: route, sender: sender, project: id, identity: identity)
+            checks.append(check(name, result, detail, fix: fix))
+        }
+        if needsRemoteConfig {
+            let (result, detail, fix) = await remoteConfig(project: id, source: source, identity: identity)
+            checks.append(check("remote config", result, detail, fix: fix))
+        } else {
+            checks.append(check("remote config", .skip, "not needed: no polling and no change-aware route"))
+        }
+        return checks
+    }
+
+    // MARK: Credentials
+
+    struct Identity {
+        var project: String?
+        var email: String?
+        var exchange: (any TokenExchange)?
+        /// Where a plain request shows Google's clock (the token endpoint, or the metadata server).
+        var clockURL: String?
+        var result: DoctorCheck.Result
+        var detail: String
+        var fix: String?
+    }
+
+    private func credentials() async -> Identity {
+        switch project.credentials {
+        case .keyFile(let path, let key):
+            let exchange: (any TokenExchange)?
+            var problem: String?
+            do {
+                exchange = try await ServiceAccountExchange(key: key, path: path, httpClient: httpClient, logger: logger)
+            } catch {
+                (exchange, problem) = (nil, "\(error)")
+            }
+            let configured = project.id ?? key.projectID
+            var identity = Identity(
+                project: configured, email: key.clientEmail, exchange: exchange, clockURL: key.tokenURI, result: .ok,
+                detail: "key file \(path): \(key.clientEmail), project_id \(key.projectID ?? "(none)")")
+            if let problem {
+                (identity.result, identity.fix) = (.fail, "download a new key in the Firebase console")
+                identity.detail += "; \(problem)"
+            } else if let configured, let own = key.projectID, own != configured {
+                identity.result = .fail
+                identity.detail += "; fcm.project is \(configured)"
+                identity.fix = "use a key of a service account of \(configured) (Firebase console → Project settings → Service accounts), or set fcm.project to \(own)"
+            }
+            return identity
+        case .metadataServer(let baseURL):
+            let metadata = MetadataServerExchange(baseURL: baseURL, httpClient: httpClient, timeout: settings.fcmTimeout)
+            var identity = Identity(
+                project: project.id, exchange: metadata, clockURL: "\(baseURL)/computeMetadata/v1/", result: .ok,
+                detail: "the metadata server at \(baseURL)")
+            do {
+                let reported = try await metadata.projectID()
+                identity.project = project.id ?? reported
+                identity.detail += ": project \(reported)"
+                if let configured = project.id, configured != reported {
+                    identity.result = .warn
+                    identity.detail += "; fcm.project is \(configured)"
+                    identity.fix = "nothing if the workload's service account was granted roles in \(configured); else set fcm.project to \(reported)"
+                }
+            } catch {
+                identity.result = .fail
+                identity.detail += " did not answer: \(error)"
+                identity.fix = "off Google Cloud, set fcm.credentialsFile to a service-account key file"
+                identity.exchange = nil
+            }
+            return identity
+        }
+    }
+
+    /// The host's clock against the `Date` of a plain request to the token endpoint (any answer carries one).
+    private func clock(_ identity: Identity) async -> (DoctorCheck.Result, String, String?)? {
+        guard let url = identity.clockURL else { return nil }
+        do {
+            var request = HTTPClientRequest(url: url)
+            request.headers.add(name: "Metadata-Flavor", value: "Google")
+            let response = try await httpClient.execute(request, timeout: .seconds(10))
+            _ = try? await response.body.collect(upTo: 64 * 1024)
+            let now = Date()
+            guard let header = response.headers.first(name: "Date"), let date = HTTPDate.parse(header) else {
+                return (.skip, "\(url) sent no Date header", nil)
+            }
+            let skew = Int((now.timeIntervalSince(date)).rounded())
+            let shown = skew == 0 ? "the same second as" : "\(abs(skew)) s \(skew > 0 ? "ahead of" : "behind")"
+            guard abs(Double(skew)) <= Self.clockTolerance else {
+                return (
+                    .fail, "this host's clock is \(shown) the token endpoint's",
+                    "set the host's clock right (NTP: timedatectl set-ntp true); Google refuses tokens asked for with a wrong clock"
+                )
+            }
+            return (.ok, "this host's clock is \(shown) the token endpoint's", nil)
+        } catch {
+            return (.skip, "\(url) cannot be reached: \(error)", nil)
+        }
+    }
+
+    /// The token's scopes, when the answer names them: FCM's (or cloud-platform), and Remote Config's where needed.
+    private func scopes(_ token: AccessToken) -> (DoctorCheck.Result, String, String?) {
+        let lifetime = Int(token.expiresAt.timeIntervalSinceNow.rounded())
+        guard let scopes = token.scopes else { return (.ok, "issued, valid for \(lifetime) s (the answer names no scopes)", nil) }
+        let granted = Set(scopes)
+        var missing: [String] = []
+        if granted.isDisjoint(with: [ServiceAccountExchange.messagingScope, Self.cloudPlatform]) {
+            missing.append(ServiceAccountExchange.messagingScope)
+        }
+        if needsRemoteConfig, granted.isDisjoint(with: [RemoteConfigClient.scope, Self.cloudPlatform]) { missing.append(RemoteConfigClient.scope) }
+        let detail = "issued with \(scopes.sorted().joined(separator: " ")), valid for \(lifetime) s"
+        guard missing.isEmpty else {
+            return (
+                .fail, "\(detail); it lacks \(missing.joined(separator: " and "))",
+                "give the workload the cloud-platform access scope (on Compute Engine: --scopes=cloud-platform), or use a service-account key file"
+            )
+        }
+        return (.ok, detail, nil)
+    }
+
+    private func tokenFix(_ error: TokenError, identity: Identity) -> String {
+        switch error {
+        case .transport:
+            "let the relay reach \(identity.clockURL.flatMap { URL(string: $0)?.host } ?? "the token endpoint") (egress, proxy, outbound CA)"
+        case .refused(_, "invalid_grant", _):
+            "the key may be deleted or disabled, or the host's clock off: check the clock, else make a new key in the Firebase console"
+        case .refused(_, "invalid_scope", _):
+            "give the workload the cloud-platform access scope (on Compute Engine: --scopes=cloud-platform)"
+        case .refused: "see the token endpoint's answer; a new key in the Firebase console usually helps"
+        case .invalidResponse: "the token endpoint is not Google's: check token_uri in the key file"
+        case .signing: "download a new key in the Firebase console"
+        }
+    }
+
+    // MARK: FCM
+
+    /// Each route's message as a version would make it: to its target (a waved route: its first shard), and to each
+    /// topic of its audience (change-aware routes).
+    private func messages(project id: String) -> [(String, Route, FCMMessage)] {
+        let version = TemplateVersion(
+            versionNumber: 1, updateTime: ISO8601DateFormatter().string(from: Date()), updateUser: .init(email: "doctor@rc-relay.invalid"),
+            description: "rc-relay doctor", updateOrigin: "CONSOLE", updateType: "INCREMENTAL_UPDATE")
+        var out: [(String, Route, FCMMessage)] = []
+        for route in project.routes.routes {
+            let message = route.message(for: version, project: id)
+            if let waves = route.waves {
+                var first = message
+                first.target = .topic(waves.topic(shard: 0))
+                out.append(("fcm route \(route.name) shard 0 of \(waves.shards)", route, first))
+            } else {
+                out.append(("fcm route \(route.name)", route, message))
+            }
+            for (condition, topic) in route.audience.sorted(by: { $0.key < $1.key }) {
+                var part = message
+                part.target = .topic(topic)
+                out.append(("fcm route \(route.name) audience \(condition)", route, part))
+            }
+        }
+        return out
+    }
+
+    private func validate(_ message: FCMMessage, route: Route, sender: FCMSender, project id: String, identity: Identity) async
+        -> (DoctorCheck.Result, String, String?)
+    {
+        let target = message.target.key
+        do {
+            _ = try await sender.send(project: id, message: ByteBuffer(bytes: message.json), validateOnly: true)
+            return (.ok, "FCM accepts the message to \(target) (validate_only: nothing sent)", nil)
+        } catch {
+            let who = identity.email ?? "the workload's service account"
+            switch error {
+            case .rejected(let answer):
+                let said = "FCM answered \(answer.httpStatus) \(answer.errorCode ?? answer.status ?? "")".trimmingCharacters(in: .whitespaces)
+                    + (answer.message.map { ": \($0)" } ?? "")
+                switch (answer.httpStatus, answer.errorCode) {
+                case (400, _):
+                    return (.fail, said, "change route '\(route.name)' in the configuration: FCM refuses its message to \(target)")
+                case (403, "SENDER_ID_MISMATCH"):
+                    return (.fail, said, "the credentials are not of project \(id): use a key of a service account of \(id)")
+                case (403, _) where answer.message?.contains("scope") == true:
+                    return (.fail, said, "the access token lacks FCM's scope: give the workload the cloud-platform access scope")
+                case (403, _):
+                    return (.fail, said, "grant \(Self.messagingRole) to \(who) in project \(id) (IAM & Admin → Grant access)")
+                case (401, _):
+                    return (.fail, said, "FCM does not take the access token: check the key and the host's clock")
+                case (404, _):
+                    return (.fail, said, "check fcm.project (\(id)), and enable the Firebase Cloud Messaging API in the project")
+                default:
+                    return (.fail, said, "FCM is not answering normally: try again in a minute")
+                }
+            case .transport(let reason):
+                return (.fail, "FCM could not be reached: \(reason)", "let the relay reach \(URL(string: settings.fcmBaseURL)?.host ?? settings.fcmBaseURL)")
+            case .token(let tokenError):
+                return (.fail, "no access token: \(tokenError)", tokenFix(tokenError, identity: identity))
+            case .invalidResponse(let reason):
+                return (.fail, "FCM's answer is not usable: \(reason)", "check fcm.baseUrl: it should be Google's")
+            }
+        }
+    }
+
+    // MARK: Remote Config
+
+    private func remoteConfig(project id: String, source: any AccessTokenSource, identity: Identity) async -> (DoctorCheck.Result, String, String?) {
+        let client = RemoteConfigClient(
+            httpClient: httpClient, baseURL: settings.remoteConfigBaseURL, tokenSource: source, timeout: settings.remoteConfigTimeout)
+        let why = settings.poll != nil ? "catch-up polling" : "change-aware routes"
+        do {
+            let page = try await client.listVersions(project: id, pageSize: 1)
+            let newest = page.versions.first.flatMap { (try? JSONSerialization.jsonObject(with: $0)) as? [String: Any] }?["versionNumber"]
+            return (.ok, "listVersions answers (\(why) need it); the newest version is \(newest.map { "\($0)" } ?? "none yet")", nil)
+        } catch {
+            let who = identity.email ?? "the workload's service account"
+            switch error {
+            case .rejected(let answer) where answer.httpStatus == 403 && answer.message?.contains("scope") == true:
+                return (.fail, "\(error)", "the access token lacks Remote Config's scope: give the workload the cloud-platform access scope")
+            case .rejected(let answer) where answer.httpStatus == 403:
+                return (.fail, "\(error)", "grant \(Self.remoteConfigRole) to \(who) in project \(id) (IAM & Admin → Grant access); \(why) need it")
+            case .rejected(let answer) where answer.httpStatus == 404:
+                return (.fail, "\(error)", "check fcm.project (\(id)), and enable the Firebase Remote Config API in the project")
+            case .transport:
+                return (
+                    .fail, "\(error)", "let the relay reach \(URL(string: settings.remoteConfigBaseURL)?.host ?? settings.remoteConfigBaseURL)"
+                )
+            default:
+                return (.fail, "\(error)", "Remote Config is not answering normally: try again in a minute")
+            }
+        }
+    }
+}
