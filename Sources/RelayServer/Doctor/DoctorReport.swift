@@ -52,24 +52,27 @@ public struct DoctorReport: Sendable, Encodable {
         return String(decoding: (try? encoder.encode(self)) ?? Data("{}".utf8), as: UTF8.self)
     }
 
-    /// The table a person reads: CHECK, RESULT, WHAT TO DO, long cells wrapped within `width` columns.
+    /// The table a person reads: CHECK, RESULT, WHAT TO DO, each project's checks under its name, long cells
+    /// wrapped within `width` columns.
     public func table(width: Int = 120, color: Bool = false) -> String {
-        let rows = checks.map { check -> [String] in
-            [
-                [check.project, check.check].compactMap { $0 }.joined(separator: " "),
-                "\(check.result.rawValue): \(check.detail)",
-                check.fix ?? "",
-            ]
-        }
+        func name(_ check: DoctorCheck) -> String { check.project == nil ? check.check : "  " + check.check }
         let header = ["CHECK", "RESULT", "WHAT TO DO"]
-        let first = min(max(header[0].count, rows.map { $0[0].count }.max() ?? 0), 40)
-        let remaining = max(width - first - 4, 40)
-        let second = min(max(header[1].count, rows.map { $0[1].count }.max() ?? 0), remaining * 11 / 20)
-        let third = max(remaining - second, 20)
+        let first = min(max(header[0].count, checks.map { name($0).count }.max() ?? 0), 32)
+        let rest = max(width - first - 4, 40)
+        let anyFix = checks.contains { $0.fix != nil }
+        let second = min(max(header[1].count, checks.map { $0.detail.count + 6 }.max() ?? 0), anyFix ? rest * 11 / 20 : rest - 12)
+        let third = max(rest - second, 10)
+        let widths = [first, second, third]
         var out = "rc-relay doctor: \(configuration)\n\n"
-        out += line([header[0], header[1], header[2]], widths: [first, second, third]).joined(separator: "\n") + "\n"
-        for (row, check) in zip(rows, checks) {
-            var lines = line(row, widths: [first, second, third])
+        out += line(header, widths: widths).joined(separator: "\n") + "\n"
+        var project: String?
+        for check in checks {
+            if check.project != project {
+                project = check.project
+                out += project.map { "project \($0)\n" } ?? ""
+            }
+            let cells = [name(check), "\(check.result.rawValue): \(check.detail)", check.fix ?? ""]
+            var lines = line(cells, widths: widths)
             if color, let code = Self.colors[check.result] {
                 // Only the result word is coloured: the columns stay aligned.
                 let word = check.result.rawValue
@@ -104,6 +107,8 @@ public struct DoctorReport: Sendable, Encodable {
 
     /// Words to lines of at most `width` characters (a longer word is cut).
     static func wrap(_ text: String, width: Int) -> [String] {
+        let indent = String(text.prefix { $0 == " " })
+        guard indent.isEmpty else { return wrap(String(text.dropFirst(indent.count)), width: width - indent.count).map { indent + $0 } }
         var lines: [String] = []
         var current = ""
         for word in text.split(separator: " ", omittingEmptySubsequences: true) {

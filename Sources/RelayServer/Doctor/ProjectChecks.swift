@@ -139,7 +139,8 @@ struct ProjectChecks {
                 return (.skip, "\(url) sent no Date header", nil)
             }
             let skew = Int((now.timeIntervalSince(date)).rounded())
-            let shown = skew == 0 ? "the same second as" : "\(abs(skew)) s \(skew > 0 ? "ahead of" : "behind")"
+            // A `Date` header counts whole seconds, and a server may write the same one for a second or so.
+            let shown = abs(skew) <= 2 ? "within 2 s of" : "\(abs(skew)) s \(skew > 0 ? "ahead of" : "behind")"
             guard abs(Double(skew)) <= Self.clockTolerance else {
                 return (
                     .fail, "this host's clock is \(shown) the token endpoint's",
@@ -162,7 +163,8 @@ struct ProjectChecks {
             missing.append(ServiceAccountExchange.messagingScope)
         }
         if needsRemoteConfig, granted.isDisjoint(with: [RemoteConfigClient.scope, Self.cloudPlatform]) { missing.append(RemoteConfigClient.scope) }
-        let detail = "issued with \(scopes.sorted().joined(separator: " ")), valid for \(lifetime) s"
+        let shown = scopes.sorted().map { $0.replacingOccurrences(of: "https://www.googleapis.com/auth/", with: "") }
+        let detail = "issued, valid for \(lifetime) s, with the scopes \(shown.joined(separator: ", "))"
         guard missing.isEmpty else {
             return (
                 .fail, "\(detail); it lacks \(missing.joined(separator: " and "))",
@@ -200,7 +202,7 @@ struct ProjectChecks {
             if let waves = route.waves {
                 var first = message
                 first.target = .topic(waves.topic(shard: 0))
-                out.append(("fcm route \(route.name) shard 0 of \(waves.shards)", route, first))
+                out.append(("fcm route \(route.name) shard 0", route, first))
             } else {
                 out.append(("fcm route \(route.name)", route, message))
             }
@@ -219,7 +221,7 @@ struct ProjectChecks {
         let target = message.target.key
         do {
             _ = try await sender.send(project: id, message: ByteBuffer(bytes: message.json), validateOnly: true)
-            return (.ok, "FCM accepts the message to \(target) (validate_only: nothing sent)", nil)
+            return (.ok, "FCM accepts the message to \(target) (validate_only: nothing was sent)", nil)
         } catch {
             let who = identity.email ?? "the workload's service account"
             switch error {
