@@ -94,11 +94,14 @@ extension DiscoveryDocument {
         return FieldViolation(field: path, description: "Invalid value at '\(path)' (\(type)), \(shown)")
     }
 
-    /// An integer sent as a JSON number without a fraction, or as a decimal string.
+    /// An integer sent as a JSON number or a decimal string; `1.0` and `1e2` are integers too, as protobuf reads them.
     static func integer(_ value: JSONValue) -> Int64? {
         switch value {
-        case .number(let text), .string(let text): Int64(text)
-        default: nil
+        case .number(let text), .string(let text):
+            if let exact = Int64(text) { return exact }
+            guard let double = Double(text), double.rounded() == double, abs(double) < 9.007_199_254_740_992e15 else { return nil }
+            return Int64(double)
+        default: return nil
         }
     }
 

@@ -93,7 +93,7 @@ public enum Doctor {
         } catch {
             return DoctorCheck(
                 check: "oidc keys", result: .fail, detail: "\(url) cannot be reached: \(error)",
-                fix: "let the relay reach \(URL(string: url)?.host ?? url) (egress, proxy, outbound CA)")
+                fix: "let the relay reach \(URL(string: url)?.host ?? url) (egress rules, a proxy, fcm.caFile)")
         }
     }
 

@@ -60,8 +60,11 @@ public struct DoctorReport: Sendable, Encodable {
         let first = min(max(header[0].count, checks.map { name($0).count }.max() ?? 0), 32)
         let rest = max(width - first - 4, 40)
         let anyFix = checks.contains { $0.fix != nil }
-        let second = min(max(header[1].count, checks.map { $0.detail.count + 6 }.max() ?? 0), anyFix ? rest * 11 / 20 : rest - 12)
-        let third = max(rest - second, 10)
+        // What to do is never cut inside a word (a role's name, an email) where the width allows.
+        let longestWord = min(checks.compactMap { $0.fix?.split(separator: " ").map(\.count).max() }.max() ?? 0, 40, rest / 2)
+        let wanted = min(max(header[1].count, checks.map { $0.detail.count + 6 }.max() ?? 0), anyFix ? rest * 11 / 20 : rest - 12)
+        let third = max(rest - wanted, 10, longestWord)
+        let second = rest - third
         let widths = [first, second, third]
         var out = "rc-relay doctor: \(configuration)\n\n"
         out += line(header, widths: widths).joined(separator: "\n") + "\n"
@@ -106,7 +109,7 @@ public struct DoctorReport: Sendable, Encodable {
     }
 
     /// Words to lines of at most `width` characters (a longer word is cut).
-    static func wrap(_ text: String, width: Int) -> [String] {
+    package static func wrap(_ text: String, width: Int) -> [String] {
         let indent = String(text.prefix { $0 == " " })
         guard indent.isEmpty else { return wrap(String(text.dropFirst(indent.count)), width: width - indent.count).map { indent + $0 } }
         var lines: [String] = []

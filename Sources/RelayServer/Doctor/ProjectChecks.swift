@@ -177,7 +177,7 @@ struct ProjectChecks {
     private func tokenFix(_ error: TokenError, identity: Identity) -> String {
         switch error {
         case .transport:
-            "let the relay reach \(identity.clockURL.flatMap { URL(string: $0)?.host } ?? "the token endpoint") (egress, proxy, outbound CA)"
+            "let the relay reach \(identity.clockURL.flatMap { URL(string: $0)?.host } ?? "the token endpoint") (egress rules, a proxy, fcm.caFile)"
         case .refused(_, "invalid_grant", _):
             "the key may be deleted or disabled, or the host's clock off: check the clock, else make a new key in the Firebase console"
         case .refused(_, "invalid_scope", _):
@@ -259,18 +259,18 @@ struct ProjectChecks {
     private func remoteConfig(project id: String, source: any AccessTokenSource, identity: Identity) async -> (DoctorCheck.Result, String, String?) {
         let client = RemoteConfigClient(
             httpClient: httpClient, baseURL: settings.remoteConfigBaseURL, tokenSource: source, timeout: settings.remoteConfigTimeout)
-        let why = settings.poll != nil ? "catch-up polling" : "change-aware routes"
+        let why = settings.poll != nil ? "catch-up polling needs it" : "change-aware routes need it"
         do {
             let page = try await client.listVersions(project: id, pageSize: 1)
             let newest = page.versions.first.flatMap { (try? JSONSerialization.jsonObject(with: $0)) as? [String: Any] }?["versionNumber"]
-            return (.ok, "listVersions answers (\(why) need it); the newest version is \(newest.map { "\($0)" } ?? "none yet")", nil)
+            return (.ok, "listVersions answers (\(why)); the newest version is \(newest.map { "\($0)" } ?? "none yet")", nil)
         } catch {
             let who = identity.email ?? "the workload's service account"
             switch error {
             case .rejected(let answer) where answer.httpStatus == 403 && answer.message?.contains("scope") == true:
                 return (.fail, "\(error)", "the access token lacks Remote Config's scope: give the workload the cloud-platform access scope")
             case .rejected(let answer) where answer.httpStatus == 403:
-                return (.fail, "\(error)", "grant \(Self.remoteConfigRole) to \(who) in project \(id) (IAM & Admin → Grant access); \(why) need it")
+                return (.fail, "\(error)", "grant \(Self.remoteConfigRole) to \(who) in project \(id) (IAM & Admin → Grant access); \(why)")
             case .rejected(let answer) where answer.httpStatus == 404:
                 return (.fail, "\(error)", "check fcm.project (\(id)), and enable the Firebase Remote Config API in the project")
             case .transport:
