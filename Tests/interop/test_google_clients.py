@@ -405,6 +405,30 @@ def test_google_api_client_pages_the_emulators_versions(remote_config_api, emu):
     assert 2 in kept(low=start) and 1 not in kept(low=start) and 5 not in kept(high=end)
 
 
+def test_the_emulators_templates_are_valid_by_the_remote_config_document(remote_config_api, emu):
+    template = {
+        "conditions": [{"name": "ios_ja", "expression": "device.os == 'ios' && device.language in ['ja']", "tagColor": "BLUE"}],
+        "parameters": {"welcome": {"defaultValue": {"value": "Hello"}, "conditionalValues": {"ios_ja": {"value": "Konnichiwa"}},
+                                   "valueType": "STRING"}},
+        "parameterGroups": {"onboarding": {"description": "first run", "parameters": {"tour": {"defaultValue": {"useInAppDefault": True}}}}},
+    }
+    assert requests.post(f"{emu['url']}/emulator/remote-config/{PROJECT}/publish", json=template, timeout=10).ok
+    fetched = remote_config_api.projects().getRemoteConfig(project=f"projects/{PROJECT}").execute()
+    discovery.assert_valid(REMOTE_CONFIG_API, "RemoteConfig", fetched)
+    assert fetched["parameters"]["welcome"]["conditionalValues"]["ios_ja"] == {"value": "Konnichiwa"}
+    # What Remote Config would refuse, the emulator refuses: an unknown field, a value of the wrong type, an enum it
+    # does not define. Nothing is published.
+    for bad, field in [
+        ({"parameters": {"p": {"defaultValue": {"value": "x"}, "notAField": 1}}}, "notAField"),
+        ({"parameters": {"p": {"defaultValue": {"value": 12}}}}, "value"),
+        ({"conditions": [{"name": "c", "expression": "true", "tagColor": "SPARKLY"}]}, "tagColor"),
+    ]:
+        refused = requests.post(f"{emu['url']}/emulator/remote-config/{PROJECT}/publish", json=bad, timeout=10)
+        assert refused.status_code == 400 and field in refused.json()["error"]["message"], refused.text
+    listed = remote_config_api.projects().remoteConfig().listVersions(project=f"projects/{PROJECT}").execute()
+    assert len(listed["versions"]) == 1
+
+
 # --- C. firebase-admin ---------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -150,6 +150,15 @@ extension FCMEmulatorServer {
                 return GoogleErrors.google(
                     400, status: "INVALID_ARGUMENT", message: "origin must be one of \(TemplateStore.origins.joined(separator: ", "))")
             }
+            // A template Remote Config would refuse is refused here too, so what `GET …/remoteConfig` answers is valid
+            // by the discovery document.
+            do {
+                try DiscoveryDocument.remoteConfig.check(try JSONParser.parse(Array(buffer: body)), against: "RemoteConfig")
+            } catch let violation as FieldViolation {
+                return GoogleErrors.google(400, status: "INVALID_ARGUMENT", message: violation.description)
+            } catch {
+                return GoogleErrors.google(400, status: "INVALID_ARGUMENT", message: "Invalid JSON payload received.")
+            }
             do {
                 let stored = try await state.templates.publish(
                     project: project, template: Data(buffer: body), description: query["description"].map(String.init) ?? "",
