@@ -197,7 +197,6 @@ public actor EmulatorState {
     public private(set) var grantableScopes: Set<String>?
     public func limitScopes(to scopes: Set<String>?) { grantableScopes = scopes }
 
-
     /// Takes the next fault queued for `endpoint` (`send` or `token`), if any.
     func nextFault(for endpoint: String = "send") -> Fault? {
         if endpoint == "send" { stats.sendRequests += 1 }

@@ -196,7 +196,8 @@ private func bare(_ json: String) throws -> TemplateVersion {
 @Test func readsEnumsSentAsNumbersAsGoogleEventsWritesThemByDefault() throws {
     // `RemoteConfigEventData(...).to_json()` from google-events, byte for byte.
     let version = try bare(
-        #"{"versionNumber": "42", "updateTime": "2026-11-26T08:00:00.123456Z", "updateUser": {"name": "A", "email": "a@b.c", "imageUrl": "http://x"}, "description": "d", "updateOrigin": 3, "updateType": 3, "rollbackSource": "40"}"#)
+        #"{"versionNumber": "42", "updateTime": "2026-11-26T08:00:00.123456Z", "updateUser": {"name": "A", "email": "a@b.c", "imageUrl": "http://x"}, "description": "d", "updateOrigin": 3, "updateType": 3, "rollbackSource": "40"}"#
+    )
     #expect(version.updateOrigin == "ADMIN_SDK_NODE")
     #expect(version.updateType == "ROLLBACK")
     #expect(version.rollbackSource == 40)
@@ -209,10 +210,13 @@ private func bare(_ json: String) throws -> TemplateVersion {
 
 @Test func readsTheOriginalProtoFieldNames() throws {
     let version = try bare(
-        #"{"version_number": "42", "update_time": "2026-11-26T08:00:00Z", "update_user": {"email": "a@b.c", "image_url": "http://x"}, "update_origin": "CONSOLE", "update_type": "ROLLBACK", "rollback_source": "40", "unknown_later": [1]}"#)
-    #expect(version == TemplateVersion(
-        versionNumber: 42, updateTime: "2026-11-26T08:00:00Z", updateUser: .init(email: "a@b.c", imageUrl: "http://x"),
-        updateOrigin: "CONSOLE", updateType: "ROLLBACK", rollbackSource: 40))
+        #"{"version_number": "42", "update_time": "2026-11-26T08:00:00Z", "update_user": {"email": "a@b.c", "image_url": "http://x"}, "update_origin": "CONSOLE", "update_type": "ROLLBACK", "rollback_source": "40", "unknown_later": [1]}"#
+    )
+    #expect(
+        version
+            == TemplateVersion(
+                versionNumber: 42, updateTime: "2026-11-26T08:00:00Z", updateUser: .init(email: "a@b.c", imageUrl: "http://x"),
+                updateOrigin: "CONSOLE", updateType: "ROLLBACK", rollbackSource: 40))
 }
 
 @Test func refusesAFieldGivenUnderBothItsNames() {

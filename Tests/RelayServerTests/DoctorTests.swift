@@ -9,7 +9,8 @@ private let report = DoctorReport(
         DoctorCheck(check: "configuration", result: .ok, detail: "1 project(s), 1 route(s)"),
         DoctorCheck(project: "p", check: "credentials", result: .ok, detail: "key file k.json: a@p.iam.gserviceaccount.com, project_id p"),
         DoctorCheck(
-            project: "p", check: "remote config", result: .fail, detail: "Remote Config answered 403 PERMISSION_DENIED: The caller does not have permission",
+            project: "p", check: "remote config", result: .fail,
+            detail: "Remote Config answered 403 PERMISSION_DENIED: The caller does not have permission",
             fix: "grant roles/firebaseremoteconfig.viewer to a@p.iam.gserviceaccount.com in project p (IAM & Admin → Grant access)"),
         DoctorCheck(check: "store", result: .warn, detail: "no rc-relay tables yet", fix: "nothing: serve creates them at start"),
     ])

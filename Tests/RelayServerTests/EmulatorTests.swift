@@ -185,20 +185,31 @@ func protoNamesAreTheJSONNamesInSnakeCase(json: String, proto: String) {
             ),
             (#"{"message":{"topic":"a"},"dryRun":true}"#, "dryRun", #"Invalid JSON payload received. Unknown name "dryRun": Cannot find field."#),
             (#"{"message":{"topic":"a","data":{"v":12}}}"#, "message.data[0].value", "Invalid value at 'message.data[0].value' (TYPE_STRING), 12"),
-            (#"{"message":{"topic":"a","data":{"a":"x","b":true}}}"#, "message.data[1].value", "Invalid value at 'message.data[1].value' (TYPE_STRING), true"),
+            (
+                #"{"message":{"topic":"a","data":{"a":"x","b":true}}}"#, "message.data[1].value",
+                "Invalid value at 'message.data[1].value' (TYPE_STRING), true"
+            ),
             (
                 #"{"message":{"topic":"a","android":{"ttl":"86400"}}}"#, "message.android.ttl",
                 #"Invalid value at 'message.android.ttl' (type.googleapis.com/google.protobuf.Duration), "86400""#
             ),
-            (#"{"message":{"topic":"a","android":{"priority":"URGENT"}}}"#, "message.android.priority", #"Invalid value at 'message.android.priority' (TYPE_ENUM), "URGENT""#),
+            (
+                #"{"message":{"topic":"a","android":{"priority":"URGENT"}}}"#, "message.android.priority",
+                #"Invalid value at 'message.android.priority' (TYPE_ENUM), "URGENT""#
+            ),
         ] {
             let answer = try await send(relay, body)
             #expect(answer.status == 400, "\(body)")
             let error = answer.json["error"] as? [String: Any]
             #expect(error?["message"] as? String == message)
             let details = error?["details"] as? [[String: Any]] ?? []
-            #expect(details.contains { $0["@type"] as? String == "type.googleapis.com/google.firebase.fcm.v1.FcmError" && $0["errorCode"] as? String == "INVALID_ARGUMENT" })
-            let violations = details.first { $0["@type"] as? String == "type.googleapis.com/google.rpc.BadRequest" }?["fieldViolations"] as? [[String: Any]]
+            #expect(
+                details.contains {
+                    $0["@type"] as? String == "type.googleapis.com/google.firebase.fcm.v1.FcmError"
+                        && $0["errorCode"] as? String == "INVALID_ARGUMENT"
+                })
+            let violations =
+                details.first { $0["@type"] as? String == "type.googleapis.com/google.rpc.BadRequest" }?["fieldViolations"] as? [[String: Any]]
             #expect(violations?.first?["field"] as? String == field, "\(body)")
             #expect(violations?.first?["description"] as? String == message)
         }
@@ -230,7 +241,10 @@ func protoNamesAreTheJSONNamesInSnakeCase(json: String, proto: String) {
 @Test func theJSONParserKeepsOrderAndRefusesWhatIsNotJSON() throws {
     let value = try JSONParser.parse(Array(#" {"b": [1, -2.5e3, true, null], "a": "\u00e9\ud83d\ude00\n"} "#.utf8))
     #expect(value == .object([("b", .array([.number("1"), .number("-2.5e3"), .bool(true), .null])), ("a", .string("é😀\n"))]))
-    for bad in ["", "{", #"{"a":}"#, "[1,]", "01", "1.", #""\x""#, "{\"a\":1} x", String(repeating: "[", count: 100) + String(repeating: "]", count: 100), "\"\u{1}\""] {
+    for bad in [
+        "", "{", #"{"a":}"#, "[1,]", "01", "1.", #""\x""#, "{\"a\":1} x", String(repeating: "[", count: 100) + String(repeating: "]", count: 100),
+        "\"\u{1}\"",
+    ] {
         #expect(throws: JSONParser.Failure.self, "\(bad)") { try JSONParser.parse(Array(bad.utf8)) }
     }
 }

@@ -4,1457 +4,1264 @@
 enum GoogleDocuments {
     /// `fcm.v1.json`, revision 20261023.
     static let fcmV1 = #"""
-{
-"auth": {
-"oauth2": {
-"scopes": {
-"https://www.googleapis.com/auth/cloud-platform": {
-"description": "See, edit, configure, and delete your Google Cloud data and see the email address for your Google Account."
-},
-"https://www.googleapis.com/auth/firebase.messaging": {
-"description": "Send messages and manage messaging subscriptions for your Firebase applications"
-}
-}
-}
-},
-"basePath": "",
-"baseUrl": "https://fcm.googleapis.com/",
-"batchPath": "batch",
-"canonicalName": "Firebase Cloud Messaging",
-"description": "FCM send API that provides a cross-platform messaging solution to reliably deliver messages.",
-"discoveryVersion": "v1",
-"documentationLink": "https://firebase.google.com/docs/cloud-messaging",
-"fullyEncodeReservedExpansion": true,
-"icons": {
-"x16": "http://www.google.com/images/icons/product/search-16.gif",
-"x32": "http://www.google.com/images/icons/product/search-32.gif"
-},
-"id": "fcm:v1",
-"kind": "discovery#restDescription",
-"mtlsRootUrl": "https://fcm.mtls.googleapis.com/",
-"name": "fcm",
-"ownerDomain": "google.com",
-"ownerName": "Google",
-"parameters": {
-"$.xgafv": {
-"description": "V1 error format.",
-"enum": [
-"1",
-"2"
-],
-"enumDescriptions": [
-"v1 error format",
-"v2 error format"
-],
-"location": "query",
-"type": "string"
-},
-"access_token": {
-"description": "OAuth access token.",
-"location": "query",
-"type": "string"
-},
-"alt": {
-"default": "json",
-"description": "Data format for response.",
-"enum": [
-"json",
-"media",
-"proto"
-],
-"enumDescriptions": [
-"Responses with Content-Type of application/json",
-"Media download with context-dependent Content-Type",
-"Responses with Content-Type of application/x-protobuf"
-],
-"location": "query",
-"type": "string"
-},
-"callback": {
-"description": "JSONP",
-"location": "query",
-"type": "string"
-},
-"fields": {
-"description": "Selector specifying which fields to include in a partial response.",
-"location": "query",
-"type": "string"
-},
-"key": {
-"description": "API key. Your API key identifies your project and provides you with API access, quota, and reports. Required unless you provide an OAuth 2.0 token.",
-"location": "query",
-"type": "string"
-},
-"oauth_token": {
-"description": "OAuth 2.0 token for the current user.",
-"location": "query",
-"type": "string"
-},
-"prettyPrint": {
-"default": "true",
-"description": "Returns response with indentations and line breaks.",
-"location": "query",
-"type": "boolean"
-},
-"quotaUser": {
-"description": "Available to use for quota purposes for server-side applications. Can be any arbitrary string assigned to a user, but should not exceed 40 characters.",
-"location": "query",
-"type": "string"
-},
-"uploadType": {
-"description": "Legacy upload protocol for media (e.g. \"media\", \"multipart\").",
-"location": "query",
-"type": "string"
-},
-"upload_protocol": {
-"description": "Upload protocol for media (e.g. \"raw\", \"multipart\").",
-"location": "query",
-"type": "string"
-}
-},
-"protocol": "rest",
-"resources": {
-"projects": {
-"resources": {
-"messages": {
-"methods": {
-"send": {
-"description": "Send a message to specified target (a [Firebase Installation ID (FID)](/docs/cloud-messaging/android/get-started#access-firebase-installation-id), registration token, topic, or condition). If duplicate fields or parameters are provided in a request (such as repeated JSON keys in the request body or duplicate query parameters), the last occurrence takes precedence.",
-"flatPath": "v1/projects/{projectsId}/messages:send",
-"httpMethod": "POST",
-"id": "fcm.projects.messages.send",
-"parameterOrder": [
-"parent"
-],
-"parameters": {
-"parent": {
-"description": "Required. It contains the Firebase project id (i.e. the unique identifier for your Firebase project), in the format of `projects/{project_id}`. The numeric project number with no padding is also supported in the format of `projects/{project_number}`.",
-"location": "path",
-"pattern": "^projects/[^/]+$",
-"required": true,
-"type": "string"
-}
-},
-"path": "v1/{+parent}/messages:send",
-"request": {
-"$ref": "SendMessageRequest"
-},
-"response": {
-"$ref": "Message"
-},
-"scopes": [
-"https://www.googleapis.com/auth/cloud-platform",
-"https://www.googleapis.com/auth/firebase.messaging"
-]
-}
-}
-},
-"registrations": {
-"resources": {
-"topicSubscriptions": {
-"methods": {
-"create": {
-"description": "Creates a TopicSubscription. Subscribes an app installation instance (by registration_id, either FID or FCM Token) to a topicSubscription. Returns a TopicSubscription if it is created successfully. If the subscription already exists, returns error of ALREADY_EXISTS.",
-"flatPath": "v1/projects/{projectsId}/registrations/{registrationsId}/topicSubscriptions",
-"httpMethod": "POST",
-"id": "fcm.projects.registrations.topicSubscriptions.create",
-"parameterOrder": [
-"parent"
-],
-"parameters": {
-"parent": {
-"description": "Required. The parent resource where this subscription will be created. Format: projects/{project}/registrations/{registration} The {registration} part can be an FID or an FCM Token.",
-"location": "path",
-"pattern": "^projects/[^/]+/registrations/[^/]+$",
-"required": true,
-"type": "string"
-},
-"topicName": {
-"description": "Required. The ID to use for the subscription, which is the topic name. This will become the last segment of the TopicSubscription's resource name. Topic names match the pattern of \"[a-zA-Z0-9-_.~%]{1,900}\".",
-"location": "query",
-"type": "string"
-}
-},
-"path": "v1/{+parent}/topicSubscriptions",
-"request": {
-"$ref": "TopicSubscription"
-},
-"response": {
-"$ref": "TopicSubscription"
-},
-"scopes": [
-"https://www.googleapis.com/auth/cloud-platform",
-"https://www.googleapis.com/auth/firebase.messaging"
-]
-},
-"delete": {
-"description": "Deletes a TopicSubscription.",
-"flatPath": "v1/projects/{projectsId}/registrations/{registrationsId}/topicSubscriptions/{topicSubscriptionsId}",
-"httpMethod": "DELETE",
-"id": "fcm.projects.registrations.topicSubscriptions.delete",
-"parameterOrder": [
-"name"
-],
-"parameters": {
-"allowMissing": {
-"description": "Optional. If set to true, and the topic subscription is not found, the request will succeed but no action will be taken on the server.",
-"location": "query",
-"type": "boolean"
-},
-"name": {
-"description": "Required. The name of the topic subscription to delete. Format: projects/{project}/registrations/{registration}/topicSubscriptions/{topicSubscription}",
-"location": "path",
-"pattern": "^projects/[^/]+/registrations/[^/]+/topicSubscriptions/[^/]+$",
-"required": true,
-"type": "string"
-}
-},
-"path": "v1/{+name}",
-"response": {
-"$ref": "Empty"
-},
-"scopes": [
-"https://www.googleapis.com/auth/cloud-platform",
-"https://www.googleapis.com/auth/firebase.messaging"
-]
-},
-"get": {
-"description": "Gets a TopicSubscription.",
-"flatPath": "v1/projects/{projectsId}/registrations/{registrationsId}/topicSubscriptions/{topicSubscriptionsId}",
-"httpMethod": "GET",
-"id": "fcm.projects.registrations.topicSubscriptions.get",
-"parameterOrder": [
-"name"
-],
-"parameters": {
-"name": {
-"description": "Required. The name of the topic subscription to retrieve. Format: projects/{project}/registrations/{registration}/topicSubscriptions/{topicSubscription}",
-"location": "path",
-"pattern": "^projects/[^/]+/registrations/[^/]+/topicSubscriptions/[^/]+$",
-"required": true,
-"type": "string"
-}
-},
-"path": "v1/{+name}",
-"response": {
-"$ref": "TopicSubscription"
-},
-"scopes": [
-"https://www.googleapis.com/auth/cloud-platform",
-"https://www.googleapis.com/auth/firebase.messaging"
-]
-},
-"list": {
-"description": "Lists TopicSubscriptions for a given app instance.",
-"flatPath": "v1/projects/{projectsId}/registrations/{registrationsId}/topicSubscriptions",
-"httpMethod": "GET",
-"id": "fcm.projects.registrations.topicSubscriptions.list",
-"parameterOrder": [
-"parent"
-],
-"parameters": {
-"pageSize": {
-"description": "Optional. The maximum number of subscriptions to return. The service may return fewer than this value. If unspecified, at most 1000 subscriptions will be returned. The maximum value is 2000; values above 2000 will be coerced to 2000.",
-"format": "int32",
-"location": "query",
-"type": "integer"
-},
-"pageToken": {
-"description": "Optional. A page token, received from a previous `ListTopicSubscriptions` call. Provide this to retrieve the subsequent page.",
-"location": "query",
-"type": "string"
-},
-"parent": {
-"description": "Required. The parent resource, which owns this collection of subscriptions. Format: projects/{project}/registrations/{registration} The {registration} part can be an FID or an FCM Token.",
-"location": "path",
-"pattern": "^projects/[^/]+/registrations/[^/]+$",
-"required": true,
-"type": "string"
-}
-},
-"path": "v1/{+parent}/topicSubscriptions",
-"response": {
-"$ref": "ListTopicSubscriptionsResponse"
-},
-"scopes": [
-"https://www.googleapis.com/auth/cloud-platform",
-"https://www.googleapis.com/auth/firebase.messaging"
-]
-},
-"patch": {
-"description": "Updates a TopicSubscription. Subscribes an app installation instance by registration_id, either FID or FCM Token, to a topicSubscription. Returns an existing TopicSubscription or creates a new one if it does not exist.",
-"flatPath": "v1/projects/{projectsId}/registrations/{registrationsId}/topicSubscriptions/{topicSubscriptionsId}",
-"httpMethod": "PATCH",
-"id": "fcm.projects.registrations.topicSubscriptions.patch",
-"parameterOrder": [
-"name"
-],
-"parameters": {
-"allowMissing": {
-"description": "Optional. If set to true, and the topic subscription is not found, a new topic subscription will be created.",
-"location": "query",
-"type": "boolean"
-},
-"name": {
-"description": "Identifier. The resource name of the subscription. Format: projects/{project}/registrations/{registration}/topicSubscriptions/{topicSubscription} The {registration} part contains the registration ID (e.g., FID).",
-"location": "path",
-"pattern": "^projects/[^/]+/registrations/[^/]+/topicSubscriptions/[^/]+$",
-"required": true,
-"type": "string"
-}
-},
-"path": "v1/{+name}",
-"request": {
-"$ref": "TopicSubscription"
-},
-"response": {
-"$ref": "TopicSubscription"
-},
-"scopes": [
-"https://www.googleapis.com/auth/cloud-platform",
-"https://www.googleapis.com/auth/firebase.messaging"
-]
-}
-}
-}
-}
-}
-}
-}
-},
-"revision": "20261023",
-"rootUrl": "https://fcm.googleapis.com/",
-"schemas": {
-"AndroidBackgroundSyncMessage": {
-"description": "A Background Sync message that is sent to Android devices.",
-"id": "AndroidBackgroundSyncMessage",
-"properties": {},
-"type": "object"
-},
-"AndroidConfig": {
-"description": "Android specific options for messages sent through [FCM connection server](https://goo.gl/4GLdUl).",
-"id": "AndroidConfig",
-"properties": {
-"bandwidthConstrainedOk": {
-"description": "Optional. If set to true, messages will be allowed to be delivered to the app while the device is in bandwidth constrained mode. This should only be enabled when the app has been tested to properly handle messages in bandwidth constrained mode.",
-"type": "boolean"
-},
-"collapseKey": {
-"description": "An identifier of a group of messages that can be collapsed, so that only the last message gets sent when delivery can be resumed. A maximum of 4 different collapse keys is allowed at any given time.",
-"type": "string"
-},
-"data": {
-"additionalProperties": {
-"type": "string"
-},
-"description": "Arbitrary key/value payload. If present, it will override google.firebase.fcm.v1.Message.data.",
-"type": "object"
-},
-"directBootOk": {
-"description": "Optional. If set to true, messages will be allowed to be delivered to the app while the device is in direct boot mode. See [Support Direct Boot mode](https://developer.android.com/training/articles/direct-boot).",
-"type": "boolean"
-},
-"fcmOptions": {
-"$ref": "AndroidFcmOptions",
-"description": "Options for features provided by the FCM SDK for Android."
-},
-"notification": {
-"$ref": "AndroidNotification",
-"description": "Notification to send to Android devices."
-},
-"priority": {
-"description": "Message priority. Can take \"normal\" and \"high\" values. For more information, see [Setting the priority of a message](https://firebase.google.com/docs/cloud-messaging/customize-messages/setting-message-priority).",
-"enum": [
-"NORMAL",
-"HIGH"
-],
-"enumDescriptions": [
-"Default priority for data messages. Normal priority messages won't open network connections on a sleeping device, and their delivery may be delayed to conserve the battery. For less time-sensitive messages, such as notifications of new email or other data to sync, choose normal delivery priority.",
-"Default priority for notification messages. FCM attempts to deliver high priority messages immediately, allowing the FCM service to wake a sleeping device when possible and open a network connection to your app server. Apps with instant messaging, chat, or voice call alerts, for example, generally need to open a network connection and make sure FCM delivers the message to the device without delay. Set high priority if the message is time-critical and requires the user's immediate interaction, but beware that setting your messages to high priority contributes more to battery drain compared with normal priority messages."
-],
-"type": "string"
-},
-"restrictedPackageName": {
-"description": "Package name of the application where the registration token must match in order to receive the message.",
-"type": "string"
-},
-"restrictedSatelliteOk": {
-"description": "Optional. If set to true, messages will be allowed to be delivered to the app while the device is connected over a restricted satellite network. This should only be enabled for messages that can be handled over a restricted satellite network and only for apps that are enabled to work over a restricted satellite network. Note that the ability of the app to connect to a restricted satellite network is dependent on the carrier's settings and the device model.",
-"type": "boolean"
-},
-"ttl": {
-"description": "How long (in seconds) the message should be kept in FCM storage if the device is offline. The maximum time to live supported is 4 weeks, and the default value is 4 weeks if not set. Set it to 0 if want to send the message immediately. In JSON format, the Duration type is encoded as a string rather than an object, where the string ends in the suffix \"s\" (indicating seconds) and is preceded by the number of seconds, with nanoseconds expressed as fractional seconds. For example, 3 seconds with 0 nanoseconds should be encoded in JSON format as \"3s\", while 3 seconds and 1 nanosecond should be expressed in JSON format as \"3.000000001s\". The ttl will be rounded down to the nearest second.",
-"format": "google-duration",
-"type": "string"
-}
-},
-"type": "object"
-},
-"AndroidConfigV2": {
-"description": "Android specific V2 options for messages sent through [FCM connection server](https://goo.gl/4GLdUl). This is a v2 version of the AndroidConfig message and will replace it in the v2 API.",
-"id": "AndroidConfigV2",
-"properties": {
-"backgroundSync": {
-"$ref": "AndroidBackgroundSyncMessage",
-"description": "Optional. Non-urgent background sync message to send to Android devices. Delivery of these messages may be delayed or batched to optimize for battery."
-},
-"bandwidthConstrainedOk": {
-"description": "Optional. If set to true, messages will be allowed to be delivered to the app while the device is in bandwidth constrained mode. This should only be enabled when the app has been tested to properly handle messages in bandwidth constrained mode.",
-"type": "boolean"
-},
-"collapseKey": {
-"description": "An identifier of a group of messages that can be collapsed, so that only the last message gets sent when delivery can be resumed. A maximum of 4 different collapse keys is allowed at any given time.",
-"type": "string"
-},
-"data": {
-"additionalProperties": {
-"type": "string"
-},
-"description": "Arbitrary key/value payload. If present, it will override google.firebase.fcm.v1.Message.data.",
-"type": "object"
-},
-"directBootOk": {
-"description": "Optional. If set to true, messages will be allowed to be delivered to the app while the device is in direct boot mode. See [Support Direct Boot mode](https://developer.android.com/training/articles/direct-boot).",
-"type": "boolean"
-},
-"fcmOptions": {
-"$ref": "AndroidFcmOptions",
-"description": "Options for features provided by the FCM SDK for Android. If present, it will override google.firebase.fcm.v1.Message.fcm_options."
-},
-"remoteNotification": {
-"$ref": "AndroidRemoteNotification",
-"description": "Optional. User-facing notification to send to Android devices. These messages are delivered immediately and are not delayed by battery optimizations."
-},
-"restrictedPackageName": {
-"description": "Package name of the application where the registration token must match in order to receive the message.",
-"type": "string"
-},
-"restrictedSatelliteOk": {
-"description": "Optional. If set to true, messages will be allowed to be delivered to the app while the device is connected over a restricted satellite network. This should only be enabled for messages that can be handled over a restricted satellite network and only for apps that are enabled to work over a restricted satellite network. Note that the ability of the app to connect to a restricted satellite network is dependent on the carrier's settings and the device model.",
-"type": "boolean"
-},
-"ttl": {
-"description": "How long (in seconds) the message should be kept in FCM storage if the device is offline. The maximum time to live supported is 4 weeks, and the default value is 4 weeks if not set. Set it to 0 if want to send the message immediately. In JSON format, the Duration type is encoded as a string rather than an object, where the string ends in the suffix \"s\" (indicating seconds) and is preceded by the number of seconds, with nanoseconds expressed as fractional seconds. For example, 3 seconds with 0 nanoseconds should be encoded in JSON format as \"3s\", while 3 seconds and 1 nanosecond should be expressed in JSON format as \"3.000000001s\". The ttl will be rounded down to the nearest second.",
-"format": "google-duration",
-"type": "string"
-}
-},
-"type": "object"
-},
-"AndroidFcmOptions": {
-"description": "Options for features provided by the FCM SDK for Android.",
-"id": "AndroidFcmOptions",
-"properties": {
-"analyticsLabel": {
-"description": "Label associated with the message's analytics data.",
-"type": "string"
-}
-},
-"type": "object"
-},
-"AndroidNotification": {
-"description": "Notification to send to android devices.",
-"id": "AndroidNotification",
-"properties": {
-"body": {
-"description": "The notification's body text. If present, it will override google.firebase.fcm.v1.Notification.body.",
-"type": "string"
-},
-"bodyLocArgs": {
-"description": "Variable string values to be used in place of the format specifiers in body_loc_key to use to localize the body text to the user's current localization. See [Formatting and Styling](https://goo.gl/MalYE3) for more information.",
-"items": {
-"type": "string"
-},
-"type": "array"
-},
-"bodyLocKey": {
-"description": "The key to the body string in the app's string resources to use to localize the body text to the user's current localization. See [String Resources](https://goo.gl/NdFZGI) for more information.",
-"type": "string"
-},
-"bypassProxyNotification": {
-"deprecated": true,
-"description": "Optional. If set, display notifications delivered to the device will be handled by the app instead of the proxy.",
-"type": "boolean"
-},
-"channelId": {
-"description": "The [notification's channel id](https://developer.android.com/guide/topics/ui/notifiers/notifications#ManageChannels) (new in Android O). The app must create a channel with this channel ID before any notification with this channel ID is received. If you don't send this channel ID in the request, or if the channel ID provided has not yet been created by the app, FCM uses the channel ID specified in the app manifest.",
-"type": "string"
-},
-"clickAction": {
-"description": "The action associated with a user click on the notification. If specified, an activity with a matching intent filter is launched when a user clicks on the notification.",
-"type": "string"
-},
-"color": {
-"description": "The notification's icon color, expressed in #rrggbb format.",
-"type": "string"
-},
-"defaultLightSettings": {
-"description": "If set to true, use the Android framework's default LED light settings for the notification. Default values are specified in [config.xml](https://android.googlesource.com/platform/frameworks/base/+/master/core/res/res/values/config.xml). If `default_light_settings` is set to true and `light_settings` is also set, the user-specified `light_settings` is used instead of the default value.",
-"type": "boolean"
-},
-"defaultSound": {
-"description": "If set to true, use the Android framework's default sound for the notification. Default values are specified in [config.xml](https://android.googlesource.com/platform/frameworks/base/+/master/core/res/res/values/config.xml).",
-"type": "boolean"
-},
-"defaultVibrateTimings": {
-"description": "If set to true, use the Android framework's default vibrate pattern for the notification. Default values are specified in [config.xml](https://android.googlesource.com/platform/frameworks/base/+/master/core/res/res/values/config.xml). If `default_vibrate_timings` is set to true and `vibrate_timings` is also set, the default value is used instead of the user-specified `vibrate_timings`.",
-"type": "boolean"
-},
-"eventTime": {
-"description": "Set the time that the event in the notification occurred. Notifications in the panel are sorted by this time. A point in time is represented using [protobuf.Timestamp](https://developers.google.com/protocol-buffers/docs/reference/java/com/google/protobuf/Timestamp).",
-"format": "google-datetime",
-"type": "string"
-},
-"icon": {
-"description": "The notification's icon. Sets the notification icon to myicon for drawable resource myicon. If you don't send this key in the request, FCM displays the launcher icon specified in your app manifest.",
-"type": "string"
-},
-"image": {
-"description": "Contains the URL of an image that is going to be displayed in a notification. If present, it will override google.firebase.fcm.v1.Notification.image.",
-"type": "string"
-},
-"lightSettings": {
-"$ref": "LightSettings",
-"description": "Settings to control the notification's LED blinking rate and color if LED is available on the device. The total blinking time is controlled by the OS."
-},
-"localOnly": {
-"description": "Set whether or not this notification is relevant only to the current device. Some notifications can be bridged to other devices for remote display, such as a Wear OS watch. This hint can be set to recommend this notification not be bridged. See [Wear OS guides](https://developer.android.com/training/wearables/notifications/bridger#existing-method-of-preventing-bridging)",
-"type": "boolean"
-},
-"notificationCount": {
-"description": "Sets the number of items this notification represents. May be displayed as a badge count for launchers that support badging. See [Notification Badge](https://developer.android.com/training/notify-user/badges). For example, this might be useful if you're using just one notification to represent multiple new messages but you want the count here to represent the number of total new messages. If zero or unspecified, systems that support badging use the default, which is to increment a number displayed on the long-press menu each time a new notification arrives.",
-"format": "int32",
-"type": "integer"
-},
-"notificationPriority": {
-"description": "Set the relative priority for this notification. Priority is an indication of how much of the user's attention should be consumed by this notification. Low-priority notifications may be hidden from the user in certain situations, while the user might be interrupted for a higher-priority notification. This parameter affects notification priority only on devices running Android 7.1 (API level 25) and lower. On Android 8.0 (API level 26) and higher, priority is ignored in favor of channel [importance](https://developer.android.com/develop/ui/views/notifications/channels#importance). Note this priority differs from `AndroidMessagePriority`. This priority is processed by the client after the message has been delivered, whereas [AndroidMessagePriority](https://firebase.google.com/docs/reference/fcm/rest/v1/projects.messages#androidmessagepriority) is an FCM concept that controls when the message is delivered.",
-"enum": [
-"PRIORITY_UNSPECIFIED",
-"PRIORITY_MIN",
-"PRIORITY_LOW",
-"PRIORITY_DEFAULT",
-"PRIORITY_HIGH",
-"PRIORITY_MAX"
-],
-"enumDescriptions": [
-"If priority is unspecified, notification priority is set to `PRIORITY_DEFAULT`.",
-"Lowest notification priority. Notifications with this `PRIORITY_MIN` might not be shown to the user except under special circumstances, such as detailed notification logs.",
-"Lower notification priority. The UI may choose to show the notifications smaller, or at a different position in the list, compared with notifications with `PRIORITY_DEFAULT`.",
-"Default notification priority. If the application does not prioritize its own notifications, use this value for all notifications.",
-"Higher notification priority. Use this for more important notifications or alerts. The UI may choose to show these notifications larger, or at a different position in the notification lists, compared with notifications with `PRIORITY_DEFAULT`.",
-"Highest notification priority. Use this for the application's most important items that require the user's prompt attention or input."
-],
-"type": "string"
-},
-"proxy": {
-"description": "Setting to control when a notification may be proxied.",
-"enum": [
-"PROXY_UNSPECIFIED",
-"ALLOW",
-"DENY",
-"IF_PRIORITY_LOWERED"
-],
-"enumDescriptions": [
-"If unspecified, default to `Proxy.IF_PRIORITY_LOWERED`.",
-"Try to proxy this notification.",
-"Do not proxy this notification.",
-"Only try to proxy this notification if its `AndroidMessagePriority` was lowered from `HIGH` to `NORMAL` on the device."
-],
-"type": "string"
-},
-"sound": {
-"description": "The sound to play when the device receives the notification. Supports \"default\" or the filename of a sound resource bundled in the app. Sound files must reside in /res/raw/.",
-"type": "string"
-},
-"sticky": {
-"description": "When set to false or unset, the notification is automatically dismissed when the user clicks it in the panel. When set to true, the notification persists even when the user clicks it.",
-"type": "boolean"
-},
-"tag": {
-"description": "Identifier used to replace existing notifications in the notification drawer. If not specified, each request creates a new notification. If specified and a notification with the same tag is already being shown, the new notification replaces the existing one in the notification drawer.",
-"type": "string"
-},
-"ticker": {
-"description": "Sets the \"ticker\" text, which is sent to accessibility services. Prior to API level 21 (`Lollipop`), sets the text that is displayed in the status bar when the notification first arrives.",
-"type": "string"
-},
-"title": {
-"description": "The notification's title. If present, it will override google.firebase.fcm.v1.Notification.title.",
-"type": "string"
-},
-"titleLocArgs": {
-"description": "Variable string values to be used in place of the format specifiers in title_loc_key to use to localize the title text to the user's current localization. See [Formatting and Styling](https://goo.gl/MalYE3) for more information.",
-"items": {
-"type": "string"
-},
-"type": "array"
-},
-"titleLocKey": {
-"description": "The key to the title string in the app's string resources to use to localize the title text to the user's current localization. See [String Resources](https://goo.gl/NdFZGI) for more information.",
-"type": "string"
-},
-"vibrateTimings": {
-"description": "Set the vibration pattern to use. Pass in an array of [protobuf.Duration](https://developers.google.com/protocol-buffers/docs/reference/google.protobuf#google.protobuf.Duration) to turn on or off the vibrator. The first value indicates the `Duration` to wait before turning the vibrator on. The next value indicates the `Duration` to keep the vibrator on. Subsequent values alternate between `Duration` to turn the vibrator off and to turn the vibrator on. If `vibrate_timings` is set and `default_vibrate_timings` is set to `true`, the default value is used instead of the user-specified `vibrate_timings`.",
-"items": {
-"format": "google-duration",
-"type": "string"
-},
-"type": "array"
-},
-"visibility": {
-"description": "Set the [Notification.visibility](https://developer.android.com/reference/android/app/Notification.html#visibility) of the notification.",
-"enum": [
-"VISIBILITY_UNSPECIFIED",
-"PRIVATE",
-"PUBLIC",
-"SECRET"
-],
-"enumDescriptions": [
-"If unspecified, default to `Visibility.PRIVATE`.",
-"Show this notification on all lockscreens, but conceal sensitive or private information on secure lockscreens.",
-"Show this notification in its entirety on all lockscreens.",
-"Do not reveal any part of this notification on a secure lockscreen."
-],
-"type": "string"
-}
-},
-"type": "object"
-},
-"AndroidNotificationV2": {
-"description": "Notification v2 to send to Android devices. This is a v2 version of the AndroidNotification message and will replace it in the v2 API.",
-"id": "AndroidNotificationV2",
-"properties": {
-"body": {
-"description": "The notification's body text. If present, it will override google.firebase.fcm.v1.Notification.body.",
-"type": "string"
-},
-"bodyLocArgs": {
-"description": "Variable string values to be used in place of the format specifiers in body_loc_key to use to localize the body text to the user's current localization. See [Formatting and Styling](https://goo.gl/MalYE3) for more information.",
-"items": {
-"type": "string"
-},
-"type": "array"
-},
-"bodyLocKey": {
-"description": "The key to the body string in the app's string resources to use to localize the body text to the user's current localization. See [String Resources](https://goo.gl/NdFZGI) for more information.",
-"type": "string"
-},
-"channelId": {
-"description": "The [notification's channel id](https://developer.android.com/guide/topics/ui/notifiers/notifications#ManageChannels) (new in Android O). The app must create a channel with this channel ID before any notification with this channel ID is received. If you don't send this channel ID in the request, or if the channel ID provided has not yet been created by the app, FCM uses the channel ID specified in the app manifest.",
-"type": "string"
-},
-"clickAction": {
-"description": "The action associated with a user click on the notification. If specified, an activity with a matching intent filter is launched when a user clicks on the notification.",
-"type": "string"
-},
-"color": {
-"description": "The notification's icon color, expressed in #rrggbb format.",
-"type": "string"
-},
-"defaultLightSettings": {
-"description": "If set to true, use the Android framework's default LED light settings for the notification. Default values are specified in [config.xml](https://android.googlesource.com/platform/frameworks/base/+/master/core/res/res/values/config.xml). If `default_light_settings` is set to true and `light_settings` is also set, the user-specified `light_settings` is used instead of the default value.",
-"type": "boolean"
-},
-"defaultSound": {
-"description": "If set to true, use the Android framework's default sound for the notification. Default values are specified in [config.xml](https://android.googlesource.com/platform/frameworks/base/+/master/core/res/res/values/config.xml).",
-"type": "boolean"
-},
-"defaultVibrateTimings": {
-"description": "If set to true, use the Android framework's default vibrate pattern for the notification. Default values are specified in [config.xml](https://android.googlesource.com/platform/frameworks/base/+/master/core/res/res/values/config.xml). If `default_vibrate_timings` is set to true and `vibrate_timings` is also set, the default value is used instead of the user-specified `vibrate_timings`.",
-"type": "boolean"
-},
-"eventTime": {
-"description": "Set the time that the event in the notification occurred. Notifications in the panel are sorted by this time. A point in time is represented using [protobuf.Timestamp](https://developers.google.com/protocol-buffers/docs/reference/java/com/google/protobuf/Timestamp).",
-"format": "google-datetime",
-"type": "string"
-},
-"icon": {
-"description": "The notification's icon. Sets the notification icon to myicon for drawable resource myicon. If you don't send this key in the request, FCM displays the launcher icon specified in your app manifest.",
-"type": "string"
-},
-"id": {
-"description": "Optional. Identifier used to replace existing notifications in the notification drawer. It is used in conjunction with `tag` to form a unique identifier `(tag, id)` within the app. If not specified, each request creates a new notification. If specified and a notification with the same `(tag, id)` is already being shown, the new notification replaces the existing one in the notification drawer.",
-"format": "int32",
-"type": "integer"
-},
-"image": {
-"description": "An HTTPS URL of an image to display in the notification. If present, it overrides google.firebase.fcm.v1.Notification.image.",
-"type": "string"
-},
-"lightSettings": {
-"$ref": "GoogleFirebaseFcmV1AndroidNotificationV2LightSettings",
-"description": "Settings to control the notification's LED blinking rate and color if LED is available on the device. The total blinking time is controlled by the OS."
-},
-"localOnly": {
-"description": "Set whether or not this notification is relevant only to the current device. Some notifications can be bridged to other devices for remote display, such as a Wear OS watch. This hint can be set to recommend this notification not be bridged. See [Wear OS guides](https://developer.android.com/training/wearables/notifications/bridger#existing-method-of-preventing-bridging)",
-"type": "boolean"
-},
-"notificationCount": {
-"description": "Sets the number of items this notification represents. May be displayed as a badge count for launchers that support badging. See [Notification Badge](https://developer.android.com/training/notify-user/badges). For example, this might be useful if you're using just one notification to represent multiple new messages but you want the count here to represent the number of total new messages. If non-positive or unspecified, systems that support badging use the default, which is to increment a number displayed on the long-press menu each time a new notification arrives.",
-"format": "int32",
-"type": "integer"
-},
-"notificationPriority": {
-"description": "Set the relative priority for this notification. Priority is an indication of how much of the user's attention should be consumed by this notification. Low-priority notifications may be hidden from the user in certain situations, while the user might be interrupted for a higher-priority notification. This parameter affects notification priority only on devices running Android 7.1 (API level 25) and lower. On Android 8.0 (API level 26) and higher, priority is ignored in favor of channel [importance](https://developer.android.com/develop/ui/views/notifications/channels#importance). Note this priority differs from `AndroidMessagePriority`. This priority is processed by the client after the message has been delivered, whereas [AndroidMessagePriority](https://firebase.google.com/docs/reference/fcm/rest/v1/projects.messages#androidmessagepriority) is an FCM concept that controls when the message is delivered.",
-"enum": [
-"PRIORITY_UNSPECIFIED",
-"PRIORITY_MIN",
-"PRIORITY_LOW",
-"PRIORITY_DEFAULT",
-"PRIORITY_HIGH",
-"PRIORITY_MAX"
-],
-"enumDescriptions": [
-"If priority is unspecified, notification priority is set to `PRIORITY_DEFAULT`.",
-"Lowest notification priority. Notifications with this `PRIORITY_MIN` might not be shown to the user except under special circumstances, such as detailed notification logs.",
-"Lower notification priority. The UI may choose to show the notifications smaller, or at a different position in the list, compared with notifications with `PRIORITY_DEFAULT`.",
-"Default notification priority. If the application does not prioritize its own notifications, use this value for all notifications.",
-"Higher notification priority. Use this for more important notifications or alerts. The UI may choose to show these notifications larger, or at a different position in the notification lists, compared with notifications with `PRIORITY_DEFAULT`.",
-"Highest notification priority. Use this for the application's most important items that require the user's prompt attention or input."
-],
-"type": "string"
-},
-"sound": {
-"description": "The sound to play when the device receives the notification. Supports \"default\" or the filename of a sound resource bundled in the app. Sound files must reside in /res/raw/.",
-"type": "string"
-},
-"sticky": {
-"description": "When set to false or unset, the notification is automatically dismissed when the user clicks it in the panel. When set to true, the notification persists even when the user clicks it.",
-"type": "boolean"
-},
-"tag": {
-"description": "Identifier used to replace existing notifications in the notification drawer. It is used in conjunction with `id` to form a unique identifier `(tag, id)` within the app. If not specified, each request creates a new notification. If specified and a notification with the same `(tag, id)` is already being shown, the new notification replaces the existing one in the notification drawer.",
-"type": "string"
-},
-"ticker": {
-"description": "Sets the \"ticker\" text, which is sent to accessibility services. Prior to API level 21 (`Lollipop`), sets the text that is displayed in the status bar when the notification first arrives.",
-"type": "string"
-},
-"title": {
-"description": "The notification's title. If present, it will override google.firebase.fcm.v1.Notification.title.",
-"type": "string"
-},
-"titleLocArgs": {
-"description": "Variable string values to be used in place of the format specifiers in title_loc_key to use to localize the title text to the user's current localization. See [Formatting and Styling](https://goo.gl/MalYE3) for more information.",
-"items": {
-"type": "string"
-},
-"type": "array"
-},
-"titleLocKey": {
-"description": "The key to the title string in the app's string resources to use to localize the title text to the user's current localization. See [String Resources](https://goo.gl/NdFZGI) for more information.",
-"type": "string"
-},
-"vibrateTimings": {
-"description": "Set the vibration pattern to use. Pass in an array of [protobuf.Duration](https://developers.google.com/protocol-buffers/docs/reference/google.protobuf#google.protobuf.Duration) to turn on or off the vibrator. The first value indicates the `Duration` to wait before turning the vibrator on. The next value indicates the `Duration` to keep the vibrator on. Subsequent values alternate between `Duration` to turn the vibrator off and to turn the vibrator on. If `vibrate_timings` is set and `default_vibrate_timings` is set to `true`, the default value is used instead of the user-specified `vibrate_timings`.",
-"items": {
-"format": "google-duration",
-"type": "string"
-},
-"type": "array"
-},
-"visibility": {
-"description": "Set the [Notification.visibility](https://developer.android.com/reference/android/app/Notification.html#visibility) of the notification.",
-"enum": [
-"VISIBILITY_UNSPECIFIED",
-"PRIVATE",
-"PUBLIC",
-"SECRET"
-],
-"enumDescriptions": [
-"If unspecified, default to `Visibility.PRIVATE`.",
-"Show this notification on all lockscreens, but conceal sensitive or private information on secure lockscreens.",
-"Show this notification in its entirety on all lockscreens.",
-"Do not reveal any part of this notification on a secure lockscreen."
-],
-"type": "string"
-}
-},
-"type": "object"
-},
-"AndroidRemoteNotification": {
-"description": "A Remote Notification message that is sent to Android devices.",
-"id": "AndroidRemoteNotification",
-"properties": {
-"mutableContent": {
-"description": "Optional. If set to true, the notification content can be updated by the app after the notification is received on the device.",
-"type": "boolean"
-},
-"notification": {
-"$ref": "AndroidNotificationV2",
-"description": "Optional. Notification to send to Android devices."
-},
-"useAsV1DataMessage": {
-"description": "Optional. If set to `true`, this RemoteNotification message will be delivered to legacy V1 clients as a data message by omitting the google.firebase.fcm.v1.AndroidRemoteNotification.notification. This should only be enabled when migrating from legacy V1 data messages. Note that by default (when set to false), RemoteNotification messages are automatically translated to V1 notification messages for legacy clients.",
-"type": "boolean"
-}
-},
-"type": "object"
-},
-"ApnsConfig": {
-"description": "[Apple Push Notification Service](https://goo.gl/MXRTPa) specific options.",
-"id": "ApnsConfig",
-"properties": {
-"fcmOptions": {
-"$ref": "ApnsFcmOptions",
-"description": "Options for features provided by the FCM SDK for iOS."
-},
-"headers": {
-"additionalProperties": {
-"type": "string"
-},
-"description": "HTTP request headers defined in Apple Push Notification Service. Refer to [APNs request headers](https://developer.apple.com/documentation/usernotifications/setting_up_a_remote_notification_server/sending_notification_requests_to_apns) for supported headers such as `apns-expiration` and `apns-priority`. The backend sets a default value for `apns-expiration` of 30 days and a default value for `apns-priority` of 10 if not explicitly set.",
-"type": "object"
-},
-"liveActivityToken": {
-"description": "Optional. [Apple Live Activity](https://developer.apple.com/design/human-interface-guidelines/live-activities) token to send updates to. This token can either be a push token or [push-to-start](https://developer.apple.com/documentation/activitykit/activity/pushtostarttoken) token from Apple. To start, update, or end a live activity remotely using FCM, construct an [`aps payload`](https://developer.apple.com/documentation/activitykit/starting-and-updating-live-activities-with-activitykit-push-notifications#Construct-the-payload-that-starts-a-Live-Activity) and put it in the [`apns.payload`](https://firebase.google.com/docs/reference/fcm/rest/v1/projects.messages#ApnsConfig) field.",
-"type": "string"
-},
-"payload": {
-"additionalProperties": {
-"description": "Properties of the object.",
-"type": "any"
-},
-"description": "APNs payload as a JSON object, including both `aps` dictionary and custom payload. See [Payload Key Reference](https://developer.apple.com/documentation/usernotifications/setting_up_a_remote_notification_server/generating_a_remote_notification). If present, it overrides google.firebase.fcm.v1.Notification.title and google.firebase.fcm.v1.Notification.body.",
-"type": "object"
-}
-},
-"type": "object"
-},
-"ApnsFcmOptions": {
-"description": "Options for features provided by the FCM SDK for iOS.",
-"id": "ApnsFcmOptions",
-"properties": {
-"analyticsLabel": {
-"description": "Label associated with the message's analytics data.",
-"type": "string"
-},
-"image": {
-"description": "Contains the URL of an image that is going to be displayed in a notification. If present, it will override google.firebase.fcm.v1.Notification.image.",
-"type": "string"
-}
-},
-"type": "object"
-},
-"Color": {
-"description": "Represents a color in the RGBA color space. This representation is designed for simplicity of conversion to and from color representations in various languages over compactness. For example, the fields of this representation can be trivially provided to the constructor of `java.awt.Color` in Java; it can also be trivially provided to UIColor's `+colorWithRed:green:blue:alpha` method in iOS; and, with just a little work, it can be easily formatted into a CSS `rgba()` string in JavaScript. This reference page doesn't have information about the absolute color space that should be used to interpret the RGB value\u2014for example, sRGB, Adobe RGB, DCI-P3, and BT.2020. By default, applications should assume the sRGB color space. When color equality needs to be decided, implementations, unless documented otherwise, treat two colors as equal if all their red, green, blue, and alpha values each differ by at most `1e-5`. Example (Java): import com.google.type.Color; // ... public static java.awt.Color fromProto(Color protocolor) { float alpha = protocolor.hasAlpha() ? protocolor.getAlpha().getValue() : 1.0; return new java.awt.Color( protocolor.getRed(), protocolor.getGreen(), protocolor.getBlue(), alpha); } public static Color toProto(java.awt.Color color) { float red = (float) color.getRed(); float green = (float) color.getGreen(); float blue = (float) color.getBlue(); float denominator = 255.0; Color.Builder resultBuilder = Color .newBuilder() .setRed(red / denominator) .setGreen(green / denominator) .setBlue(blue / denominator); int alpha = color.getAlpha(); if (alpha != 255) { result.setAlpha( FloatValue .newBuilder() .setValue(((float) alpha) / denominator) .build()); } return resultBuilder.build(); } // ... Example (iOS / Obj-C): // ... static UIColor* fromProto(Color* protocolor) { float red = [protocolor red]; float green = [protocolor green]; float blue = [protocolor blue]; FloatValue* alpha_wrapper = [protocolor alpha]; float alpha = 1.0; if (alpha_wrapper != nil) { alpha = [alpha_wrapper value]; } return [UIColor colorWithRed:red green:green blue:blue alpha:alpha]; } static Color* toProto(UIColor* color) { CGFloat red, green, blue, alpha; if (![color getRed:&red green:&green blue:&blue alpha:&alpha]) { return nil; } Color* result = [[Color alloc] init]; [result setRed:red]; [result setGreen:green]; [result setBlue:blue]; if (alpha <= 0.9999) { [result setAlpha:floatWrapperWithValue(alpha)]; } [result autorelease]; return result; } // ... Example (JavaScript): // ... var protoToCssColor = function(rgb_color) { var redFrac = rgb_color.red || 0.0; var greenFrac = rgb_color.green || 0.0; var blueFrac = rgb_color.blue || 0.0; var red = Math.floor(redFrac * 255); var green = Math.floor(greenFrac * 255); var blue = Math.floor(blueFrac * 255); if (!('alpha' in rgb_color)) { return rgbToCssColor(red, green, blue); } var alphaFrac = rgb_color.alpha.value || 0.0; var rgbParams = [red, green, blue].join(','); return ['rgba(', rgbParams, ',', alphaFrac, ')'].join(''); }; var rgbToCssColor = function(red, green, blue) { var rgbNumber = new Number((red << 16) | (green << 8) | blue); var hexString = rgbNumber.toString(16); var missingZeros = 6 - hexString.length; var resultBuilder = ['#']; for (var i = 0; i < missingZeros; i++) { resultBuilder.push('0'); } resultBuilder.push(hexString); return resultBuilder.join(''); }; // ...",
-"id": "Color",
-"properties": {
-"alpha": {
-"description": "The fraction of this color that should be applied to the pixel. That is, the final pixel color is defined by the equation: `pixel color = alpha * (this color) + (1.0 - alpha) * (background color)` This means that a value of 1.0 corresponds to a solid color, whereas a value of 0.0 corresponds to a completely transparent color. This uses a wrapper message rather than a simple float scalar so that it is possible to distinguish between a default value and the value being unset. If omitted, this color object is rendered as a solid color (as if the alpha value had been explicitly given a value of 1.0).",
-"format": "float",
-"type": "number"
-},
-"blue": {
-"description": "The amount of blue in the color as a value in the interval [0, 1].",
-"format": "float",
-"type": "number"
-},
-"green": {
-"description": "The amount of green in the color as a value in the interval [0, 1].",
-"format": "float",
-"type": "number"
-},
-"red": {
-"description": "The amount of red in the color as a value in the interval [0, 1].",
-"format": "float",
-"type": "number"
-}
-},
-"type": "object"
-},
-"Empty": {
-"description": "A generic empty message that you can re-use to avoid defining duplicated empty messages in your APIs. A typical example is to use it as the request or the response type of an API method. For instance: service Foo { rpc Bar(google.protobuf.Empty) returns (google.protobuf.Empty); }",
-"id": "Empty",
-"properties": {},
-"type": "object"
-},
-"FcmOptions": {
-"description": "Platform independent options for features provided by the FCM SDKs.",
-"id": "FcmOptions",
-"properties": {
-"analyticsLabel": {
-"description": "Label associated with the message's analytics data.",
-"type": "string"
-}
-},
-"type": "object"
-},
-"GoogleFirebaseFcmV1AndroidNotificationV2LightSettings": {
-"description": "Settings to control notification LED.",
-"id": "GoogleFirebaseFcmV1AndroidNotificationV2LightSettings",
-"properties": {
-"color": {
-"$ref": "Color",
-"description": "Required. Set `color` of the LED with [google.type.Color](https://github.com/googleapis/googleapis/blob/master/google/type/color.proto)."
-},
-"lightOffDuration": {
-"description": "Required. Along with `light_on_duration`, define the blink rate of LED flashes. Resolution defined by [proto.Duration](https://developers.google.com/protocol-buffers/docs/reference/google.protobuf#google.protobuf.Duration)",
-"format": "google-duration",
-"type": "string"
-},
-"lightOnDuration": {
-"description": "Required. Along with `light_off_duration`, define the blink rate of LED flashes. Resolution defined by [proto.Duration](https://developers.google.com/protocol-buffers/docs/reference/google.protobuf#google.protobuf.Duration)",
-"format": "google-duration",
-"type": "string"
-}
-},
-"type": "object"
-},
-"LightSettings": {
-"description": "Settings to control notification LED.",
-"id": "LightSettings",
-"properties": {
-"color": {
-"$ref": "Color",
-"description": "Required. Set `color` of the LED with [google.type.Color](https://github.com/googleapis/googleapis/blob/master/google/type/color.proto)."
-},
-"lightOffDuration": {
-"description": "Required. Along with `light_on_duration`, define the blink rate of LED flashes. Resolution defined by [proto.Duration](https://developers.google.com/protocol-buffers/docs/reference/google.protobuf#google.protobuf.Duration)",
-"format": "google-duration",
-"type": "string"
-},
-"lightOnDuration": {
-"description": "Required. Along with `light_off_duration`, define the blink rate of LED flashes. Resolution defined by [proto.Duration](https://developers.google.com/protocol-buffers/docs/reference/google.protobuf#google.protobuf.Duration)",
-"format": "google-duration",
-"type": "string"
-}
-},
-"type": "object"
-},
-"ListTopicSubscriptionsResponse": {
-"description": "Response message for ListTopicSubscriptions.",
-"id": "ListTopicSubscriptionsResponse",
-"properties": {
-"nextPageToken": {
-"description": "A token, which can be sent as `page_token` to retrieve the next page. If this field is omitted, there are no subsequent pages.",
-"type": "string"
-},
-"topicSubscriptions": {
-"description": "The topic subscriptions for the instance.",
-"items": {
-"$ref": "TopicSubscription"
-},
-"type": "array"
-}
-},
-"type": "object"
-},
-"Message": {
-"description": "Message to send by Firebase Cloud Messaging Service.",
-"id": "Message",
-"properties": {
-"android": {
-"$ref": "AndroidConfig",
-"description": "Input only. Android specific options for messages sent through [FCM connection server](https://goo.gl/4GLdUl)."
-},
-"androidV2": {
-"$ref": "AndroidConfigV2",
-"description": "Optional. Input only. Android specific V2 options for messages sent through FCM connection server. Mutually exclusive with `android`. Requests with both `AndroidConfig` and `AndroidConfigV2` will be rejected."
-},
-"apns": {
-"$ref": "ApnsConfig",
-"description": "Input only. [Apple Push Notification Service](https://goo.gl/MXRTPa) specific options."
-},
-"condition": {
-"description": "Condition to send a message to, e.g. \"'foo' in topics && 'bar' in topics\".",
-"type": "string"
-},
-"data": {
-"additionalProperties": {
-"type": "string"
-},
-"description": "Input only. Arbitrary key/value payload, which must be UTF-8 encoded. The key should not be a reserved word (\"from\", \"message_type\", or any word starting with \"google.\" or \"gcm.notification.\"). When sending payloads containing only data fields to iOS devices, only normal priority (`\"apns-priority\": \"5\"`) is allowed in [`ApnsConfig`](/docs/reference/fcm/rest/v1/projects.messages#apnsconfig).",
-"type": "object"
-},
-"fcmOptions": {
-"$ref": "FcmOptions",
-"description": "Input only. Template for FCM SDK feature options to use across all platforms."
-},
-"fid": {
-"description": "[Firebase Installation ID (FID)](/docs/cloud-messaging/android/get-started#access-firebase-installation-id) to send a message to.",
-"type": "string"
-},
-"name": {
-"description": "Output Only. The identifier of the message sent, in the format of `projects/*/messages/{message_id}`.",
-"type": "string"
-},
-"notification": {
-"$ref": "Notification",
-"description": "Input only. Basic notification template to use across all platforms."
-},
-"token": {
-"deprecated": true,
-"description": "Deprecated: Use `fid` instead. During the transition period, this field also accepts a Firebase Installation ID (FID). Registration token to send a message to.",
-"type": "string"
-},
-"topic": {
-"description": "Topic name to send a message to, e.g. \"weather\". Note: \"/topics/\" prefix should not be provided.",
-"type": "string"
-},
-"webpush": {
-"$ref": "WebpushConfig",
-"description": "Input only. [Webpush protocol](https://tools.ietf.org/html/rfc8030) options."
-}
-},
-"type": "object"
-},
-"Notification": {
-"description": "Basic notification template to use across all platforms.",
-"id": "Notification",
-"properties": {
-"body": {
-"description": "The notification's body text.",
-"type": "string"
-},
-"image": {
-"description": "Contains the URL of an image that is going to be downloaded on the device and displayed in a notification. JPEG, PNG, BMP have full support across platforms. Animated GIF and video only work on iOS. WebP and HEIF have varying levels of support across platforms and platform versions. Android has 1MB image size limit. Quota usage and implications/costs for hosting image on Firebase Storage: https://firebase.google.com/pricing",
-"type": "string"
-},
-"title": {
-"description": "The notification's title.",
-"type": "string"
-}
-},
-"type": "object"
-},
-"SendMessageRequest": {
-"description": "Request to send a message to specified target.",
-"id": "SendMessageRequest",
-"properties": {
-"message": {
-"$ref": "Message",
-"description": "Required. Message to send."
-},
-"validateOnly": {
-"description": "Flag for testing the request without actually delivering the message.",
-"type": "boolean"
-}
-},
-"type": "object"
-},
-"TopicSubscription": {
-"description": "Represents a subscription of a single app instance to a single FCM topic.",
-"id": "TopicSubscription",
-"properties": {
-"createTime": {
-"description": "Output only. Time when the subscription was created.",
-"format": "google-datetime",
-"readOnly": true,
-"type": "string"
-},
-"name": {
-"description": "Identifier. The resource name of the subscription. Format: projects/{project}/registrations/{registration}/topicSubscriptions/{topicSubscription} The {registration} part contains the registration ID (e.g., FID).",
-"type": "string"
-},
-"topicName": {
-"description": "Output only. The ID of the TopicSubscription, which is the topic name. This corresponds to the {topicSubscription} segment in the resource name. Topic names match the pattern of \"[a-zA-Z0-9-_.~%]{1,900}\".",
-"readOnly": true,
-"type": "string"
-}
-},
-"type": "object"
-},
-"WebpushConfig": {
-"description": "[Webpush protocol](https://tools.ietf.org/html/rfc8030) options.",
-"id": "WebpushConfig",
-"properties": {
-"data": {
-"additionalProperties": {
-"type": "string"
-},
-"description": "Arbitrary key/value payload. If present, it will override google.firebase.fcm.v1.Message.data.",
-"type": "object"
-},
-"fcmOptions": {
-"$ref": "WebpushFcmOptions",
-"description": "Options for features provided by the FCM SDK for Web."
-},
-"headers": {
-"additionalProperties": {
-"type": "string"
-},
-"description": "HTTP headers defined in webpush protocol. Refer to [Webpush protocol](https://tools.ietf.org/html/rfc8030#section-5) for supported headers, e.g. \"TTL\": \"15\".",
-"type": "object"
-},
-"notification": {
-"additionalProperties": {
-"description": "Properties of the object.",
-"type": "any"
-},
-"description": "Web Notification options as a JSON object. Supports Notification instance properties as defined in [Web Notification API](https://developer.mozilla.org/en-US/docs/Web/API/Notification). If present, \"title\" and \"body\" fields override [google.firebase.fcm.v1.Notification.title] and [google.firebase.fcm.v1.Notification.body].",
-"type": "object"
-}
-},
-"type": "object"
-},
-"WebpushFcmOptions": {
-"description": "Options for features provided by the FCM SDK for Web.",
-"id": "WebpushFcmOptions",
-"properties": {
-"analyticsLabel": {
-"description": "Label associated with the message's analytics data.",
-"type": "string"
-},
-"link": {
-"description": "The link to open when the user clicks on the notification. For all URL values, HTTPS is required.",
-"type": "string"
-}
-},
-"type": "object"
-}
-},
-"servicePath": "",
-"title": "Firebase Cloud Messaging API",
-"version": "v1",
-"version_module": true
-}
-"""#
+        {
+        "auth": {
+        "oauth2": {
+        "scopes": {
+        "https://www.googleapis.com/auth/cloud-platform": {
+        "description": "See, edit, configure, and delete your Google Cloud data and see the email address for your Google Account."
+        },
+        "https://www.googleapis.com/auth/firebase.messaging": {
+        "description": "Send messages and manage messaging subscriptions for your Firebase applications"
+        }
+        }
+        }
+        },
+        "basePath": "",
+        "baseUrl": "https://fcm.googleapis.com/",
+        "batchPath": "batch",
+        "canonicalName": "Firebase Cloud Messaging",
+        "description": "FCM send API that provides a cross-platform messaging solution to reliably deliver messages.",
+        "discoveryVersion": "v1",
+        "documentationLink": "https://firebase.google.com/docs/cloud-messaging",
+        "fullyEncodeReservedExpansion": true,
+        "icons": {
+        "x16": "http://www.google.com/images/icons/product/search-16.gif",
+        "x32": "http://www.google.com/images/icons/product/search-32.gif"
+        },
+        "id": "fcm:v1",
+        "kind": "discovery#restDescription",
+        "mtlsRootUrl": "https://fcm.mtls.googleapis.com/",
+        "name": "fcm",
+        "ownerDomain": "google.com",
+        "ownerName": "Google",
+        "parameters": {
+        "$.xgafv": {
+        "description": "V1 error format.",
+        "enum": [
+        "1",
+        "2"
+        ],
+        "enumDescriptions": [
+        "v1 error format",
+        "v2 error format"
+        ],
+        "location": "query",
+        "type": "string"
+        },
+        "access_token": {
+        "description": "OAuth access token.",
+        "location": "query",
+        "type": "string"
+        },
+        "alt": {
+        "default": "json",
+        "description": "Data format for response.",
+        "enum": [
+        "json",
+        "media",
+        "proto"
+        ],
+        "enumDescriptions": [
+        "Responses with Content-Type of application/json",
+        "Media download with context-dependent Content-Type",
+        "Responses with Content-Type of application/x-protobuf"
+        ],
+        "location": "query",
+        "type": "string"
+        },
+        "callback": {
+        "description": "JSONP",
+        "location": "query",
+        "type": "string"
+        },
+        "fields": {
+        "description": "Selector specifying which fields to include in a partial response.",
+        "location": "query",
+        "type": "string"
+        },
+        "key": {
+        "description": "API key. Your API key identifies your project and provides you with API access, quota, and reports. Required unless you provide an OAuth 2.0 token.",
+        "location": "query",
+        "type": "string"
+        },
+        "oauth_token": {
+        "description": "OAuth 2.0 token for the current user.",
+        "location": "query",
+        "type": "string"
+        },
+        "prettyPrint": {
+        "default": "true",
+        "description": "Returns response with indentations and line breaks.",
+        "location": "query",
+        "type": "boolean"
+        },
+        "quotaUser": {
+        "description": "Available to use for quota purposes for server-side applications. Can be any arbitrary string assigned to a user, but should not exceed 40 characters.",
+        "location": "query",
+        "type": "string"
+        },
+        "uploadType": {
+        "description": "Legacy upload protocol for media (e.g. \"media\", \"multipart\").",
+        "location": "query",
+        "type": "string"
+        },
+        "upload_protocol": {
+        "description": "Upload protocol for media (e.g. \"raw\", \"multipart\").",
+        "location": "query",
+        "type": "string"
+        }
+        },
+        "protocol": "rest",
+        "resources": {
+        "projects": {
+        "resources": {
+        "messages": {
+        "methods": {
+        "send": {
+        "description": "Send a message to specified target (a [Firebase Installation ID (FID)](/docs/cloud-messaging/android/get-started#access-firebase-installation-id), registration token, topic, or condition). If duplicate fields or parameters are provided in a request (such as repeated JSON keys in the request body or duplicate query parameters), the last occurrence takes precedence.",
+        "flatPath": "v1/projects/{projectsId}/messages:send",
+        "httpMethod": "POST",
+        "id": "fcm.projects.messages.send",
+        "parameterOrder": [
+        "parent"
+        ],
+        "parameters": {
+        "parent": {
+        "description": "Required. It contains the Firebase project id (i.e. the unique identifier for your Firebase project), in the format of `projects/{project_id}`. The numeric project number with no padding is also supported in the format of `projects/{project_number}`.",
+        "location": "path",
+        "pattern": "^projects/[^/]+$",
+        "required": true,
+        "type": "string"
+        }
+        },
+        "path": "v1/{+parent}/messages:send",
+        "request": {
+        "$ref": "SendMessageRequest"
+        },
+        "response": {
+        "$ref": "Message"
+        },
+        "scopes": [
+        "https://www.googleapis.com/auth/cloud-platform",
+        "https://www.googleapis.com/auth/firebase.messaging"
+        ]
+        }
+        }
+        },
+        "registrations": {
+        "resources": {
+        "topicSubscriptions": {
+        "methods": {
+        "create": {
+        "description": "Creates a TopicSubscription. Subscribes an app installation instance (by registration_id, either FID or FCM Token) to a topicSubscription. Returns a TopicSubscription if it is created successfully. If the subscription already exists, returns error of ALREADY_EXISTS.",
+        "flatPath": "v1/projects/{projectsId}/registrations/{registrationsId}/topicSubscriptions",
+        "httpMethod": "POST",
+        "id": "fcm.projects.registrations.topicSubscriptions.create",
+        "parameterOrder": [
+        "parent"
+        ],
+        "parameters": {
+        "parent": {
+        "description": "Required. The parent resource where this subscription will be created. Format: projects/{project}/registrations/{registration} The {registration} part can be an FID or an FCM Token.",
+        "location": "path",
+        "pattern": "^projects/[^/]+/registrations/[^/]+$",
+        "required": true,
+        "type": "string"
+        },
+        "topicName": {
+        "description": "Required. The ID to use for the subscription, which is the topic name. This will become the last segment of the TopicSubscription's resource name. Topic names match the pattern of \"[a-zA-Z0-9-_.~%]{1,900}\".",
+        "location": "query",
+        "type": "string"
+        }
+        },
+        "path": "v1/{+parent}/topicSubscriptions",
+        "request": {
+        "$ref": "TopicSubscription"
+        },
+        "response": {
+        "$ref": "TopicSubscription"
+        },
+        "scopes": [
+        "https://www.googleapis.com/auth/cloud-platform",
+        "https://www.googleapis.com/auth/firebase.messaging"
+        ]
+        },
+        "delete": {
+        "description": "Deletes a TopicSubscription.",
+        "flatPath": "v1/projects/{projectsId}/registrations/{registrationsId}/topicSubscriptions/{topicSubscriptionsId}",
+        "httpMethod": "DELETE",
+        "id": "fcm.projects.registrations.topicSubscriptions.delete",
+        "parameterOrder": [
+        "name"
+        ],
+        "parameters": {
+        "allowMissing": {
+        "description": "Optional. If set to true, and the topic subscription is not found, the request will succeed but no action will be taken on the server.",
+        "location": "query",
+        "type": "boolean"
+        },
+        "name": {
+        "description": "Required. The name of the topic subscription to delete. Format: projects/{project}/registrations/{registration}/topicSubscriptions/{topicSubscription}",
+        "location": "path",
+        "pattern": "^projects/[^/]+/registrations/[^/]+/topicSubscriptions/[^/]+$",
+        "required": true,
+        "type": "string"
+        }
+        },
+        "path": "v1/{+name}",
+        "response": {
+        "$ref": "Empty"
+        },
+        "scopes": [
+        "https://www.googleapis.com/auth/cloud-platform",
+        "https://www.googleapis.com/auth/firebase.messaging"
+        ]
+        },
+        "get": {
+        "description": "Gets a TopicSubscription.",
+        "flatPath": "v1/projects/{projectsId}/registrations/{registrationsId}/topicSubscriptions/{topicSubscriptionsId}",
+        "httpMethod": "GET",
+        "id": "fcm.projects.registrations.topicSubscriptions.get",
+        "parameterOrder": [
+        "name"
+        ],
+        "parameters": {
+        "name": {
+        "description": "Required. The name of the topic subscription to retrieve. Format: projects/{project}/registrations/{registration}/topicSubscriptions/{topicSubscription}",
+        "location": "path",
+        "pattern": "^projects/[^/]+/registrations/[^/]+/topicSubscriptions/[^/]+$",
+        "required": true,
+        "type": "string"
+        }
+        },
+        "path": "v1/{+name}",
+        "response": {
+        "$ref": "TopicSubscription"
+        },
+        "scopes": [
+        "https://www.googleapis.com/auth/cloud-platform",
+        "https://www.googleapis.com/auth/firebase.messaging"
+        ]
+        },
+        "list": {
+        "description": "Lists TopicSubscriptions for a given app instance.",
+        "flatPath": "v1/projects/{projectsId}/registrations/{registrationsId}/topicSubscriptions",
+        "httpMethod": "GET",
+        "id": "fcm.projects.registrations.topicSubscriptions.list",
+        "parameterOrder": [
+        "parent"
+        ],
+        "parameters": {
+        "pageSize": {
+        "description": "Optional. The maximum number of subscriptions to return. The service may return fewer than this value. If unspecified, at most 1000 subscriptions will be returned. The maximum value is 2000; values above 2000 will be coerced to 2000.",
+        "format": "int32",
+        "location": "query",
+        "type": "integer"
+        },
+        "pageToken": {
+        "description": "Optional. A page token, received from a previous `ListTopicSubscriptions` call. Provide this to retrieve the subsequent page.",
+        "location": "query",
+        "type": "string"
+        },
+        "parent": {
+        "description": "Required. The parent resource, which owns this collection of subscriptions. Format: projects/{project}/registrations/{registration} The {registration} part can be an FID or an FCM Token.",
+        "location": "path",
+        "pattern": "^projects/[^/]+/registrations/[^/]+$",
+        "required": true,
+        "type": "string"
+        }
+        },
+        "path": "v1/{+parent}/topicSubscriptions",
+        "response": {
+        "$ref": "ListTopicSubscriptionsResponse"
+        },
+        "scopes": [
+        "https://www.googleapis.com/auth/cloud-platform",
+        "https://www.googleapis.com/auth/firebase.messaging"
+        ]
+        },
+        "patch": {
+        "description": "Updates a TopicSubscription. Subscribes an app installation instance by registration_id, either FID or FCM Token, to a topicSubscription. Returns an existing TopicSubscription or creates a new one if it does not exist.",
+        "flatPath": "v1/projects/{projectsId}/registrations/{registrationsId}/topicSubscriptions/{topicSubscriptionsId}",
+        "httpMethod": "PATCH",
+        "id": "fcm.projects.registrations.topicSubscriptions.patch",
+        "parameterOrder": [
+        "name"
+        ],
+        "parameters": {
+        "allowMissing": {
+        "description": "Optional. If set to true, and the topic subscription is not found, a new topic subscription will be created.",
+        "location": "query",
+        "type": "boolean"
+        },
+        "name": {
+        "description": "Identifier. The resource name of the subscription. Format: projects/{project}/registrations/{registration}/topicSubscriptions/{topicSubscription} The {registration} part contains the registration ID (e.g., FID).",
+        "location": "path",
+        "pattern": "^projects/[^/]+/registrations/[^/]+/topicSubscriptions/[^/]+$",
+        "required": true,
+        "type": "string"
+        }
+        },
+        "path": "v1/{+name}",
+        "request": {
+        "$ref": "TopicSubscription"
+        },
+        "response": {
+        "$ref": "TopicSubscription"
+        },
+        "scopes": [
+        "https://www.googleapis.com/auth/cloud-platform",
+        "https://www.googleapis.com/auth/firebase.messaging"
+        ]
+        }
+        }
+        }
+        }
+        }
+        }
+        }
+        },
+        "revision": "20261023",
+        "rootUrl": "https://fcm.googleapis.com/",
+        "schemas": {
+        "AndroidBackgroundSyncMessage": {
+        "description": "A Background Sync message that is sent to Android devices.",
+        "id": "AndroidBackgroundSyncMessage",
+        "properties": {},
+        "type": "object"
+        },
+        "AndroidConfig": {
+        "description": "Android specific options for messages sent through [FCM connection server](https://goo.gl/4GLdUl).",
+        "id": "AndroidConfig",
+        "properties": {
+        "bandwidthConstrainedOk": {
+        "description": "Optional. If set to true, messages will be allowed to be delivered to the app while the device is in bandwidth constrained mode. This should only be enabled when the app has been tested to properly handle messages in bandwidth constrained mode.",
+        "type": "boolean"
+        },
+        "collapseKey": {
+        "description": "An identifier of a group of messages that can be collapsed, so that only the last message gets sent when delivery can be resumed. A maximum of 4 different collapse keys is allowed at any given time.",
+        "type": "string"
+        },
+        "data": {
+        "additionalProperties": {
+        "type": "string"
+        },
+        "description": "Arbitrary key/value payload. If present, it will override google.firebase.fcm.v1.Message.data.",
+        "type": "object"
+        },
+        "directBootOk": {
+        "description": "Optional. If set to true, messages will be allowed to be delivered to the app while the device is in direct boot mode. See [Support Direct Boot mode](https://developer.android.com/training/articles/direct-boot).",
+        "type": "boolean"
+        },
+        "fcmOptions": {
+        "$ref": "AndroidFcmOptions",
+        "description": "Options for features provided by the FCM SDK for Android."
+        },
+        "notification": {
+        "$ref": "AndroidNotification",
+        "description": "Notification to send to Android devices."
+        },
+        "priority": {
+        "description": "Message priority. Can take \"normal\" and \"high\" values. For more information, see [Setting the priority of a message](https://firebase.google.com/docs/cloud-messaging/customize-messages/setting-message-priority).",
+        "enum": [
+        "NORMAL",
+        "HIGH"
+        ],
+        "enumDescriptions": [
+        "Default priority for data messages. Normal priority messages won't open network connections on a sleeping device, and their delivery may be delayed to conserve the battery. For less time-sensitive messages, such as notifications of new email or other data to sync, choose normal delivery priority.",
+        "Default priority for notification messages. FCM attempts to deliver high priority messages immediately, allowing the FCM service to wake a sleeping device when possible and open a network connection to your app server. Apps with instant messaging, chat, or voice call alerts, for example, generally need to open a network connection and make sure FCM delivers the message to the device without delay. Set high priority if the message is time-critical and requires the user's immediate interaction, but beware that setting your messages to high priority contributes more to battery drain compared with normal priority messages."
+        ],
+        "type": "string"
+        },
+        "restrictedPackageName": {
+        "description": "Package name of the application where the registration token must match in order to receive the message.",
+        "type": "string"
+        },
+        "restrictedSatelliteOk": {
+        "description": "Optional. If set to true, messages will be allowed to be delivered to the app while the device is connected over a restricted satellite network. This should only be enabled for messages that can be handled over a restricted satellite network and only for apps that are enabled to work over a restricted satellite network. Note that the ability of the app to connect to a restricted satellite network is dependent on the carrier's settings and the device model.",
+        "type": "boolean"
+        },
+        "ttl": {
+        "description": "How long (in seconds) the message should be kept in FCM storage if the device is offline. The maximum time to live supported is 4 weeks, and the default value is 4 weeks if not set. Set it to 0 if want to send the message immediately. In JSON format, the Duration type is encoded as a string rather than an object, where the string ends in the suffix \"s\" (indicating seconds) and is preceded by the number of seconds, with nanoseconds expressed as fractional seconds. For example, 3 seconds with 0 nanoseconds should be encoded in JSON format as \"3s\", while 3 seconds and 1 nanosecond should be expressed in JSON format as \"3.000000001s\". The ttl will be rounded down to the nearest second.",
+        "format": "google-duration",
+        "type": "string"
+        }
+        },
+        "type": "object"
+        },
+        "AndroidConfigV2": {
+        "description": "Android specific V2 options for messages sent through [FCM connection server](https://goo.gl/4GLdUl). This is a v2 version of the AndroidConfig message and will replace it in the v2 API.",
+        "id": "AndroidConfigV2",
+        "properties": {
+        "backgroundSync": {
+        "$ref": "AndroidBackgroundSyncMessage",
+        "description": "Optional. Non-urgent background sync message to send to Android devices. Delivery of these messages may be delayed or batched to optimize for battery."
+        },
+        "bandwidthConstrainedOk": {
+        "description": "Optional. If set to true, messages will be allowed to be delivered to the app while the device is in bandwidth constrained mode. This should only be enabled when the app has been tested to properly handle messages in bandwidth constrained mode.",
+        "type": "boolean"
+        },
+        "collapseKey": {
+        "description": "An identifier of a group of messages that can be collapsed, so that only the last message gets sent when delivery can be resumed. A maximum of 4 different collapse keys is allowed at any given time.",
+        "type": "string"
+        },
+        "data": {
+        "additionalProperties": {
+        "type": "string"
+        },
+        "description": "Arbitrary key/value payload. If present, it will override google.firebase.fcm.v1.Message.data.",
+        "type": "object"
+        },
+        "directBootOk": {
+        "description": "Optional. If set to true, messages will be allowed to be delivered to the app while the device is in direct boot mode. See [Support Direct Boot mode](https://developer.android.com/training/articles/direct-boot).",
+        "type": "boolean"
+        },
+        "fcmOptions": {
+        "$ref": "AndroidFcmOptions",
+        "description": "Options for features provided by the FCM SDK for Android. If present, it will override google.firebase.fcm.v1.Message.fcm_options."
+        },
+        "remoteNotification": {
+        "$ref": "AndroidRemoteNotification",
+        "description": "Optional. User-facing notification to send to Android devices. These messages are delivered immediately and are not delayed by battery optimizations."
+        },
+        "restrictedPackageName": {
+        "description": "Package name of the application where the registration token must match in order to receive the message.",
+        "type": "string"
+        },
+        "restrictedSatelliteOk": {
+        "description": "Optional. If set to true, messages will be allowed to be delivered to the app while the device is connected over a restricted satellite network. This should only be enabled for messages that can be handled over a restricted satellite network and only for apps that are enabled to work over a restricted satellite network. Note that the ability of the app to connect to a restricted satellite network is dependent on the carrier's settings and the device model.",
+        "type": "boolean"
+        },
+        "ttl": {
+        "description": "How long (in seconds) the message should be kept in FCM storage if the device is offline. The maximum time to live supported is 4 weeks, and the default value is 4 weeks if not set. Set it to 0 if want to send the message immediately. In JSON format, the Duration type is encoded as a string rather than an object, where the string ends in the suffix \"s\" (indicating seconds) and is preceded by the number of seconds, with nanoseconds expressed as fractional seconds. For example, 3 seconds with 0 nanoseconds should be encoded in JSON format as \"3s\", while 3 seconds and 1 nanosecond should be expressed in JSON format as \"3.000000001s\". The ttl will be rounded down to the nearest second.",
+        "format": "google-duration",
+        "type": "string"
+        }
+        },
+        "type": "object"
+        },
+        "AndroidFcmOptions": {
+        "description": "Options for features provided by the FCM SDK for Android.",
+        "id": "AndroidFcmOptions",
+        "properties": {
+        "analyticsLabel": {
+        "description": "Label associated with the message's analytics data.",
+        "type": "string"
+        }
+        },
+        "type": "object"
+        },
+        "AndroidNotification": {
+        "description": "Notification to send to android devices.",
+        "id": "AndroidNotification",
+        "properties": {
+        "body": {
+        "description": "The notification's body text. If present, it will override google.firebase.fcm.v1.Notification.body.",
+        "type": "string"
+        },
+        "bodyLocArgs": {
+        "description": "Variable string values to be used in place of the format specifiers in body_loc_key to use to localize the body text to the user's current localization. See [Formatting and Styling](https://goo.gl/MalYE3) for more information.",
+        "items": {
+        "type": "string"
+        },
+        "type": "array"
+        },
+        "bodyLocKey": {
+        "description": "The key to the body string in the app's string resources to use to localize the body text to the user's current localization. See [String Resources](https://goo.gl/NdFZGI) for more information.",
+        "type": "string"
+        },
+        "bypassProxyNotification": {
+        "deprecated": true,
+        "description": "Optional. If set, display notifications delivered to the device will be handled by the app instead of the proxy.",
+        "type": "boolean"
+        },
+        "channelId": {
+        "description": "The [notification's channel id](https://developer.android.com/guide/topics/ui/notifiers/notifications#ManageChannels) (new in Android O). The app must create a channel with this channel ID before any notification with this channel ID is received. If you don't send this channel ID in the request, or if the channel ID provided has not yet been created by the app, FCM uses the channel ID specified in the app manifest.",
+        "type": "string"
+        },
+        "clickAction": {
+        "description": "The action associated with a user click on the notification. If specified, an activity with a matching intent filter is launched when a user clicks on the notification.",
+        "type": "string"
+        },
+        "color": {
+        "description": "The notification's icon color, expressed in #rrggbb format.",
+        "type": "string"
+        },
+        "defaultLightSettings": {
+        "description": "If set to true, use the Android framework's default LED light settings for the notification. Default values are specified in [config.xml](https://android.googlesource.com/platform/frameworks/base/+/master/core/res/res/values/config.xml). If `default_light_settings` is set to true and `light_settings` is also set, the user-specified `light_settings` is used instead of the default value.",
+        "type": "boolean"
+        },
+        "defaultSound": {
+        "description": "If set to true, use the Android framework's default sound for the notification. Default values are specified in [config.xml](https://android.googlesource.com/platform/frameworks/base/+/master/core/res/res/values/config.xml).",
+        "type": "boolean"
+        },
+        "defaultVibrateTimings": {
+        "description": "If set to true, use the Android framework's default vibrate pattern for the notification. Default values are specified in [config.xml](https://android.googlesource.com/platform/frameworks/base/+/master/core/res/res/values/config.xml). If `default_vibrate_timings` is set to true and `vibrate_timings` is also set, the default value is used instead of the user-specified `vibrate_timings`.",
+        "type": "boolean"
+        },
+        "eventTime": {
+        "description": "Set the time that the event in the notification occurred. Notifications in the panel are sorted by this time. A point in time is represented using [protobuf.Timestamp](https://developers.google.com/protocol-buffers/docs/reference/java/com/google/protobuf/Timestamp).",
+        "format": "google-datetime",
+        "type": "string"
+        },
+        "icon": {
+        "description": "The notification's icon. Sets the notification icon to myicon for drawable resource myicon. If you don't send this key in the request, FCM displays the launcher icon specified in your app manifest.",
+        "type": "string"
+        },
+        "image": {
+        "description": "Contains the URL of an image that is going to be displayed in a notification. If present, it will override google.firebase.fcm.v1.Notification.image.",
+        "type": "string"
+        },
+        "lightSettings": {
+        "$ref": "LightSettings",
+        "description": "Settings to control the notification's LED blinking rate and color if LED is available on the device. The total blinking time is controlled by the OS."
+        },
+        "localOnly": {
+        "description": "Set whether or not this notification is relevant only to the current device. Some notifications can be bridged to other devices for remote display, such as a Wear OS watch. This hint can be set to recommend this notification not be bridged. See [Wear OS guides](https://developer.android.com/training/wearables/notifications/bridger#existing-method-of-preventing-bridging)",
+        "type": "boolean"
+        },
+        "notificationCount": {
+        "description": "Sets the number of items this notification represents. May be displayed as a badge count for launchers that support badging. See [Notification Badge](https://developer.android.com/training/notify-user/badges). For example, this might be useful if you're using just one notification to represent multiple new messages but you want the count here to represent the number of total new messages. If zero or unspecified, systems that support badging use the default, which is to increment a number displayed on the long-press menu each time a new notification arrives.",
+        "format": "int32",
+        "type": "integer"
+        },
+        "notificationPriority": {
+        "description": "Set the relative priority for this notification. Priority is an indication of how much of the user's attention should be consumed by this notification. Low-priority notifications may be hidden from the user in certain situations, while the user might be interrupted for a higher-priority notification. This parameter affects notification priority only on devices running Android 7.1 (API level 25) and lower. On Android 8.0 (API level 26) and higher, priority is ignored in favor of channel [importance](https://developer.android.com/develop/ui/views/notifications/channels#importance). Note this priority differs from `AndroidMessagePriority`. This priority is processed by the client after the message has been delivered, whereas [AndroidMessagePriority](https://firebase.google.com/docs/reference/fcm/rest/v1/projects.messages#androidmessagepriority) is an FCM concept that controls when the message is delivered.",
+        "enum": [
+        "PRIORITY_UNSPECIFIED",
+        "PRIORITY_MIN",
+        "PRIORITY_LOW",
+        "PRIORITY_DEFAULT",
+        "PRIORITY_HIGH",
+        "PRIORITY_MAX"
+        ],
+        "enumDescriptions": [
+        "If priority is unspecified, notification priority is set to `PRIORITY_DEFAULT`.",
+        "Lowest notification priority. Notifications with this `PRIORITY_MIN` might not be shown to the user except under special circumstances, such as detailed notification logs.",
+        "Lower notification priority. The UI may choose to show the notifications smaller, or at a different position in the list, compared with notifications with `PRIORITY_DEFAULT`.",
+        "Default notification priority. If the application does not prioritize its own notifications, use this value for all notifications.",
+        "Higher notification priority. Use this for more important notifications or alerts. The UI may choose to show these notifications larger, or at a different position in the notification lists, compared with notifications with `PRIORITY_DEFAULT`.",
+        "Highest notification priority. Use this for the application's most important items that require the user's prompt attention or input."
+        ],
+        "type": "string"
+        },
+        "proxy": {
+        "description": "Setting to control when a notification may be proxied.",
+        "enum": [
+        "PROXY_UNSPECIFIED",
+        "ALLOW",
+        "DENY",
+        "IF_PRIORITY_LOWERED"
+        ],
+        "enumDescriptions": [
+        "If unspecified, default to `Proxy.IF_PRIORITY_LOWERED`.",
+        "Try to proxy this notification.",
+        "Do not proxy this notification.",
+        "Only try to proxy this notification if its `AndroidMessagePriority` was lowered from `HIGH` to `NORMAL` on the device."
+        ],
+        "type": "string"
+        },
+        "sound": {
+        "description": "The sound to play when the device receives the notification. Supports \"default\" or the filename of a sound resource bundled in the app. Sound files must reside in /res/raw/.",
+        "type": "string"
+        },
+        "sticky": {
+        "description": "When set to false or unset, the notification is automatically dismissed when the user clicks it in the panel. When set to true, the notification persists even when the user clicks it.",
+        "type": "boolean"
+        },
+        "tag": {
+        "description": "Identifier used to replace existing notifications in the notification drawer. If not specified, each request creates a new notification. If specified and a notification with the same tag is already being shown, the new notification replaces the existing one in the notification drawer.",
+        "type": "string"
+        },
+        "ticker": {
+        "description": "Sets the \"ticker\" text, which is sent to accessibility services. Prior to API level 21 (`Lollipop`), sets the text that is displayed in the status bar when the notification first arrives.",
+        "type": "string"
+        },
+        "title": {
+        "description": "The notification's title. If present, it will override google.firebase.fcm.v1.Notification.title.",
+        "type": "string"
+        },
+        "titleLocArgs": {
+        "description": "Variable string values to be used in place of the format specifiers in title_loc_key to use to localize the title text to the user's current localization. See [Formatting and Styling](https://goo.gl/MalYE3) for more information.",
+        "items": {
+        "type": "string"
+        },
+        "type": "array"
+        },
+        "titleLocKey": {
+        "description": "The key to the title string in the app's string resources to use to localize the title text to the user's current localization. See [String Resources](https://goo.gl/NdFZGI) for more information.",
+        "type": "string"
+        },
+        "vibrateTimings": {
+        "description": "Set the vibration pattern to use. Pass in an array of [protobuf.Duration](https://developers.google.com/protocol-buffers/docs/reference/google.protobuf#google.protobuf.Duration) to turn on or off the vibrator. The first value indicates the `Duration` to wait before turning the vibrator on. The next value indicates the `Duration` to keep the vibrator on. Subsequent values alternate between `Duration` to turn the vibrator off and to turn the vibrator on. If `vibrate_timings` is set and `default_vibrate_timings` is set to `true`, the default value is used instead of the user-specified `vibrate_timings`.",
+        "items": {
+        "format": "google-duration",
+        "type": "string"
+        },
+        "type": "array"
+        },
+        "visibility": {
+        "description": "Set the [Notification.visibility](https://developer.android.com/reference/android/app/Notification.html#visibility) of the notification.",
+        "enum": [
+        "VISIBILITY_UNSPECIFIED",
+        "PRIVATE",
+        "PUBLIC",
+        "SECRET"
+        ],
+        "enumDescriptions": [
+        "If unspecified, default to `Visibility.PRIVATE`.",
+        "Show this notification on all lockscreens, but conceal sensitive or private information on secure lockscreens.",
+        "Show this notification in its entirety on all lockscreens.",
+        "Do not reveal any part of this notification on a secure lockscreen."
+        ],
+        "type": "string"
+        }
+        },
+        "type": "object"
+        },
+        "AndroidNotificationV2": {
+        "description": "Notification v2 to send to Android devices. This is a v2 version of the AndroidNotification message and will replace it in the v2 API.",
+        "id": "AndroidNotificationV2",
+        "properties": {
+        "body": {
+        "description": "The notification's body text. If present, it will override google.firebase.fcm.v1.Notification.body.",
+        "type": "string"
+        },
+        "bodyLocArgs": {
+        "description": "Variable string values to be used in place of the format specifiers in body_loc_key to use to localize the body text to the user's current localization. See [Formatting and Styling](https://goo.gl/MalYE3) for more information.",
+        "items": {
+        "type": "string"
+        },
+        "type": "array"
+        },
+        "bodyLocKey": {
+        "description": "The key to the body string in the app's string resources to use to localize the body text to the user's current localization. See [String Resources](https://goo.gl/NdFZGI) for more information.",
+        "type": "string"
+        },
+        "channelId": {
+        "description": "The [notification's channel id](https://developer.android.com/guide/topics/ui/notifiers/notifications#ManageChannels) (new in Android O). The app must create a channel with this channel ID before any notification with this channel ID is received. If you don't send this channel ID in the request, or if the channel ID provided has not yet been created by the app, FCM uses the channel ID specified in the app manifest.",
+        "type": "string"
+        },
+        "clickAction": {
+        "description": "The action associated with a user click on the notification. If specified, an activity with a matching intent filter is launched when a user clicks on the notification.",
+        "type": "string"
+        },
+        "color": {
+        "description": "The notification's icon color, expressed in #rrggbb format.",
+        "type": "string"
+        },
+        "defaultLightSettings": {
+        "description": "If set to true, use the Android framework's default LED light settings for the notification. Default values are specified in [config.xml](https://android.googlesource.com/platform/frameworks/base/+/master/core/res/res/values/config.xml). If `default_light_settings` is set to true and `light_settings` is also set, the user-specified `light_settings` is used instead of the default value.",
+        "type": "boolean"
+        },
+        "defaultSound": {
+        "description": "If set to true, use the Android framework's default sound for the notification. Default values are specified in [config.xml](https://android.googlesource.com/platform/frameworks/base/+/master/core/res/res/values/config.xml).",
+        "type": "boolean"
+        },
+        "defaultVibrateTimings": {
+        "description": "If set to true, use the Android framework's default vibrate pattern for the notification. Default values are specified in [config.xml](https://android.googlesource.com/platform/frameworks/base/+/master/core/res/res/values/config.xml). If `default_vibrate_timings` is set to true and `vibrate_timings` is also set, the default value is used instead of the user-specified `vibrate_timings`.",
+        "type": "boolean"
+        },
+        "eventTime": {
+        "description": "Set the time that the event in the notification occurred. Notifications in the panel are sorted by this time. A point in time is represented using [protobuf.Timestamp](https://developers.google.com/protocol-buffers/docs/reference/java/com/google/protobuf/Timestamp).",
+        "format": "google-datetime",
+        "type": "string"
+        },
+        "icon": {
+        "description": "The notification's icon. Sets the notification icon to myicon for drawable resource myicon. If you don't send this key in the request, FCM displays the launcher icon specified in your app manifest.",
+        "type": "string"
+        },
+        "id": {
+        "description": "Optional. Identifier used to replace existing notifications in the notification drawer. It is used in conjunction with `tag` to form a unique identifier `(tag, id)` within the app. If not specified, each request creates a new notification. If specified and a notification with the same `(tag, id)` is already being shown, the new notification replaces the existing one in the notification drawer.",
+        "format": "int32",
+        "type": "integer"
+        },
+        "image": {
+        "description": "An HTTPS URL of an image to display in the notification. If present, it overrides google.firebase.fcm.v1.Notification.image.",
+        "type": "string"
+        },
+        "lightSettings": {
+        "$ref": "GoogleFirebaseFcmV1AndroidNotificationV2LightSettings",
+        "description": "Settings to control the notification's LED blinking rate and color if LED is available on the device. The total blinking time is controlled by the OS."
+        },
+        "localOnly": {
+        "description": "Set whether or not this notification is relevant only to the current device. Some notifications can be bridged to other devices for remote display, such as a Wear OS watch. This hint can be set to recommend this notification not be bridged. See [Wear OS guides](https://developer.android.com/training/wearables/notifications/bridger#existing-method-of-preventing-bridging)",
+        "type": "boolean"
+        },
+        "notificationCount": {
+        "description": "Sets the number of items this notification represents. May be displayed as a badge count for launchers that support badging. See [Notification Badge](https://developer.android.com/training/notify-user/badges). For example, this might be useful if you're using just one notification to represent multiple new messages but you want the count here to represent the number of total new messages. If non-positive or unspecified, systems that support badging use the default, which is to increment a number displayed on the long-press menu each time a new notification arrives.",
+        "format": "int32",
+        "type": "integer"
+        },
+        "notificationPriority": {
+        "description": "Set the relative priority for this notification. Priority is an indication of how much of the user's attention should be consumed by this notification. Low-priority notifications may be hidden from the user in certain situations, while the user might be interrupted for a higher-priority notification. This parameter affects notification priority only on devices running Android 7.1 (API level 25) and lower. On Android 8.0 (API level 26) and higher, priority is ignored in favor of channel [importance](https://developer.android.com/develop/ui/views/notifications/channels#importance). Note this priority differs from `AndroidMessagePriority`. This priority is processed by the client after the message has been delivered, whereas [AndroidMessagePriority](https://firebase.google.com/docs/reference/fcm/rest/v1/projects.messages#androidmessagepriority) is an FCM concept that controls when the message is delivered.",
+        "enum": [
+        "PRIORITY_UNSPECIFIED",
+        "PRIORITY_MIN",
+        "PRIORITY_LOW",
+        "PRIORITY_DEFAULT",
+        "PRIORITY_HIGH",
+        "PRIORITY_MAX"
+        ],
+        "enumDescriptions": [
+        "If priority is unspecified, notification priority is set to `PRIORITY_DEFAULT`.",
+        "Lowest notification priority. Notifications with this `PRIORITY_MIN` might not be shown to the user except under special circumstances, such as detailed notification logs.",
+        "Lower notification priority. The UI may choose to show the notifications smaller, or at a different position in the list, compared with notifications with `PRIORITY_DEFAULT`.",
+        "Default notification priority. If the application does not prioritize its own notifications, use this value for all notifications.",
+        "Higher notification priority. Use this for more important notifications or alerts. The UI may choose to show these notifications larger, or at a different position in the notification lists, compared with notifications with `PRIORITY_DEFAULT`.",
+        "Highest notification priority. Use this for the application's most important items that require the user's prompt attention or input."
+        ],
+        "type": "string"
+        },
+        "sound": {
+        "description": "The sound to play when the device receives the notification. Supports \"default\" or the filename of a sound resource bundled in the app. Sound files must reside in /res/raw/.",
+        "type": "string"
+        },
+        "sticky": {
+        "description": "When set to false or unset, the notification is automatically dismissed when the user clicks it in the panel. When set to true, the notification persists even when the user clicks it.",
+        "type": "boolean"
+        },
+        "tag": {
+        "description": "Identifier used to replace existing notifications in the notification drawer. It is used in conjunction with `id` to form a unique identifier `(tag, id)` within the app. If not specified, each request creates a new notification. If specified and a notification with the same `(tag, id)` is already being shown, the new notification replaces the existing one in the notification drawer.",
+        "type": "string"
+        },
+        "ticker": {
+        "description": "Sets the \"ticker\" text, which is sent to accessibility services. Prior to API level 21 (`Lollipop`), sets the text that is displayed in the status bar when the notification first arrives.",
+        "type": "string"
+        },
+        "title": {
+        "description": "The notification's title. If present, it will override google.firebase.fcm.v1.Notification.title.",
+        "type": "string"
+        },
+        "titleLocArgs": {
+        "description": "Variable string values to be used in place of the format specifiers in title_loc_key to use to localize the title text to the user's current localization. See [Formatting and Styling](https://goo.gl/MalYE3) for more information.",
+        "items": {
+        "type": "string"
+        },
+        "type": "array"
+        },
+        "titleLocKey": {
+        "description": "The key to the title string in the app's string resources to use to localize the title text to the user's current localization. See [String Resources](https://goo.gl/NdFZGI) for more information.",
+        "type": "string"
+        },
+        "vibrateTimings": {
+        "description": "Set the vibration pattern to use. Pass in an array of [protobuf.Duration](https://developers.google.com/protocol-buffers/docs/reference/google.protobuf#google.protobuf.Duration) to turn on or off the vibrator. The first value indicates the `Duration` to wait before turning the vibrator on. The next value indicates the `Duration` to keep the vibrator on. Subsequent values alternate between `Duration` to turn the vibrator off and to turn the vibrator on. If `vibrate_timings` is set and `default_vibrate_timings` is set to `true`, the default value is used instead of the user-specified `vibrate_timings`.",
+        "items": {
+        "format": "google-duration",
+        "type": "string"
+        },
+        "type": "array"
+        },
+        "visibility": {
+        "description": "Set the [Notification.visibility](https://developer.android.com/reference/android/app/Notification.html#visibility) of the notification.",
+        "enum": [
+        "VISIBILITY_UNSPECIFIED",
+        "PRIVATE",
+        "PUBLIC",
+        "SECRET"
+        ],
+        "enumDescriptions": [
+        "If unspecified, default to `Visibility.PRIVATE`.",
+        "Show this notification on all lockscreens, but conceal sensitive or private information on secure lockscreens.",
+        "Show this notification in its entirety on all lockscreens.",
+        "Do not reveal any part of this notification on a secure lockscreen."
+        ],
+        "type": "string"
+        }
+        },
+        "type": "object"
+        },
+        "AndroidRemoteNotification": {
+        "description": "A Remote Notification message that is sent to Android devices.",
+        "id": "AndroidRemoteNotification",
+        "properties": {
+        "mutableContent": {
+        "description": "Optional. If set to true, the notification content can be updated by the app after the notification is received on the device.",
+        "type": "boolean"
+        },
+        "notification": {
+        "$ref": "AndroidNotificationV2",
+        "description": "Optional. Notification to send to Android devices."
+        },
+        "useAsV1DataMessage": {
+        "description": "Optional. If set to `true`, this RemoteNotification message will be delivered to legacy V1 clients as a data message by omitting the google.firebase.fcm.v1.AndroidRemoteNotification.notification. This should only be enabled when migrating from legacy V1 data messages. Note that by default (when set to false), RemoteNotification messages are automatically translated to V1 notification messages for legacy clients.",
+        "type": "boolean"
+        }
+        },
+        "type": "object"
+        },
+        "ApnsConfig": {
+        "description": "[Apple Push Notification Service](https://goo.gl/MXRTPa) specific options.",
+        "id": "ApnsConfig",
+        "properties": {
+        "fcmOptions": {
+        "$ref": "ApnsFcmOptions",
+        "description": "Options for features provided by the FCM SDK for iOS."
+        },
+        "headers": {
+        "additionalProperties": {
+        "type": "string"
+        },
+        "description": "HTTP request headers defined in Apple Push Notification Service. Refer to [APNs request headers](https://developer.apple.com/documentation/usernotifications/setting_up_a_remote_notification_server/sending_notification_requests_to_apns) for supported headers such as `apns-expiration` and `apns-priority`. The backend sets a default value for `apns-expiration` of 30 days and a default value for `apns-priority` of 10 if not explicitly set.",
+        "type": "object"
+        },
+        "liveActivityToken": {
+        "description": "Optional. [Apple Live Activity](https://developer.apple.com/design/human-interface-guidelines/live-activities) token to send updates to. This token can either be a push token or [push-to-start](https://developer.apple.com/documentation/activitykit/activity/pushtostarttoken) token from Apple. To start, update, or end a live activity remotely using FCM, construct an [`aps payload`](https://developer.apple.com/documentation/activitykit/starting-and-updating-live-activities-with-activitykit-push-notifications#Construct-the-payload-that-starts-a-Live-Activity) and put it in the [`apns.payload`](https://firebase.google.com/docs/reference/fcm/rest/v1/projects.messages#ApnsConfig) field.",
+        "type": "string"
+        },
+        "payload": {
+        "additionalProperties": {
+        "description": "Properties of the object.",
+        "type": "any"
+        },
+        "description": "APNs payload as a JSON object, including both `aps` dictionary and custom payload. See [Payload Key Reference](https://developer.apple.com/documentation/usernotifications/setting_up_a_remote_notification_server/generating_a_remote_notification). If present, it overrides google.firebase.fcm.v1.Notification.title and google.firebase.fcm.v1.Notification.body.",
+        "type": "object"
+        }
+        },
+        "type": "object"
+        },
+        "ApnsFcmOptions": {
+        "description": "Options for features provided by the FCM SDK for iOS.",
+        "id": "ApnsFcmOptions",
+        "properties": {
+        "analyticsLabel": {
+        "description": "Label associated with the message's analytics data.",
+        "type": "string"
+        },
+        "image": {
+        "description": "Contains the URL of an image that is going to be displayed in a notification. If present, it will override google.firebase.fcm.v1.Notification.image.",
+        "type": "string"
+        }
+        },
+        "type": "object"
+        },
+        "Color": {
+        "description": "Represents a color in the RGBA color space. This representation is designed for simplicity of conversion to and from color representations in various languages over compactness. For example, the fields of this representation can be trivially provided to the constructor of `java.awt.Color` in Java; it can also be trivially provided to UIColor's `+colorWithRed:green:blue:alpha` method in iOS; and, with just a little work, it can be easily formatted into a CSS `rgba()` string in JavaScript. This reference page doesn't have information about the absolute color space that should be used to interpret the RGB value\u2014for example, sRGB, Adobe RGB, DCI-P3, and BT.2020. By default, applications should assume the sRGB color space. When color equality needs to be decided, implementations, unless documented otherwise, treat two colors as equal if all their red, green, blue, and alpha values each differ by at most `1e-5`. Example (Java): import com.google.type.Color; // ... public static java.awt.Color fromProto(Color protocolor) { float alpha = protocolor.hasAlpha() ? protocolor.getAlpha().getValue() : 1.0; return new java.awt.Color( protocolor.getRed(), protocolor.getGreen(), protocolor.getBlue(), alpha); } public static Color toProto(java.awt.Color color) { float red = (float) color.getRed(); float green = (float) color.getGreen(); float blue = (float) color.getBlue(); float denominator = 255.0; Color.Builder resultBuilder = Color .newBuilder() .setRed(red / denominator) .setGreen(green / denominator) .setBlue(blue / denominator); int alpha = color.getAlpha(); if (alpha != 255) { result.setAlpha( FloatValue .newBuilder() .setValue(((float) alpha) / denominator) .build()); } return resultBuilder.build(); } // ... Example (iOS / Obj-C): // ... static UIColor* fromProto(Color* protocolor) { float red = [protocolor red]; float green = [protocolor green]; float blue = [protocolor blue]; FloatValue* alpha_wrapper = [protocolor alpha]; float alpha = 1.0; if (alpha_wrapper != nil) { alpha = [alpha_wrapper value]; } return [UIColor colorWithRed:red green:green blue:blue alpha:alpha]; } static Color* toProto(UIColor* color) { CGFloat red, green, blue, alpha; if (![color getRed:&red green:&green blue:&blue alpha:&alpha]) { return nil; } Color* result = [[Color alloc] init]; [result setRed:red]; [result setGreen:green]; [result setBlue:blue]; if (alpha <= 0.9999) { [result setAlpha:floatWrapperWithValue(alpha)]; } [result autorelease]; return result; } // ... Example (JavaScript): // ... var protoToCssColor = function(rgb_color) { var redFrac = rgb_color.red || 0.0; var greenFrac = rgb_color.green || 0.0; var blueFrac = rgb_color.blue || 0.0; var red = Math.floor(redFrac * 255); var green = Math.floor(greenFrac * 255); var blue = Math.floor(blueFrac * 255); if (!('alpha' in rgb_color)) { return rgbToCssColor(red, green, blue); } var alphaFrac = rgb_color.alpha.value || 0.0; var rgbParams = [red, green, blue].join(','); return ['rgba(', rgbParams, ',', alphaFrac, ')'].join(''); }; var rgbToCssColor = function(red, green, blue) { var rgbNumber = new Number((red << 16) | (green << 8) | blue); var hexString = rgbNumber.toString(16); var missingZeros = 6 - hexString.length; var resultBuilder = ['#']; for (var i = 0; i < missingZeros; i++) { resultBuilder.push('0'); } resultBuilder.push(hexString); return resultBuilder.join(''); }; // ...",
+        "id": "Color",
+        "properties": {
+        "alpha": {
+        "description": "The fraction of this color that should be applied to the pixel. That is, the final pixel color is defined by the equation: `pixel color = alpha * (this color) + (1.0 - alpha) * (background color)` This means that a value of 1.0 corresponds to a solid color, whereas a value of 0.0 corresponds to a completely transparent color. This uses a wrapper message rather than a simple float scalar so that it is possible to distinguish between a default value and the value being unset. If omitted, this color object is rendered as a solid color (as if the alpha value had been explicitly given a value of 1.0).",
+        "format": "float",
+        "type": "number"
+        },
+        "blue": {
+        "description": "The amount of blue in the color as a value in the interval [0, 1].",
+        "format": "float",
+        "type": "number"
+        },
+        "green": {
+        "description": "The amount of green in the color as a value in the interval [0, 1].",
+        "format": "float",
+        "type": "number"
+        },
+        "red": {
+        "description": "The amount of red in the color as a value in the interval [0, 1].",
+        "format": "float",
+        "type": "number"
+        }
+        },
+        "type": "object"
+        },
+        "Empty": {
+        "description": "A generic empty message that you can re-use to avoid defining duplicated empty messages in your APIs. A typical example is to use it as the request or the response type of an API method. For instance: service Foo { rpc Bar(google.protobuf.Empty) returns (google.protobuf.Empty); }",
+        "id": "Empty",
+        "properties": {},
+        "type": "object"
+        },
+        "FcmOptions": {
+        "description": "Platform independent options for features provided by the FCM SDKs.",
+        "id": "FcmOptions",
+        "properties": {
+        "analyticsLabel": {
+        "description": "Label associated with the message's analytics data.",
+        "type": "string"
+        }
+        },
+        "type": "object"
+        },
+        "GoogleFirebaseFcmV1AndroidNotificationV2LightSettings": {
+        "description": "Settings to control notification LED.",
+        "id": "GoogleFirebaseFcmV1AndroidNotificationV2LightSettings",
+        "properties": {
+        "color": {
+        "$ref": "Color",
+        "description": "Required. Set `color` of the LED with [google.type.Color](https://github.com/googleapis/googleapis/blob/master/google/type/color.proto)."
+        },
+        "lightOffDuration": {
+        "description": "Required. Along with `light_on_duration`, define the blink rate of LED flashes. Resolution defined by [proto.Duration](https://developers.google.com/protocol-buffers/docs/reference/google.protobuf#google.protobuf.Duration)",
+        "format": "google-duration",
+        "type": "string"
+        },
+        "lightOnDuration": {
+        "description": "Required. Along with `light_off_duration`, define the blink rate of LED flashes. Resolution defined by [proto.Duration](https://developers.google.com/protocol-buffers/docs/reference/google.protobuf#google.protobuf.Duration)",
+        "format": "google-duration",
+        "type": "string"
+        }
+        },
+        "type": "object"
+        },
+        "LightSettings": {
+        "description": "Settings to control notification LED.",
+        "id": "LightSettings",
+        "properties": {
+        "color": {
+        "$ref": "Color",
+        "description": "Required. Set `color` of the LED with [google.type.Color](https://github.com/googleapis/googleapis/blob/master/google/type/color.proto)."
+        },
+        "lightOffDuration": {
+        "description": "Required. Along with `light_on_duration`, define the blink rate of LED flashes. Resolution defined by [proto.Duration](https://developers.google.com/protocol-buffers/docs/reference/google.protobuf#google.protobuf.Duration)",
+        "format": "google-duration",
+        "type": "string"
+        },
+        "lightOnDuration": {
+        "description": "Required. Along with `light_off_duration`, define the blink rate of LED flashes. Resolution defined by [proto.Duration](https://developers.google.com/protocol-buffers/docs/reference/google.protobuf#google.protobuf.Duration)",
+        "format": "google-duration",
+        "type": "string"
+        }
+        },
+        "type": "object"
+        },
+        "ListTopicSubscriptionsResponse": {
+        "description": "Response message for ListTopicSubscriptions.",
+        "id": "ListTopicSubscriptionsResponse",
+        "properties": {
+        "nextPageToken": {
+        "description": "A token, which can be sent as `page_token` to retrieve the next page. If this field is omitted, there are no subsequent pages.",
+        "type": "string"
+        },
+        "topicSubscriptions": {
+        "description": "The topic subscriptions for the instance.",
+        "items": {
+        "$ref": "TopicSubscription"
+        },
+        "type": "array"
+        }
+        },
+        "type": "object"
+        },
+        "Message": {
+        "description": "Message to send by Firebase Cloud Messaging Service.",
+        "id": "Message",
+        "properties": {
+        "android": {
+        "$ref": "AndroidConfig",
+        "description": "Input only. Android specific options for messages sent through [FCM connection server](https://goo.gl/4GLdUl)."
+        },
+        "androidV2": {
+        "$ref": "AndroidConfigV2",
+        "description": "Optional. Input only. Android specific V2 options for messages sent through FCM connection server. Mutually exclusive with `android`. Requests with both `AndroidConfig` and `AndroidConfigV2` will be rejected."
+        },
+        "apns": {
+        "$ref": "ApnsConfig",
+        "description": "Input only. [Apple Push Notification Service](https://goo.gl/MXRTPa) specific options."
+        },
+        "condition": {
+        "description": "Condition to send a message to, e.g. \"'foo' in topics && 'bar' in topics\".",
+        "type": "string"
+        },
+        "data": {
+        "additionalProperties": {
+        "type": "string"
+        },
+        "description": "Input only. Arbitrary key/value payload, which must be UTF-8 encoded. The key should not be a reserved word (\"from\", \"message_type\", or any word starting with \"google.\" or \"gcm.notification.\"). When sending payloads containing only data fields to iOS devices, only normal priority (`\"apns-priority\": \"5\"`) is allowed in [`ApnsConfig`](/docs/reference/fcm/rest/v1/projects.messages#apnsconfig).",
+        "type": "object"
+        },
+        "fcmOptions": {
+        "$ref": "FcmOptions",
+        "description": "Input only. Template for FCM SDK feature options to use across all platforms."
+        },
+        "fid": {
+        "description": "[Firebase Installation ID (FID)](/docs/cloud-messaging/android/get-started#access-firebase-installation-id) to send a message to.",
+        "type": "string"
+        },
+        "name": {
+        "description": "Output Only. The identifier of the message sent, in the format of `projects/*/messages/{message_id}`.",
+        "type": "string"
+        },
+        "notification": {
+        "$ref": "Notification",
+        "description": "Input only. Basic notification template to use across all platforms."
+        },
+        "token": {
+        "deprecated": true,
+        "description": "Deprecated: Use `fid` instead. During the transition period, this field also accepts a Firebase Installation ID (FID). Registration token to send a message to.",
+        "type": "string"
+        },
+        "topic": {
+        "description": "Topic name to send a message to, e.g. \"weather\". Note: \"/topics/\" prefix should not be provided.",
+        "type": "string"
+        },
+        "webpush": {
+        "$ref": "WebpushConfig",
+        "description": "Input only. [Webpush protocol](https://tools.ietf.org/html/rfc8030) options."
+        }
+        },
+        "type": "object"
+        },
+        "Notification": {
+        "description": "Basic notification template to use across all platforms.",
+        "id": "Notification",
+        "properties": {
+        "body": {
+        "description": "The notification's body text.",
+        "type": "string"
+        },
+        "image": {
+        "description": "Contains the URL of an image that is going to be downloaded on the device and displayed in a notification. JPEG, PNG, BMP have full support across platforms. Animated GIF and video only work on iOS. WebP and HEIF have varying levels of support across platforms and platform versions. Android has 1MB image size limit. Quota usage and implications/costs for hosting image on Firebase Storage: https://firebase.google.com/pricing",
+        "type": "string"
+        },
+        "title": {
+        "description": "The notification's title.",
+        "type": "string"
+        }
+        },
+        "type": "object"
+        },
+        "SendMessageRequest": {
+        "description": "Request to send a message to specified target.",
+        "id": "SendMessageRequest",
+        "properties": {
+        "message": {
+        "$ref": "Message",
+        "description": "Required. Message to send."
+        },
+        "validateOnly": {
+        "description": "Flag for testing the request without actually delivering the message.",
+        "type": "boolean"
+        }
+        },
+        "type": "object"
+        },
+        "TopicSubscription": {
+        "description": "Represents a subscription of a single app instance to a single FCM topic.",
+        "id": "TopicSubscription",
+        "properties": {
+        "createTime": {
+        "description": "Output only. Time when the subscription was created.",
+        "format": "google-datetime",
+        "readOnly": true,
+        "type": "string"
+        },
+        "name": {
+        "description": "Identifier. The resource name of the subscription. Format: projects/{project}/registrations/{registration}/topicSubscriptions/{topicSubscription} The {registration} part contains the registration ID (e.g., FID).",
+        "type": "string"
+        },
+        "topicName": {
+        "description": "Output only. The ID of the TopicSubscription, which is the topic name. This corresponds to the {topicSubscription} segment in the resource name. Topic names match the pattern of \"[a-zA-Z0-9-_.~%]{1,900}\".",
+        "readOnly": true,
+        "type": "string"
+        }
+        },
+        "type": "object"
+        },
+        "WebpushConfig": {
+        "description": "[Webpush protocol](https://tools.ietf.org/html/rfc8030) options.",
+        "id": "WebpushConfig",
+        "properties": {
+        "data": {
+        "additionalProperties": {
+        "type": "string"
+        },
+        "description": "Arbitrary key/value payload. If present, it will override google.firebase.fcm.v1.Message.data.",
+        "type": "object"
+        },
+        "fcmOptions": {
+        "$ref": "WebpushFcmOptions",
+        "description": "Options for features provided by the FCM SDK for Web."
+        },
+        "headers": {
+        "additionalProperties": {
+        "type": "string"
+        },
+        "description": "HTTP headers defined in webpush protocol. Refer to [Webpush protocol](https://tools.ietf.org/html/rfc8030#section-5) for supported headers, e.g. \"TTL\": \"15\".",
+        "type": "object"
+        },
+        "notification": {
+        "additionalProperties": {
+        "description": "Properties of the object.",
+        "type": "any"
+        },
+        "description": "Web Notification options as a JSON object. Supports Notification instance properties as defined in [Web Notification API](https://developer.mozilla.org/en-US/docs/Web/API/Notification). If present, \"title\" and \"body\" fields override [google.firebase.fcm.v1.Notification.title] and [google.firebase.fcm.v1.Notification.body].",
+        "type": "object"
+        }
+        },
+        "type": "object"
+        },
+        "WebpushFcmOptions": {
+        "description": "Options for features provided by the FCM SDK for Web.",
+        "id": "WebpushFcmOptions",
+        "properties": {
+        "analyticsLabel": {
+        "description": "Label associated with the message's analytics data.",
+        "type": "string"
+        },
+        "link": {
+        "description": "The link to open when the user clicks on the notification. For all URL values, HTTPS is required.",
+        "type": "string"
+        }
+        },
+        "type": "object"
+        }
+        },
+        "servicePath": "",
+        "title": "Firebase Cloud Messaging API",
+        "version": "v1",
+        "version_module": true
+        }
+        """#
 
     /// `firebaseremoteconfig.v1.json`, revision 20240611.
     static let remoteConfigV1 = #"""
-{
-    "auth": {
-        "oauth2": {
-            "scopes": {
-                "https://www.googleapis.com/auth/cloud-platform": {
-                    "description": "See, edit, configure, and delete your Google Cloud data and see the email address for your Google Account."
+        {
+            "auth": {
+                "oauth2": {
+                    "scopes": {
+                        "https://www.googleapis.com/auth/cloud-platform": {
+                            "description": "See, edit, configure, and delete your Google Cloud data and see the email address for your Google Account."
+                        }
+                    }
                 }
-            }
-        }
-    },
-    "basePath": "",
-    "baseUrl": "https://firebaseremoteconfig.googleapis.com/",
-    "batchPath": "batch",
-    "canonicalName": "Firebase Remote Config",
-    "description": "The Firebase Remote Config API lets developers change the behavior and appearance of their apps without requiring users to download an app update. It is an alternative to, but can be used in tandem with, the Firebase console at https://console.firebase.google.com.",
-    "discoveryVersion": "v1",
-    "documentationLink": "https://firebase.google.com/docs/remote-config/use-config-rest",
-    "icons": {
-        "x16": "http://www.google.com/images/icons/product/search-16.gif",
-        "x32": "http://www.google.com/images/icons/product/search-32.gif"
-    },
-    "id": "firebaseremoteconfig:v1",
-    "kind": "discovery#restDescription",
-    "name": "firebaseremoteconfig",
-    "ownerDomain": "google.com",
-    "ownerName": "Google",
-    "protocol": "rest",
-    "revision": "20240611",
-    "rootUrl": "https://firebaseremoteconfig.googleapis.com/",
-    "servicePath": "",
-    "title": "Firebase Remote Config API",
-    "version": "v1",
-    "version_module": true,
-    "parameters": {
-        "$.xgafv": {
-            "description": "V1 error format.",
-            "enum": [
-                "1",
-                "2"
-            ],
-            "enumDescriptions": [
-                "v1 error format",
-                "v2 error format"
-            ],
-            "location": "query",
-            "type": "string"
-        },
-        "access_token": {
-            "description": "OAuth access token.",
-            "location": "query",
-            "type": "string"
-        },
-        "alt": {
-            "default": "json",
-            "description": "Data format for response.",
-            "enum": [
-                "json",
-                "media",
-                "proto"
-            ],
-            "enumDescriptions": [
-                "Responses with Content-Type of application/json",
-                "Media download with context-dependent Content-Type",
-                "Responses with Content-Type of application/x-protobuf"
-            ],
-            "location": "query",
-            "type": "string"
-        },
-        "callback": {
-            "description": "JSONP",
-            "location": "query",
-            "type": "string"
-        },
-        "fields": {
-            "description": "Selector specifying which fields to include in a partial response.",
-            "location": "query",
-            "type": "string"
-        },
-        "key": {
-            "description": "API key. Your API key identifies your project and provides you with API access, quota, and reports. Required unless you provide an OAuth 2.0 token.",
-            "location": "query",
-            "type": "string"
-        },
-        "oauth_token": {
-            "description": "OAuth 2.0 token for the current user.",
-            "location": "query",
-            "type": "string"
-        },
-        "prettyPrint": {
-            "default": "true",
-            "description": "Returns response with indentations and line breaks.",
-            "location": "query",
-            "type": "boolean"
-        },
-        "quotaUser": {
-            "description": "Available to use for quota purposes for server-side applications. Can be any arbitrary string assigned to a user, but should not exceed 40 characters.",
-            "location": "query",
-            "type": "string"
-        },
-        "uploadType": {
-            "description": "Legacy upload protocol for media (e.g. \"media\", \"multipart\").",
-            "location": "query",
-            "type": "string"
-        },
-        "upload_protocol": {
-            "description": "Upload protocol for media (e.g. \"raw\", \"multipart\").",
-            "location": "query",
-            "type": "string"
-        }
-    },
-    "resources": {
-        "projects": {
-            "methods": {
-                "getRemoteConfig": {
-                    "description": "Get a project's Remote Config template and associated ETag header. Returns the requested RemoteConfig as the payload and an ETag as a response header.",
-                    "flatPath": "v1/projects/{projectsId}/remoteConfig",
-                    "httpMethod": "GET",
-                    "id": "firebaseremoteconfig.projects.getRemoteConfig",
-                    "parameterOrder": [
-                        "project"
+            },
+            "basePath": "",
+            "baseUrl": "https://firebaseremoteconfig.googleapis.com/",
+            "batchPath": "batch",
+            "canonicalName": "Firebase Remote Config",
+            "description": "The Firebase Remote Config API lets developers change the behavior and appearance of their apps without requiring users to download an app update. It is an alternative to, but can be used in tandem with, the Firebase console at https://console.firebase.google.com.",
+            "discoveryVersion": "v1",
+            "documentationLink": "https://firebase.google.com/docs/remote-config/use-config-rest",
+            "icons": {
+                "x16": "http://www.google.com/images/icons/product/search-16.gif",
+                "x32": "http://www.google.com/images/icons/product/search-32.gif"
+            },
+            "id": "firebaseremoteconfig:v1",
+            "kind": "discovery#restDescription",
+            "name": "firebaseremoteconfig",
+            "ownerDomain": "google.com",
+            "ownerName": "Google",
+            "protocol": "rest",
+            "revision": "20240611",
+            "rootUrl": "https://firebaseremoteconfig.googleapis.com/",
+            "servicePath": "",
+            "title": "Firebase Remote Config API",
+            "version": "v1",
+            "version_module": true,
+            "parameters": {
+                "$.xgafv": {
+                    "description": "V1 error format.",
+                    "enum": [
+                        "1",
+                        "2"
                     ],
-                    "parameters": {
-                        "project": {
-                            "description": "Required. The Firebase project's Project ID or Project Number, prefixed with \"projects/\".",
-                            "location": "path",
-                            "pattern": "^projects/[^/]+$",
-                            "required": true,
-                            "type": "string"
-                        },
-                        "versionNumber": {
-                            "description": "Optional. Version number of the RemoteConfig to look up. If not specified, the latest RemoteConfig will be returned.",
-                            "format": "int64",
-                            "location": "query",
-                            "type": "string"
-                        }
-                    },
-                    "path": "v1/{+project}/remoteConfig",
-                    "response": {
-                        "$ref": "RemoteConfig"
-                    },
-                    "scopes": [
-                        "https://www.googleapis.com/auth/cloud-platform"
-                    ]
+                    "enumDescriptions": [
+                        "v1 error format",
+                        "v2 error format"
+                    ],
+                    "location": "query",
+                    "type": "string"
                 },
-                "updateRemoteConfig": {
-                    "description": "Publish a project's Remote Config template. Pass the ETag returned by GetRemoteConfig as an `If-Match` header to ensure the last seen Remote Config template is the one being overwritten by this update. Pass `If-Match: *` to force an update, regardless of the current version. Returns the published RemoteConfig and the updated ETag as a response header if successful, or an error. See the publishing guide for a list of [error codes](/docs/remote-config/use-config-rest#step_5_publish_json_data_to_replace_data_in_the_service).",
-                    "flatPath": "v1/projects/{projectsId}/remoteConfig",
-                    "httpMethod": "PUT",
-                    "id": "firebaseremoteconfig.projects.updateRemoteConfig",
-                    "parameterOrder": [
-                        "project"
+                "access_token": {
+                    "description": "OAuth access token.",
+                    "location": "query",
+                    "type": "string"
+                },
+                "alt": {
+                    "default": "json",
+                    "description": "Data format for response.",
+                    "enum": [
+                        "json",
+                        "media",
+                        "proto"
                     ],
-                    "parameters": {
-                        "project": {
-                            "description": "Required. The Firebase project's Project ID or Project Number, prefixed with \"projects/\".",
-                            "location": "path",
-                            "pattern": "^projects/[^/]+$",
-                            "required": true,
-                            "type": "string"
-                        },
-                        "validateOnly": {
-                            "description": "Optional. Defaults to `false`. If `true`, the server will only attempt to validate the RemoteConfig. If validation succeeds, the RemoteConfig is not written to the Remote Config server, instead a `200 OK` response is returned. If validation fails, a validation error is returned. Note: other errors may still occur after this boolean is set to `false`, even if getting a `200 OK` when calling with UpdateRemoteConfig with `validate_only` set to `true`.",
-                            "location": "query",
-                            "type": "boolean"
-                        }
-                    },
-                    "path": "v1/{+project}/remoteConfig",
-                    "request": {
-                        "$ref": "RemoteConfig"
-                    },
-                    "response": {
-                        "$ref": "RemoteConfig"
-                    },
-                    "scopes": [
-                        "https://www.googleapis.com/auth/cloud-platform"
-                    ]
+                    "enumDescriptions": [
+                        "Responses with Content-Type of application/json",
+                        "Media download with context-dependent Content-Type",
+                        "Responses with Content-Type of application/x-protobuf"
+                    ],
+                    "location": "query",
+                    "type": "string"
+                },
+                "callback": {
+                    "description": "JSONP",
+                    "location": "query",
+                    "type": "string"
+                },
+                "fields": {
+                    "description": "Selector specifying which fields to include in a partial response.",
+                    "location": "query",
+                    "type": "string"
+                },
+                "key": {
+                    "description": "API key. Your API key identifies your project and provides you with API access, quota, and reports. Required unless you provide an OAuth 2.0 token.",
+                    "location": "query",
+                    "type": "string"
+                },
+                "oauth_token": {
+                    "description": "OAuth 2.0 token for the current user.",
+                    "location": "query",
+                    "type": "string"
+                },
+                "prettyPrint": {
+                    "default": "true",
+                    "description": "Returns response with indentations and line breaks.",
+                    "location": "query",
+                    "type": "boolean"
+                },
+                "quotaUser": {
+                    "description": "Available to use for quota purposes for server-side applications. Can be any arbitrary string assigned to a user, but should not exceed 40 characters.",
+                    "location": "query",
+                    "type": "string"
+                },
+                "uploadType": {
+                    "description": "Legacy upload protocol for media (e.g. \"media\", \"multipart\").",
+                    "location": "query",
+                    "type": "string"
+                },
+                "upload_protocol": {
+                    "description": "Upload protocol for media (e.g. \"raw\", \"multipart\").",
+                    "location": "query",
+                    "type": "string"
                 }
             },
             "resources": {
-                "namespaces": {
+                "projects": {
                     "methods": {
-                        "fetch": {
-                            "description": "Fetch parameter values and any Firebase A/B Testing experiment information for the calling device. An ETag header is also returned. Pass the ETag in future requests via the `If-None-Match` header to save bandwidth. NOTE: The Fetch REST API requires an Instance ID to be populated in the request. The Instance ID can obtained from the IID SDK. See https://firebase.google.com/docs/reference/android/com/google/firebase/iid/FirebaseInstanceId and https://firebase.google.com/docs/reference/ios/firebaseinstanceid/api/reference/Classes/FIRInstanceID",
-                            "flatPath": "v1/projects/{project}/namespaces/{namespace}:fetch",
-                            "httpMethod": "POST",
-                            "id": "firebaseremoteconfig.projects.namespaces.fetch",
-                            "parameterOrder": [
-                                "project",
-                                "namespace"
-                            ],
-                            "parameters": {
-                                "namespace": {
-                                    "description": "Required. The string \"firebase\".",
-                                    "location": "path",
-                                    "required": true,
-                                    "type": "string"
-                                },
-                                "project": {
-                                    "description": "Required. The Firebase project ID or project number. (NOTE: These identifiers can be retrieved from the Firebase console.)",
-                                    "location": "path",
-                                    "required": true,
-                                    "type": "string"
-                                }
-                            },
-                            "path": "v1/projects/{project}/namespaces/{namespace}:fetch",
-                            "request": {
-                                "$ref": "FetchRemoteConfigRequest"
-                            },
-                            "response": {
-                                "$ref": "FetchRemoteConfigResponse"
-                            }
-                        },
-                        "getServerRemoteConfig": {
-                            "description": "Get a project's server-side Remote Config template. Note that this request proto is structured differently from other request messages in this proto, however this is consistent and compliant with the new API guidance (https://google.aip.dev/122#fields-representing-resource-names) and the standard going forward.",
-                            "flatPath": "v1/projects/{projectsId}/namespaces/{namespacesId}/serverRemoteConfig",
+                        "getRemoteConfig": {
+                            "description": "Get a project's Remote Config template and associated ETag header. Returns the requested RemoteConfig as the payload and an ETag as a response header.",
+                            "flatPath": "v1/projects/{projectsId}/remoteConfig",
                             "httpMethod": "GET",
-                            "id": "firebaseremoteconfig.projects.namespaces.getServerRemoteConfig",
-                            "parameterOrder": [
-                                "name"
-                            ],
-                            "parameters": {
-                                "name": {
-                                    "description": "Required. The name of the template to get. Format: projects/{project}/namespaces/{namespace}/serverRemoteConfig Project is a Firebase project ID or project number. Namespace is the namespace ID (e.g.: firebase-server)",
-                                    "location": "path",
-                                    "pattern": "^projects/[^/]+/namespaces/[^/]+/serverRemoteConfig$",
-                                    "required": true,
-                                    "type": "string"
-                                }
-                            },
-                            "path": "v1/{+name}",
-                            "response": {
-                                "$ref": "ServerRemoteConfig"
-                            },
-                            "scopes": [
-                                "https://www.googleapis.com/auth/cloud-platform"
-                            ]
-                        }
-                    }
-                },
-                "remoteConfig": {
-                    "methods": {
-                        "downloadDefaults": {
-                            "description": "Get a project's current Remote Config template parameters and default values in JSON, property list (plist), or XML format.",
-                            "flatPath": "v1/projects/{projectsId}/remoteConfig:downloadDefaults",
-                            "httpMethod": "GET",
-                            "id": "firebaseremoteconfig.projects.remoteConfig.downloadDefaults",
+                            "id": "firebaseremoteconfig.projects.getRemoteConfig",
                             "parameterOrder": [
                                 "project"
                             ],
                             "parameters": {
-                                "format": {
-                                    "description": "Required. The file structure to return.",
-                                    "enum": [
-                                        "FORMAT_UNSPECIFIED",
-                                        "XML",
-                                        "PLIST",
-                                        "JSON"
-                                    ],
-                                    "enumDescriptions": [
-                                        "Catch-all for unrecognized enum values.",
-                                        "Returns a response in XML format.",
-                                        "Returns a response in property list (plist) format.",
-                                        "Returns a response in raw JSON format (not packaged in an HttpBody object)."
-                                    ],
-                                    "location": "query",
-                                    "type": "string"
-                                },
                                 "project": {
                                     "description": "Required. The Firebase project's Project ID or Project Number, prefixed with \"projects/\".",
                                     "location": "path",
                                     "pattern": "^projects/[^/]+$",
                                     "required": true,
                                     "type": "string"
-                                }
-                            },
-                            "path": "v1/{+project}/remoteConfig:downloadDefaults",
-                            "response": {
-                                "$ref": "Response"
-                            },
-                            "scopes": [
-                                "https://www.googleapis.com/auth/cloud-platform"
-                            ]
-                        },
-                        "listVersions": {
-                            "description": "Get a list of Remote Config template versions that have been published, sorted in reverse chronological order. Only the last 300 versions are stored. All versions that correspond to non-active Remote Config templates (i.e., all except the template that is being fetched by clients) are also deleted if they are older than 90 days.",
-                            "flatPath": "v1/projects/{projectsId}/remoteConfig:listVersions",
-                            "httpMethod": "GET",
-                            "id": "firebaseremoteconfig.projects.remoteConfig.listVersions",
-                            "parameterOrder": [
-                                "project"
-                            ],
-                            "parameters": {
-                                "endTime": {
-                                    "description": "Optional. Specify the latest update time to include in the results; any entries updated on or after this time are omitted.",
-                                    "format": "google-datetime",
-                                    "location": "query",
-                                    "type": "string"
                                 },
-                                "endVersionNumber": {
-                                    "description": "Optional. Specify the newest version number to include in the results. If specified, must be greater than zero. Defaults to the newest version.",
+                                "versionNumber": {
+                                    "description": "Optional. Version number of the RemoteConfig to look up. If not specified, the latest RemoteConfig will be returned.",
                                     "format": "int64",
                                     "location": "query",
                                     "type": "string"
-                                },
-                                "pageSize": {
-                                    "description": "Optional. The maximum number of items to return per page.",
-                                    "format": "int32",
-                                    "location": "query",
-                                    "type": "integer"
-                                },
-                                "pageToken": {
-                                    "description": "Optional. The next_page_token value returned from a previous List request, if any.",
-                                    "location": "query",
-                                    "type": "string"
-                                },
-                                "project": {
-                                    "description": "Required. The Firebase project's Project ID or Project Number, prefixed with \"projects/\".",
-                                    "location": "path",
-                                    "pattern": "^projects/[^/]+$",
-                                    "required": true,
-                                    "type": "string"
-                                },
-                                "startTime": {
-                                    "description": "Optional. Specify the earliest update time to include in the results; any entries updated before this time are omitted.",
-                                    "format": "google-datetime",
-                                    "location": "query",
-                                    "type": "string"
                                 }
                             },
-                            "path": "v1/{+project}/remoteConfig:listVersions",
+                            "path": "v1/{+project}/remoteConfig",
                             "response": {
-                                "$ref": "ListVersionsResponse"
+                                "$ref": "RemoteConfig"
                             },
                             "scopes": [
                                 "https://www.googleapis.com/auth/cloud-platform"
                             ]
                         },
-                        "rollback": {
-                            "description": "Roll back a project's published Remote Config template to the one specified by the provided version number. A rollback is equivalent to getting a previously published Remote Config template, and re-publishing it using a force update. Returns the published RemoteConfig and the updated ETag as a response header if successful, or an error. See the publishing guide for a list of [error codes](/docs/remote-config/use-config-rest#step_5_publish_json_data_to_replace_data_in_the_service). In particular, note that the method returns an error with HTTP Status 404 if the requested version_number to rollback to is not found.",
-                            "flatPath": "v1/projects/{projectsId}/remoteConfig:rollback",
-                            "httpMethod": "POST",
-                            "id": "firebaseremoteconfig.projects.remoteConfig.rollback",
+                        "updateRemoteConfig": {
+                            "description": "Publish a project's Remote Config template. Pass the ETag returned by GetRemoteConfig as an `If-Match` header to ensure the last seen Remote Config template is the one being overwritten by this update. Pass `If-Match: *` to force an update, regardless of the current version. Returns the published RemoteConfig and the updated ETag as a response header if successful, or an error. See the publishing guide for a list of [error codes](/docs/remote-config/use-config-rest#step_5_publish_json_data_to_replace_data_in_the_service).",
+                            "flatPath": "v1/projects/{projectsId}/remoteConfig",
+                            "httpMethod": "PUT",
+                            "id": "firebaseremoteconfig.projects.updateRemoteConfig",
                             "parameterOrder": [
                                 "project"
                             ],
@@ -1465,11 +1272,16 @@ enum GoogleDocuments {
                                     "pattern": "^projects/[^/]+$",
                                     "required": true,
                                     "type": "string"
+                                },
+                                "validateOnly": {
+                                    "description": "Optional. Defaults to `false`. If `true`, the server will only attempt to validate the RemoteConfig. If validation succeeds, the RemoteConfig is not written to the Remote Config server, instead a `200 OK` response is returned. If validation fails, a validation error is returned. Note: other errors may still occur after this boolean is set to `false`, even if getting a `200 OK` when calling with UpdateRemoteConfig with `validate_only` set to `true`.",
+                                    "location": "query",
+                                    "type": "boolean"
                                 }
                             },
-                            "path": "v1/{+project}/remoteConfig:rollback",
+                            "path": "v1/{+project}/remoteConfig",
                             "request": {
-                                "$ref": "RollbackRemoteConfigRequest"
+                                "$ref": "RemoteConfig"
                             },
                             "response": {
                                 "$ref": "RemoteConfig"
@@ -1478,716 +1290,904 @@ enum GoogleDocuments {
                                 "https://www.googleapis.com/auth/cloud-platform"
                             ]
                         }
+                    },
+                    "resources": {
+                        "namespaces": {
+                            "methods": {
+                                "fetch": {
+                                    "description": "Fetch parameter values and any Firebase A/B Testing experiment information for the calling device. An ETag header is also returned. Pass the ETag in future requests via the `If-None-Match` header to save bandwidth. NOTE: The Fetch REST API requires an Instance ID to be populated in the request. The Instance ID can obtained from the IID SDK. See https://firebase.google.com/docs/reference/android/com/google/firebase/iid/FirebaseInstanceId and https://firebase.google.com/docs/reference/ios/firebaseinstanceid/api/reference/Classes/FIRInstanceID",
+                                    "flatPath": "v1/projects/{project}/namespaces/{namespace}:fetch",
+                                    "httpMethod": "POST",
+                                    "id": "firebaseremoteconfig.projects.namespaces.fetch",
+                                    "parameterOrder": [
+                                        "project",
+                                        "namespace"
+                                    ],
+                                    "parameters": {
+                                        "namespace": {
+                                            "description": "Required. The string \"firebase\".",
+                                            "location": "path",
+                                            "required": true,
+                                            "type": "string"
+                                        },
+                                        "project": {
+                                            "description": "Required. The Firebase project ID or project number. (NOTE: These identifiers can be retrieved from the Firebase console.)",
+                                            "location": "path",
+                                            "required": true,
+                                            "type": "string"
+                                        }
+                                    },
+                                    "path": "v1/projects/{project}/namespaces/{namespace}:fetch",
+                                    "request": {
+                                        "$ref": "FetchRemoteConfigRequest"
+                                    },
+                                    "response": {
+                                        "$ref": "FetchRemoteConfigResponse"
+                                    }
+                                },
+                                "getServerRemoteConfig": {
+                                    "description": "Get a project's server-side Remote Config template. Note that this request proto is structured differently from other request messages in this proto, however this is consistent and compliant with the new API guidance (https://google.aip.dev/122#fields-representing-resource-names) and the standard going forward.",
+                                    "flatPath": "v1/projects/{projectsId}/namespaces/{namespacesId}/serverRemoteConfig",
+                                    "httpMethod": "GET",
+                                    "id": "firebaseremoteconfig.projects.namespaces.getServerRemoteConfig",
+                                    "parameterOrder": [
+                                        "name"
+                                    ],
+                                    "parameters": {
+                                        "name": {
+                                            "description": "Required. The name of the template to get. Format: projects/{project}/namespaces/{namespace}/serverRemoteConfig Project is a Firebase project ID or project number. Namespace is the namespace ID (e.g.: firebase-server)",
+                                            "location": "path",
+                                            "pattern": "^projects/[^/]+/namespaces/[^/]+/serverRemoteConfig$",
+                                            "required": true,
+                                            "type": "string"
+                                        }
+                                    },
+                                    "path": "v1/{+name}",
+                                    "response": {
+                                        "$ref": "ServerRemoteConfig"
+                                    },
+                                    "scopes": [
+                                        "https://www.googleapis.com/auth/cloud-platform"
+                                    ]
+                                }
+                            }
+                        },
+                        "remoteConfig": {
+                            "methods": {
+                                "downloadDefaults": {
+                                    "description": "Get a project's current Remote Config template parameters and default values in JSON, property list (plist), or XML format.",
+                                    "flatPath": "v1/projects/{projectsId}/remoteConfig:downloadDefaults",
+                                    "httpMethod": "GET",
+                                    "id": "firebaseremoteconfig.projects.remoteConfig.downloadDefaults",
+                                    "parameterOrder": [
+                                        "project"
+                                    ],
+                                    "parameters": {
+                                        "format": {
+                                            "description": "Required. The file structure to return.",
+                                            "enum": [
+                                                "FORMAT_UNSPECIFIED",
+                                                "XML",
+                                                "PLIST",
+                                                "JSON"
+                                            ],
+                                            "enumDescriptions": [
+                                                "Catch-all for unrecognized enum values.",
+                                                "Returns a response in XML format.",
+                                                "Returns a response in property list (plist) format.",
+                                                "Returns a response in raw JSON format (not packaged in an HttpBody object)."
+                                            ],
+                                            "location": "query",
+                                            "type": "string"
+                                        },
+                                        "project": {
+                                            "description": "Required. The Firebase project's Project ID or Project Number, prefixed with \"projects/\".",
+                                            "location": "path",
+                                            "pattern": "^projects/[^/]+$",
+                                            "required": true,
+                                            "type": "string"
+                                        }
+                                    },
+                                    "path": "v1/{+project}/remoteConfig:downloadDefaults",
+                                    "response": {
+                                        "$ref": "Response"
+                                    },
+                                    "scopes": [
+                                        "https://www.googleapis.com/auth/cloud-platform"
+                                    ]
+                                },
+                                "listVersions": {
+                                    "description": "Get a list of Remote Config template versions that have been published, sorted in reverse chronological order. Only the last 300 versions are stored. All versions that correspond to non-active Remote Config templates (i.e., all except the template that is being fetched by clients) are also deleted if they are older than 90 days.",
+                                    "flatPath": "v1/projects/{projectsId}/remoteConfig:listVersions",
+                                    "httpMethod": "GET",
+                                    "id": "firebaseremoteconfig.projects.remoteConfig.listVersions",
+                                    "parameterOrder": [
+                                        "project"
+                                    ],
+                                    "parameters": {
+                                        "endTime": {
+                                            "description": "Optional. Specify the latest update time to include in the results; any entries updated on or after this time are omitted.",
+                                            "format": "google-datetime",
+                                            "location": "query",
+                                            "type": "string"
+                                        },
+                                        "endVersionNumber": {
+                                            "description": "Optional. Specify the newest version number to include in the results. If specified, must be greater than zero. Defaults to the newest version.",
+                                            "format": "int64",
+                                            "location": "query",
+                                            "type": "string"
+                                        },
+                                        "pageSize": {
+                                            "description": "Optional. The maximum number of items to return per page.",
+                                            "format": "int32",
+                                            "location": "query",
+                                            "type": "integer"
+                                        },
+                                        "pageToken": {
+                                            "description": "Optional. The next_page_token value returned from a previous List request, if any.",
+                                            "location": "query",
+                                            "type": "string"
+                                        },
+                                        "project": {
+                                            "description": "Required. The Firebase project's Project ID or Project Number, prefixed with \"projects/\".",
+                                            "location": "path",
+                                            "pattern": "^projects/[^/]+$",
+                                            "required": true,
+                                            "type": "string"
+                                        },
+                                        "startTime": {
+                                            "description": "Optional. Specify the earliest update time to include in the results; any entries updated before this time are omitted.",
+                                            "format": "google-datetime",
+                                            "location": "query",
+                                            "type": "string"
+                                        }
+                                    },
+                                    "path": "v1/{+project}/remoteConfig:listVersions",
+                                    "response": {
+                                        "$ref": "ListVersionsResponse"
+                                    },
+                                    "scopes": [
+                                        "https://www.googleapis.com/auth/cloud-platform"
+                                    ]
+                                },
+                                "rollback": {
+                                    "description": "Roll back a project's published Remote Config template to the one specified by the provided version number. A rollback is equivalent to getting a previously published Remote Config template, and re-publishing it using a force update. Returns the published RemoteConfig and the updated ETag as a response header if successful, or an error. See the publishing guide for a list of [error codes](/docs/remote-config/use-config-rest#step_5_publish_json_data_to_replace_data_in_the_service). In particular, note that the method returns an error with HTTP Status 404 if the requested version_number to rollback to is not found.",
+                                    "flatPath": "v1/projects/{projectsId}/remoteConfig:rollback",
+                                    "httpMethod": "POST",
+                                    "id": "firebaseremoteconfig.projects.remoteConfig.rollback",
+                                    "parameterOrder": [
+                                        "project"
+                                    ],
+                                    "parameters": {
+                                        "project": {
+                                            "description": "Required. The Firebase project's Project ID or Project Number, prefixed with \"projects/\".",
+                                            "location": "path",
+                                            "pattern": "^projects/[^/]+$",
+                                            "required": true,
+                                            "type": "string"
+                                        }
+                                    },
+                                    "path": "v1/{+project}/remoteConfig:rollback",
+                                    "request": {
+                                        "$ref": "RollbackRemoteConfigRequest"
+                                    },
+                                    "response": {
+                                        "$ref": "RemoteConfig"
+                                    },
+                                    "scopes": [
+                                        "https://www.googleapis.com/auth/cloud-platform"
+                                    ]
+                                }
+                            }
+                        }
                     }
+                }
+            },
+            "schemas": {
+                "AndCondition": {
+                    "description": "---------- Boolean Operators AND of sub-conditions. An AND condition is true if all of its subconditions evaluate to true.",
+                    "id": "AndCondition",
+                    "properties": {
+                        "conditions": {
+                            "description": "Evaluated in given order with short circuit of false. Should contain at least one condition and no more than 100 conditions.",
+                            "items": {
+                                "$ref": "Condition"
+                            },
+                            "type": "array"
+                        }
+                    },
+                    "type": "object"
+                },
+                "Condition": {
+                    "description": "---------- General Condition Wrapper A general boolean expression that is used to evaluate conditions for server-side Remote Config templates.",
+                    "id": "Condition",
+                    "properties": {
+                        "andCondition": {
+                            "$ref": "AndCondition",
+                            "description": "Boolean operators Apply logical \"and\" condition to the subset of conditions."
+                        },
+                        "orCondition": {
+                            "$ref": "OrCondition",
+                            "description": "Apply logical \"or\" condition to the subset of conditions."
+                        },
+                        "percent": {
+                            "$ref": "PercentCondition",
+                            "description": "Builtin conditions (aka 'atoms') Target a percentage of the population (users, app instances)."
+                        }
+                    },
+                    "type": "object"
+                },
+                "ExperimentDescription": {
+                    "description": "Encapsulates per-experiment data.",
+                    "id": "ExperimentDescription",
+                    "properties": {
+                        "experimentId": {
+                            "description": "The Firebase A/B Testing experiment ID. A string of max length 22 characters. Format: _exp_ This is referred to as the tracking id and is different from the experiment id which is used internally by ABT.",
+                            "type": "string"
+                        },
+                        "experimentStartTime": {
+                            "description": "When the experiment was started.",
+                            "format": "google-datetime",
+                            "type": "string"
+                        },
+                        "timeToLiveMillis": {
+                            "description": "How long the experiment can remain in ON state. Valid range from 1 ms to 6 months.",
+                            "format": "int64",
+                            "type": "string"
+                        },
+                        "triggerEvent": {
+                            "description": "The Google Analytics event that activates the experiment.",
+                            "type": "string"
+                        },
+                        "triggerTimeoutMillis": {
+                            "description": "How long the experiment can remain in STANDBY state. Valid range from 1 ms to 6 months.",
+                            "format": "int64",
+                            "type": "string"
+                        },
+                        "variantId": {
+                            "description": "The variant of the experiment assigned to the app instance.",
+                            "type": "string"
+                        }
+                    },
+                    "type": "object"
+                },
+                "FetchRemoteConfigRequest": {
+                    "description": "* A request to render parameter values from the current RemoteConfig template and Firebase A/B Testing experiments.",
+                    "id": "FetchRemoteConfigRequest",
+                    "properties": {
+                        "analyticsUserProperties": {
+                            "additionalProperties": {
+                                "type": "string"
+                            },
+                            "description": "Optional - List of Analytics user properties.",
+                            "type": "object"
+                        },
+                        "appBuild": {
+                            "description": "Optional - If omitted and the template has any conditions that depend on app_build, they will be evaluated as false. * On Android, this is the Version Code, which is a positive integer, e.g., 42. * On iOS, this is the CFBundleVersion, which is a string comprised of three non-negative, period-separated integers with the first integer being greater than zero—for example, 3.1.2. * On Web, the concept of a build number is not well defined, and thus should not be set.",
+                            "type": "string"
+                        },
+                        "appId": {
+                            "description": "Required. If not specified, fetch will return 400 (Bad Request). GMP App id.",
+                            "type": "string"
+                        },
+                        "appInstanceId": {
+                            "description": "Required. The instance id of the app. If unspecified, fetch will return 400 (Bad Request). Refer to https://firebase.google.com/support/privacy/manage-iids.",
+                            "type": "string"
+                        },
+                        "appInstanceIdToken": {
+                            "description": "Required. The instance id token of the app, which is retrieved using the default scope. If specified incorrectly, and if the template has any percentile conditions, they will be evaluated to false. If omitted, fetch can lead to a 400 response code (Bad Request).",
+                            "type": "string"
+                        },
+                        "appVersion": {
+                            "description": "Optional - If omitted and the template has any conditions that depend on app_version, they will be evaluated as false. App version, using the native app version format on the client's OS. Examples: 0, 123, 0123, 1.2.3, 001.33.043.321.55 .",
+                            "type": "string"
+                        },
+                        "countryCode": {
+                            "description": "Optional - If omitted and the template has any conditions that depend on country_code, they will be evaluated as false. Should be 2 lower-case letters, e.g. \"us\", \"tr\", or \"gb\", as defined in ISO 3166-1 alpha-2. This is case-insensitive. See https://www.iso.org/obp/ui/#search .",
+                            "type": "string"
+                        },
+                        "firstOpenTime": {
+                            "description": "The first time a user launches an app after installing or re-installing it. This value comes from GA, and will not be set if GA SDK is not available on the client or if GA does not have the first-open time value.",
+                            "format": "google-datetime",
+                            "type": "string"
+                        },
+                        "languageCode": {
+                            "description": "Optional - If omitted and the template has any conditions that depend on locale, they will be evaluated as false. The default locale of the device, in BCP47 format, for example \"en-US\". This is case-insensitive. See https://www.w3.org/International/core/langtags/rfc3066bis.html .",
+                            "type": "string"
+                        },
+                        "packageName": {
+                            "description": "Optional - If omitted, the project's default package will be fetched. Name of the package for which we are fetching data from. Should match the app name for Android apps, or the corresponding entity (e.g. bundle name) for iOS apps.",
+                            "type": "string"
+                        },
+                        "platformVersion": {
+                            "description": "Optional - If omitted and the template has any conditions that depend on platform version, they will be evaluated as false. The version string of the device, e.g. \"21\" for (Android) Lollipop, or (for iOS) three non-negative, period separated integers, e.g. \"9.0.0\".",
+                            "type": "string"
+                        },
+                        "sdkVersion": {
+                            "description": "Optional - Version of the Firebase Remote Config SDK. This number is hard-coded into each client.",
+                            "type": "string"
+                        },
+                        "timeZone": {
+                            "description": "Optional - If omitted and the template has any conditions that depend on timezone, they will be evaluated as false. The timezone id of the device, in Olson Id format, e.g. \"America/Los_Angeles\".",
+                            "type": "string"
+                        }
+                    },
+                    "type": "object"
+                },
+                "FetchRemoteConfigResponse": {
+                    "description": "* The Firebase Remote Config configuration data for an app instance.",
+                    "id": "FetchRemoteConfigResponse",
+                    "properties": {
+                        "appName": {
+                            "description": "For Android apps, app_name is the package name of the app. For iOS apps, it is the bundle name.",
+                            "type": "string"
+                        },
+                        "entries": {
+                            "additionalProperties": {
+                                "type": "string"
+                            },
+                            "description": "The Key-Value pairs of the config.",
+                            "type": "object"
+                        },
+                        "experimentDescriptions": {
+                            "description": "Firebase A/B Testing experiment configuration and metadata.",
+                            "items": {
+                                "$ref": "ExperimentDescription"
+                            },
+                            "type": "array"
+                        },
+                        "personalizationMetadata": {
+                            "additionalProperties": {
+                                "$ref": "PersonalizationMetadata"
+                            },
+                            "description": "A map of Remote Config parameter key to Firebase Personalization related metadata that should be delivered to the particular device making the fetch call.",
+                            "type": "object"
+                        },
+                        "rolloutMetadata": {
+                            "description": "Metadata describing active Remote Config rollouts which are related to parameters delivered via this fetch response.",
+                            "items": {
+                                "$ref": "RolloutMetadata"
+                            },
+                            "type": "array"
+                        },
+                        "state": {
+                            "description": "The state of the fetched response.",
+                            "enum": [
+                                "INSTANCE_STATE_UNSPECIFIED",
+                                "UPDATE",
+                                "NO_TEMPLATE",
+                                "NO_CHANGE",
+                                "EMPTY_CONFIG"
+                            ],
+                            "enumDescriptions": [
+                                "Default (when the enum is not set by the server for any reason).",
+                                "The Remote Config parameter values and/or the Firebase A/B Testing experiments differ from the last fetch.",
+                                "No template defined.",
+                                "The Remote Config parameter values and Firebase A/B Testing experiments both match those returned during the last fetch.",
+                                "Template found, but evaluates to empty (e.g. all keys omitted)"
+                            ],
+                            "type": "string"
+                        },
+                        "templateVersion": {
+                            "description": "Used to record the current template in the response.",
+                            "format": "int64",
+                            "type": "string"
+                        }
+                    },
+                    "type": "object"
+                },
+                "Response": {
+                    "description": "The values in the configuration.",
+                    "id": "Response",
+                    "additionalProperties": {
+                        "description": "Properties of the object. Contains field @type with type URL.",
+                        "type": "any"
+                    },
+                    "type": "object"
+                },
+                "ListVersionsResponse": {
+                    "description": "Contains a paginated list of versions of the RemoteConfig.",
+                    "id": "ListVersionsResponse",
+                    "properties": {
+                        "nextPageToken": {
+                            "description": "Token to retrieve the next page of results, or empty if there are no more results in the list.",
+                            "type": "string"
+                        },
+                        "versions": {
+                            "description": "A list of version metadata objects, sorted in reverse chronological order.",
+                            "items": {
+                                "$ref": "Version"
+                            },
+                            "type": "array"
+                        }
+                    },
+                    "type": "object"
+                },
+                "MicroPercentRange": {
+                    "description": "A micro-percent interval defined by lower and upper bounds.",
+                    "id": "MicroPercentRange",
+                    "properties": {
+                        "microPercentLowerBound": {
+                            "description": "The lower limit of percentiles to target in micro-percents. The value must be in the range [0 and 100000000].",
+                            "format": "int32",
+                            "type": "integer"
+                        },
+                        "microPercentUpperBound": {
+                            "description": "The upper limit of percentiles to target in micro-percents. The value must be in the range [0 and 100000000].",
+                            "format": "int32",
+                            "type": "integer"
+                        }
+                    },
+                    "type": "object"
+                },
+                "OrCondition": {
+                    "description": "OR of sub-conditions. An OR condition is true if any of its subconditions evaluate to true. If there is an exception evaluating any of its subconditions, that subcondition can be ignored if any other subcondition is true.",
+                    "id": "OrCondition",
+                    "properties": {
+                        "conditions": {
+                            "description": "Evaluated in given order with short circuit of true. Should contain at least one condition and no more than 100 conditions.",
+                            "items": {
+                                "$ref": "Condition"
+                            },
+                            "type": "array"
+                        }
+                    },
+                    "type": "object"
+                },
+                "PercentCondition": {
+                    "description": "---------- Primitive Conditions (Atoms) A condition that compares the instance pseudo-random percentile to a given limit. NOTE: Developers provide an ID via the Admin SDK. This ID is hashed to a random percentile. The function is consistent and repeatable and will give the same result for evaluating an ID for the same condition across different platforms and across time. The function is consistent with the function used for evaluating IDs for client templates.",
+                    "id": "PercentCondition",
+                    "properties": {
+                        "microPercent": {
+                            "description": "Required. The limit of percentiles to target in micro-percents. The value must be in the range [0 and 100000000].",
+                            "format": "int32",
+                            "type": "integer"
+                        },
+                        "microPercentRange": {
+                            "$ref": "MicroPercentRange",
+                            "description": "The range of percentiles to target in micro-percents."
+                        },
+                        "percentOperator": {
+                            "description": "Required. The choice of percent operator to determine how to compare targets to percent(s).",
+                            "enum": [
+                                "UNKNOWN",
+                                "LESS_OR_EQUAL",
+                                "GREATER_THAN",
+                                "BETWEEN"
+                            ],
+                            "enumDescriptions": [
+                                "Per http://go/protodosdonts",
+                                "Target percentiles less than or equal to the target percent. A condition using this operator must specify micro_percent.",
+                                "Target percentiles greater than the target percent. A condition using this operator must specify micro_percent.",
+                                "Target percentiles within an interval defined by a lower bound and an upper bound. The lower bound is an exclusive (open) bound and the micro_percent_range_upper_bound is an inclusive (closed) bound. A condition using this operator must specify micro_percent_range."
+                            ],
+                            "type": "string"
+                        },
+                        "seed": {
+                            "description": "Optional. The seed used when evaluating the hash function to map an instance to a value in the hash space. This is a string which can have 0 - 32 characters and can contain ASCII characters [-_.0-9a-zA-Z]. The string is case-sensitive.",
+                            "type": "string"
+                        }
+                    },
+                    "type": "object"
+                },
+                "PersonalizationMetadata": {
+                    "description": "LINT.IfChange Metadata associated with a particular Remote Config parameter key, managed by Firebase Personalization.",
+                    "id": "PersonalizationMetadata",
+                    "properties": {
+                        "armIndex": {
+                            "description": "The selected arm's index, which may be 0.",
+                            "format": "int32",
+                            "type": "integer"
+                        },
+                        "choiceId": {
+                            "description": "Identifier for the choice. For internal use only.",
+                            "type": "string"
+                        },
+                        "group": {
+                            "description": "Variant group to which user belongs.",
+                            "enum": [
+                                "GROUP_UNSPECIFIED",
+                                "BASELINE",
+                                "P13N"
+                            ],
+                            "enumDescriptions": [
+                                "Default value.",
+                                "Audience we put aside for baseline quality measurement and comparison.",
+                                "Audience to which personalized experiences are being rolled out."
+                            ],
+                            "type": "string"
+                        },
+                        "personalizationId": {
+                            "description": "The ID of this Personalization experiment. Should be composed of letters, numbers, hyphens, and underscores.",
+                            "type": "string"
+                        }
+                    },
+                    "type": "object"
+                },
+                "PersonalizationValue": {
+                    "description": "Contains the necessary information to fetch a personalized value.",
+                    "id": "PersonalizationValue",
+                    "properties": {
+                        "personalizationId": {
+                            "description": "Identifier that represents a personalization definition. This definition is used to resolve the value at config fetch time. This system-generated value should not be modified.",
+                            "type": "string"
+                        }
+                    },
+                    "type": "object"
+                },
+                "RemoteConfig": {
+                    "description": "A RemoteConfig represents a Remote Config template. A project's Remote Config template is evaluated during each application instance's fetch. Note: Server templates currently support percentage conditions. Publishing a server template with unsupported conditional values will return a validation error. See [Remote Config in Server Environments](https://firebase.google.com/docs/remote-config/server) for more information. The resolved value of a parameter is determined as follows: Given the conditional values that refer to `true` conditions for the application instance, the parameter's resolved value is the conditional value whose name is the earliest in the conditions list. Else, if the parameter has a default value, the resolved value is set to the default value. Else, the parameter has no value and is omitted from the result that the application instance fetches. For example, assume we have parameter key `fruit`, with default value `pear` and conditional value submap `{\"is_ios\": \"apple\", \"is_in_20_percent\": \"banana\"}` where `\"is_ios\"` and `\"is_20_percent\"` are names of conditions in the ordered condition list. The value of `fruit` would evaluate to `apple` if `is_ios` is true. Otherwise, if `is_in_20_percent` is `true`, `fruit` would evaluate to `banana`, and if `is_ios` and `is_in_20_percent` are both false, `fruit` would evaluate to `pear`. If no default value were specified, and `is_ios` and `is_in_20_percent` were both false, no value for `fruit` would be returned from the Remote Config server to the client. Once a project's Remote Config template has been published via a successful UpdateRemoteConfig call, clients can fetch these parameter values and display them to users.",
+                    "id": "RemoteConfig",
+                    "properties": {
+                        "conditions": {
+                            "description": "A list of conditions in descending order by priority. The values of the google.firebase.remoteconfig.v1.RemoteConfigCondition.name entries must be unique.",
+                            "items": {
+                                "$ref": "RemoteConfigCondition"
+                            },
+                            "type": "array"
+                        },
+                        "parameterGroups": {
+                            "additionalProperties": {
+                                "$ref": "RemoteConfigParameterGroup"
+                            },
+                            "description": "Map of parameter group names to their descriptions and grouped parameters. A group's name is mutable but must be unique among groups in the config. The name is limited to 256 characters and intended to be human-readable. Any Unicode characters are allowed. Groups have a list of parameters which allows users of the API to group parameters that are associated with the same feature or theme together for easy organizational access. For example, a parameter group with the name \"Search V2\" may have the `description` \"New mobile search view\" and contain parameters for the new search's layout and font.",
+                            "type": "object"
+                        },
+                        "parameters": {
+                            "additionalProperties": {
+                                "$ref": "RemoteConfigParameter"
+                            },
+                            "description": "Map of parameter keys to their optional default values and optional conditional values.",
+                            "type": "object"
+                        },
+                        "version": {
+                            "$ref": "Version",
+                            "description": "Output only, except for the version description. Metadata associated with a particular version of a template. A version's description field may be specified in UpdateRemoteConfig calls."
+                        }
+                    },
+                    "type": "object"
+                },
+                "RemoteConfigCondition": {
+                    "description": "A condition targeting a specific group of users. A list of these conditions make up part of a RemoteConfig object.",
+                    "id": "RemoteConfigCondition",
+                    "properties": {
+                        "expression": {
+                            "description": "Required. The logic of this condition. See the documentation regarding [Condition Expressions](/docs/remote-config/condition-reference) for the expected syntax of this field.",
+                            "type": "string"
+                        },
+                        "name": {
+                            "description": "Required. A non-empty and unique name of this condition.",
+                            "type": "string"
+                        },
+                        "tagColor": {
+                            "description": "Optional. The color associated with this condition for display purposes in the Firebase Console. Not specifying this value or having \"CONDITION_DISPLAY_COLOR_UNSPECIFIED\" results in the Console picking an arbitrary color to associate with the condition.",
+                            "enum": [
+                                "CONDITION_DISPLAY_COLOR_UNSPECIFIED",
+                                "BLUE",
+                                "BROWN",
+                                "CYAN",
+                                "DEEP_ORANGE",
+                                "GREEN",
+                                "INDIGO",
+                                "LIME",
+                                "ORANGE",
+                                "PINK",
+                                "PURPLE",
+                                "TEAL"
+                            ],
+                            "enumDescriptions": [
+                                "",
+                                "Blue",
+                                "Brown",
+                                "Cyan",
+                                "aka \"Red Orange\"",
+                                "Green",
+                                "Indigo",
+                                "Lime",
+                                "Orange",
+                                "Pink",
+                                "Purple",
+                                "Teal"
+                            ],
+                            "type": "string"
+                        }
+                    },
+                    "type": "object"
+                },
+                "RemoteConfigParameter": {
+                    "description": "A parameter value associated with a parameter key in google.firebase.remoteconfig.v1.RemoteConfig.parameters. At minimum, a `default_value` or a `conditional_values` entry should be present for the parameter to have any effect.",
+                    "id": "RemoteConfigParameter",
+                    "properties": {
+                        "conditionalValues": {
+                            "additionalProperties": {
+                                "$ref": "RemoteConfigParameterValue"
+                            },
+                            "description": "Optional - a (condition name, value) map. The condition_name of the highest priority (the one listed first in the RemoteConfig's conditions list) determines the value of this parameter.",
+                            "type": "object"
+                        },
+                        "defaultValue": {
+                            "$ref": "RemoteConfigParameterValue",
+                            "description": "Optional - value to set the parameter to, when none of the named conditions evaluate to `true`."
+                        },
+                        "description": {
+                            "description": "Optional. A description for this Parameter. Its length must be less than or equal to 256 characters . A description may contain any Unicode characters.",
+                            "type": "string"
+                        },
+                        "valueType": {
+                            "description": "The data type for all values of this parameter in the current version of the template. Defaults to `ParameterValueType.STRING` if unspecified.",
+                            "enum": [
+                                "PARAMETER_VALUE_TYPE_UNSPECIFIED",
+                                "STRING",
+                                "BOOLEAN",
+                                "NUMBER",
+                                "JSON"
+                            ],
+                            "enumDescriptions": [
+                                "Catch-all for unrecognized enum values.",
+                                "Represents String values.",
+                                "Represents Boolean values (\"true\" or \"false\").",
+                                "Represents both positive and negative integer and float values.",
+                                "Represents JSON values."
+                            ],
+                            "type": "string"
+                        }
+                    },
+                    "type": "object"
+                },
+                "RemoteConfigParameterGroup": {
+                    "description": "A named group of parameters. Grouping parameters is only for management purposes and does not affect client-side fetching of parameter values.",
+                    "id": "RemoteConfigParameterGroup",
+                    "properties": {
+                        "description": {
+                            "description": "Optional. A description for the group. Its length must be less than or equal to 256 characters. A description may contain any Unicode characters.",
+                            "type": "string"
+                        },
+                        "parameters": {
+                            "additionalProperties": {
+                                "$ref": "RemoteConfigParameter"
+                            },
+                            "description": "Map of parameter keys to their optional default values and optional conditional values for parameters that belong to this group. A parameter only appears once per RemoteConfig: an ungrouped parameter appears at the top level; a parameter organized within a group appears within its group's map of parameters.",
+                            "type": "object"
+                        }
+                    },
+                    "type": "object"
+                },
+                "RemoteConfigParameterValue": {
+                    "description": "A RemoteConfigParameterValue resource contains the value that a parameter may have.",
+                    "id": "RemoteConfigParameterValue",
+                    "properties": {
+                        "personalizationValue": {
+                            "$ref": "PersonalizationValue",
+                            "description": "A dynamic, user-specific value computed when config is fetched."
+                        },
+                        "rolloutValue": {
+                            "$ref": "RolloutValue",
+                            "description": "A dynamic Rollout value managed by the Firebase ABT Experiment service."
+                        },
+                        "useInAppDefault": {
+                            "description": "If true, the parameter is omitted from the parameter values returned to a client.",
+                            "type": "boolean"
+                        },
+                        "value": {
+                            "description": "The string value that the parameter is set to.",
+                            "type": "string"
+                        }
+                    },
+                    "type": "object"
+                },
+                "RemoteConfigUser": {
+                    "description": "All the fields associated with the person/service account that wrote a Remote Config template.",
+                    "id": "RemoteConfigUser",
+                    "properties": {
+                        "email": {
+                            "description": "Output only. Email address.",
+                            "type": "string"
+                        },
+                        "imageUrl": {
+                            "description": "Output only. Image URL.",
+                            "type": "string"
+                        },
+                        "name": {
+                            "description": "Output only. Display name.",
+                            "type": "string"
+                        }
+                    },
+                    "type": "object"
+                },
+                "RollbackRemoteConfigRequest": {
+                    "description": "Replace the published Remote Config template with an earlier version.",
+                    "id": "RollbackRemoteConfigRequest",
+                    "properties": {
+                        "versionNumber": {
+                            "description": "Required. The version number of the RemoteConfig to roll back to. The specified version number must be less than the current version number, and not have been deleted due to staleness.",
+                            "format": "int64",
+                            "type": "string"
+                        }
+                    },
+                    "type": "object"
+                },
+                "RolloutMetadata": {
+                    "description": "Metadata describing Remote Config rollouts.",
+                    "id": "RolloutMetadata",
+                    "properties": {
+                        "affectedParameterKeys": {
+                            "description": "The parameter keys affected by this rollout.",
+                            "items": {
+                                "type": "string"
+                            },
+                            "type": "array"
+                        },
+                        "rolloutId": {
+                            "description": "The Firebase Remote Config rollout ID uniquely identifying a rollout. This is the tracking ID of the Rollout object defined in ExperimentsEntities.",
+                            "type": "string"
+                        },
+                        "variantId": {
+                            "description": "The variant of the rollout assigned to this instance in this fetch response.",
+                            "type": "string"
+                        }
+                    },
+                    "type": "object"
+                },
+                "RolloutValue": {
+                    "description": "Information related to a Rollout.",
+                    "id": "RolloutValue",
+                    "properties": {
+                        "percent": {
+                            "description": "The percentage of users that will receive the rollout value.",
+                            "format": "double",
+                            "type": "number"
+                        },
+                        "rolloutId": {
+                            "description": "The identifier that associates a parameter value to a Rollout experiment.",
+                            "type": "string"
+                        },
+                        "value": {
+                            "description": "The user-specified value to be rolled out.",
+                            "type": "string"
+                        }
+                    },
+                    "type": "object"
+                },
+                "ServerRemoteConfig": {
+                    "description": "A ServerRemoteConfig represents the raw data-plane version of a control plane Remote Config template. This raw template will be evaluated by the Admin SDK (RC Server SDK) to form the config.",
+                    "id": "ServerRemoteConfig",
+                    "properties": {
+                        "conditions": {
+                            "description": "A list of conditions in descending order by priority.",
+                            "items": {
+                                "$ref": "ServerRemoteConfigCondition"
+                            },
+                            "type": "array"
+                        },
+                        "parameters": {
+                            "additionalProperties": {
+                                "$ref": "ServerRemoteConfigParameter"
+                            },
+                            "description": "Map of parameter keys to their optional default values and optional conditional values.",
+                            "type": "object"
+                        },
+                        "version": {
+                            "$ref": "Version",
+                            "description": "Contains all metadata about a particular version of the server Remote Config template. Note that we are reusing the control plane version proto here."
+                        }
+                    },
+                    "type": "object"
+                },
+                "ServerRemoteConfigCondition": {
+                    "description": "A condition targeting a specific group of users and servers. Same as the condition in the control plane.",
+                    "id": "ServerRemoteConfigCondition",
+                    "properties": {
+                        "condition": {
+                            "$ref": "Condition",
+                            "description": "Required. The logic of this condition."
+                        },
+                        "name": {
+                            "description": "Required. A non-empty and unique name of this condition.",
+                            "type": "string"
+                        }
+                    },
+                    "type": "object"
+                },
+                "ServerRemoteConfigParameter": {
+                    "description": "A parameter value associated with a parameter key in [google.firebase.remoteconfig.v1.ServerRemoteConfig.parameters]. At minimum, a `default_value` or a `conditional_values` entry should be present for the parameter to have any effect.",
+                    "id": "ServerRemoteConfigParameter",
+                    "properties": {
+                        "conditionalValues": {
+                            "additionalProperties": {
+                                "$ref": "ServerRemoteConfigParameterValue"
+                            },
+                            "description": "Optional - a (condition name, value) map. The condition_name of the highest priority (the one listed first in the RemoteConfig's conditions list) determines the value of this parameter.",
+                            "type": "object"
+                        },
+                        "defaultValue": {
+                            "$ref": "ServerRemoteConfigParameterValue",
+                            "description": "Optional - value to set the parameter to, when none of the named conditions evaluate to true."
+                        }
+                    },
+                    "type": "object"
+                },
+                "ServerRemoteConfigParameterValue": {
+                    "description": "A ServerRemoteConfigParameterValue resource contains the value that a parameter may have. Currently, there is no support for managed values like ABT or P13n.",
+                    "id": "ServerRemoteConfigParameterValue",
+                    "properties": {
+                        "useInAppDefault": {
+                            "description": "If true, the parameter is omitted from the parameter values returned to the server.",
+                            "type": "boolean"
+                        },
+                        "value": {
+                            "description": "The string value that the parameter is set to.",
+                            "type": "string"
+                        }
+                    },
+                    "type": "object"
+                },
+                "Version": {
+                    "description": "Contains all metadata about a particular version of the Remote Config template. All fields are set at the time the specified Remote Config template was written.",
+                    "id": "Version",
+                    "properties": {
+                        "description": {
+                            "description": "Optional. The user-provided description of the corresponding Remote Config template",
+                            "type": "string"
+                        },
+                        "isLegacy": {
+                            "description": "Output only. `True` if this Remote Config template was published before version history was supported.",
+                            "type": "boolean"
+                        },
+                        "rollbackSource": {
+                            "description": "Output only. Only present if this version is the result of a rollback, and will be the version number of the Remote Config template that was rolled-back to.",
+                            "format": "int64",
+                            "type": "string"
+                        },
+                        "updateOrigin": {
+                            "description": "Output only. Where the update action originated.",
+                            "enum": [
+                                "REMOTE_CONFIG_UPDATE_ORIGIN_UNSPECIFIED",
+                                "CONSOLE",
+                                "REST_API",
+                                "ADMIN_SDK_NODE"
+                            ],
+                            "enumDescriptions": [
+                                "Catch-all for unrecognized values.",
+                                "The update came from the Firebase UI.",
+                                "The update came from the Remote Config REST API.",
+                                "This value is used when the update came from the Firebase Admin Node SDK"
+                            ],
+                            "type": "string"
+                        },
+                        "updateTime": {
+                            "description": "Output only. When the Remote Config template was written to the Remote Config server.",
+                            "format": "google-datetime",
+                            "type": "string"
+                        },
+                        "updateType": {
+                            "description": "Output only. What type of update was made.",
+                            "enum": [
+                                "REMOTE_CONFIG_UPDATE_TYPE_UNSPECIFIED",
+                                "INCREMENTAL_UPDATE",
+                                "FORCED_UPDATE",
+                                "ROLLBACK"
+                            ],
+                            "enumDescriptions": [
+                                "Catch-all for unrecognized enum values.",
+                                "A regular incremental update.",
+                                "A forced update. The ETag was specified as \"*\" in an UpdateRemoteConfigRequest request or the \"Force Update\" button was pressed on the console.",
+                                "A rollback to a previous Remote Config template."
+                            ],
+                            "type": "string"
+                        },
+                        "updateUser": {
+                            "$ref": "RemoteConfigUser",
+                            "description": "Output only. Aggregation of all metadata fields about the account that performed the update."
+                        },
+                        "versionNumber": {
+                            "description": "Output only. The version number of the version's corresponding Remote Config template.",
+                            "format": "int64",
+                            "type": "string"
+                        }
+                    },
+                    "type": "object"
                 }
             }
         }
-    },
-    "schemas": {
-        "AndCondition": {
-            "description": "---------- Boolean Operators AND of sub-conditions. An AND condition is true if all of its subconditions evaluate to true.",
-            "id": "AndCondition",
-            "properties": {
-                "conditions": {
-                    "description": "Evaluated in given order with short circuit of false. Should contain at least one condition and no more than 100 conditions.",
-                    "items": {
-                        "$ref": "Condition"
-                    },
-                    "type": "array"
-                }
-            },
-            "type": "object"
-        },
-        "Condition": {
-            "description": "---------- General Condition Wrapper A general boolean expression that is used to evaluate conditions for server-side Remote Config templates.",
-            "id": "Condition",
-            "properties": {
-                "andCondition": {
-                    "$ref": "AndCondition",
-                    "description": "Boolean operators Apply logical \"and\" condition to the subset of conditions."
-                },
-                "orCondition": {
-                    "$ref": "OrCondition",
-                    "description": "Apply logical \"or\" condition to the subset of conditions."
-                },
-                "percent": {
-                    "$ref": "PercentCondition",
-                    "description": "Builtin conditions (aka 'atoms') Target a percentage of the population (users, app instances)."
-                }
-            },
-            "type": "object"
-        },
-        "ExperimentDescription": {
-            "description": "Encapsulates per-experiment data.",
-            "id": "ExperimentDescription",
-            "properties": {
-                "experimentId": {
-                    "description": "The Firebase A/B Testing experiment ID. A string of max length 22 characters. Format: _exp_ This is referred to as the tracking id and is different from the experiment id which is used internally by ABT.",
-                    "type": "string"
-                },
-                "experimentStartTime": {
-                    "description": "When the experiment was started.",
-                    "format": "google-datetime",
-                    "type": "string"
-                },
-                "timeToLiveMillis": {
-                    "description": "How long the experiment can remain in ON state. Valid range from 1 ms to 6 months.",
-                    "format": "int64",
-                    "type": "string"
-                },
-                "triggerEvent": {
-                    "description": "The Google Analytics event that activates the experiment.",
-                    "type": "string"
-                },
-                "triggerTimeoutMillis": {
-                    "description": "How long the experiment can remain in STANDBY state. Valid range from 1 ms to 6 months.",
-                    "format": "int64",
-                    "type": "string"
-                },
-                "variantId": {
-                    "description": "The variant of the experiment assigned to the app instance.",
-                    "type": "string"
-                }
-            },
-            "type": "object"
-        },
-        "FetchRemoteConfigRequest": {
-            "description": "* A request to render parameter values from the current RemoteConfig template and Firebase A/B Testing experiments.",
-            "id": "FetchRemoteConfigRequest",
-            "properties": {
-                "analyticsUserProperties": {
-                    "additionalProperties": {
-                        "type": "string"
-                    },
-                    "description": "Optional - List of Analytics user properties.",
-                    "type": "object"
-                },
-                "appBuild": {
-                    "description": "Optional - If omitted and the template has any conditions that depend on app_build, they will be evaluated as false. * On Android, this is the Version Code, which is a positive integer, e.g., 42. * On iOS, this is the CFBundleVersion, which is a string comprised of three non-negative, period-separated integers with the first integer being greater than zero—for example, 3.1.2. * On Web, the concept of a build number is not well defined, and thus should not be set.",
-                    "type": "string"
-                },
-                "appId": {
-                    "description": "Required. If not specified, fetch will return 400 (Bad Request). GMP App id.",
-                    "type": "string"
-                },
-                "appInstanceId": {
-                    "description": "Required. The instance id of the app. If unspecified, fetch will return 400 (Bad Request). Refer to https://firebase.google.com/support/privacy/manage-iids.",
-                    "type": "string"
-                },
-                "appInstanceIdToken": {
-                    "description": "Required. The instance id token of the app, which is retrieved using the default scope. If specified incorrectly, and if the template has any percentile conditions, they will be evaluated to false. If omitted, fetch can lead to a 400 response code (Bad Request).",
-                    "type": "string"
-                },
-                "appVersion": {
-                    "description": "Optional - If omitted and the template has any conditions that depend on app_version, they will be evaluated as false. App version, using the native app version format on the client's OS. Examples: 0, 123, 0123, 1.2.3, 001.33.043.321.55 .",
-                    "type": "string"
-                },
-                "countryCode": {
-                    "description": "Optional - If omitted and the template has any conditions that depend on country_code, they will be evaluated as false. Should be 2 lower-case letters, e.g. \"us\", \"tr\", or \"gb\", as defined in ISO 3166-1 alpha-2. This is case-insensitive. See https://www.iso.org/obp/ui/#search .",
-                    "type": "string"
-                },
-                "firstOpenTime": {
-                    "description": "The first time a user launches an app after installing or re-installing it. This value comes from GA, and will not be set if GA SDK is not available on the client or if GA does not have the first-open time value.",
-                    "format": "google-datetime",
-                    "type": "string"
-                },
-                "languageCode": {
-                    "description": "Optional - If omitted and the template has any conditions that depend on locale, they will be evaluated as false. The default locale of the device, in BCP47 format, for example \"en-US\". This is case-insensitive. See https://www.w3.org/International/core/langtags/rfc3066bis.html .",
-                    "type": "string"
-                },
-                "packageName": {
-                    "description": "Optional - If omitted, the project's default package will be fetched. Name of the package for which we are fetching data from. Should match the app name for Android apps, or the corresponding entity (e.g. bundle name) for iOS apps.",
-                    "type": "string"
-                },
-                "platformVersion": {
-                    "description": "Optional - If omitted and the template has any conditions that depend on platform version, they will be evaluated as false. The version string of the device, e.g. \"21\" for (Android) Lollipop, or (for iOS) three non-negative, period separated integers, e.g. \"9.0.0\".",
-                    "type": "string"
-                },
-                "sdkVersion": {
-                    "description": "Optional - Version of the Firebase Remote Config SDK. This number is hard-coded into each client.",
-                    "type": "string"
-                },
-                "timeZone": {
-                    "description": "Optional - If omitted and the template has any conditions that depend on timezone, they will be evaluated as false. The timezone id of the device, in Olson Id format, e.g. \"America/Los_Angeles\".",
-                    "type": "string"
-                }
-            },
-            "type": "object"
-        },
-        "FetchRemoteConfigResponse": {
-            "description": "* The Firebase Remote Config configuration data for an app instance.",
-            "id": "FetchRemoteConfigResponse",
-            "properties": {
-                "appName": {
-                    "description": "For Android apps, app_name is the package name of the app. For iOS apps, it is the bundle name.",
-                    "type": "string"
-                },
-                "entries": {
-                    "additionalProperties": {
-                        "type": "string"
-                    },
-                    "description": "The Key-Value pairs of the config.",
-                    "type": "object"
-                },
-                "experimentDescriptions": {
-                    "description": "Firebase A/B Testing experiment configuration and metadata.",
-                    "items": {
-                        "$ref": "ExperimentDescription"
-                    },
-                    "type": "array"
-                },
-                "personalizationMetadata": {
-                    "additionalProperties": {
-                        "$ref": "PersonalizationMetadata"
-                    },
-                    "description": "A map of Remote Config parameter key to Firebase Personalization related metadata that should be delivered to the particular device making the fetch call.",
-                    "type": "object"
-                },
-                "rolloutMetadata": {
-                    "description": "Metadata describing active Remote Config rollouts which are related to parameters delivered via this fetch response.",
-                    "items": {
-                        "$ref": "RolloutMetadata"
-                    },
-                    "type": "array"
-                },
-                "state": {
-                    "description": "The state of the fetched response.",
-                    "enum": [
-                        "INSTANCE_STATE_UNSPECIFIED",
-                        "UPDATE",
-                        "NO_TEMPLATE",
-                        "NO_CHANGE",
-                        "EMPTY_CONFIG"
-                    ],
-                    "enumDescriptions": [
-                        "Default (when the enum is not set by the server for any reason).",
-                        "The Remote Config parameter values and/or the Firebase A/B Testing experiments differ from the last fetch.",
-                        "No template defined.",
-                        "The Remote Config parameter values and Firebase A/B Testing experiments both match those returned during the last fetch.",
-                        "Template found, but evaluates to empty (e.g. all keys omitted)"
-                    ],
-                    "type": "string"
-                },
-                "templateVersion": {
-                    "description": "Used to record the current template in the response.",
-                    "format": "int64",
-                    "type": "string"
-                }
-            },
-            "type": "object"
-        },
-        "Response": {
-            "description": "The values in the configuration.",
-            "id": "Response",
-            "additionalProperties": {
-                "description": "Properties of the object. Contains field @type with type URL.",
-                "type": "any"
-            },
-            "type": "object"
-        },
-        "ListVersionsResponse": {
-            "description": "Contains a paginated list of versions of the RemoteConfig.",
-            "id": "ListVersionsResponse",
-            "properties": {
-                "nextPageToken": {
-                    "description": "Token to retrieve the next page of results, or empty if there are no more results in the list.",
-                    "type": "string"
-                },
-                "versions": {
-                    "description": "A list of version metadata objects, sorted in reverse chronological order.",
-                    "items": {
-                        "$ref": "Version"
-                    },
-                    "type": "array"
-                }
-            },
-            "type": "object"
-        },
-        "MicroPercentRange": {
-            "description": "A micro-percent interval defined by lower and upper bounds.",
-            "id": "MicroPercentRange",
-            "properties": {
-                "microPercentLowerBound": {
-                    "description": "The lower limit of percentiles to target in micro-percents. The value must be in the range [0 and 100000000].",
-                    "format": "int32",
-                    "type": "integer"
-                },
-                "microPercentUpperBound": {
-                    "description": "The upper limit of percentiles to target in micro-percents. The value must be in the range [0 and 100000000].",
-                    "format": "int32",
-                    "type": "integer"
-                }
-            },
-            "type": "object"
-        },
-        "OrCondition": {
-            "description": "OR of sub-conditions. An OR condition is true if any of its subconditions evaluate to true. If there is an exception evaluating any of its subconditions, that subcondition can be ignored if any other subcondition is true.",
-            "id": "OrCondition",
-            "properties": {
-                "conditions": {
-                    "description": "Evaluated in given order with short circuit of true. Should contain at least one condition and no more than 100 conditions.",
-                    "items": {
-                        "$ref": "Condition"
-                    },
-                    "type": "array"
-                }
-            },
-            "type": "object"
-        },
-        "PercentCondition": {
-            "description": "---------- Primitive Conditions (Atoms) A condition that compares the instance pseudo-random percentile to a given limit. NOTE: Developers provide an ID via the Admin SDK. This ID is hashed to a random percentile. The function is consistent and repeatable and will give the same result for evaluating an ID for the same condition across different platforms and across time. The function is consistent with the function used for evaluating IDs for client templates.",
-            "id": "PercentCondition",
-            "properties": {
-                "microPercent": {
-                    "description": "Required. The limit of percentiles to target in micro-percents. The value must be in the range [0 and 100000000].",
-                    "format": "int32",
-                    "type": "integer"
-                },
-                "microPercentRange": {
-                    "$ref": "MicroPercentRange",
-                    "description": "The range of percentiles to target in micro-percents."
-                },
-                "percentOperator": {
-                    "description": "Required. The choice of percent operator to determine how to compare targets to percent(s).",
-                    "enum": [
-                        "UNKNOWN",
-                        "LESS_OR_EQUAL",
-                        "GREATER_THAN",
-                        "BETWEEN"
-                    ],
-                    "enumDescriptions": [
-                        "Per http://go/protodosdonts",
-                        "Target percentiles less than or equal to the target percent. A condition using this operator must specify micro_percent.",
-                        "Target percentiles greater than the target percent. A condition using this operator must specify micro_percent.",
-                        "Target percentiles within an interval defined by a lower bound and an upper bound. The lower bound is an exclusive (open) bound and the micro_percent_range_upper_bound is an inclusive (closed) bound. A condition using this operator must specify micro_percent_range."
-                    ],
-                    "type": "string"
-                },
-                "seed": {
-                    "description": "Optional. The seed used when evaluating the hash function to map an instance to a value in the hash space. This is a string which can have 0 - 32 characters and can contain ASCII characters [-_.0-9a-zA-Z]. The string is case-sensitive.",
-                    "type": "string"
-                }
-            },
-            "type": "object"
-        },
-        "PersonalizationMetadata": {
-            "description": "LINT.IfChange Metadata associated with a particular Remote Config parameter key, managed by Firebase Personalization.",
-            "id": "PersonalizationMetadata",
-            "properties": {
-                "armIndex": {
-                    "description": "The selected arm's index, which may be 0.",
-                    "format": "int32",
-                    "type": "integer"
-                },
-                "choiceId": {
-                    "description": "Identifier for the choice. For internal use only.",
-                    "type": "string"
-                },
-                "group": {
-                    "description": "Variant group to which user belongs.",
-                    "enum": [
-                        "GROUP_UNSPECIFIED",
-                        "BASELINE",
-                        "P13N"
-                    ],
-                    "enumDescriptions": [
-                        "Default value.",
-                        "Audience we put aside for baseline quality measurement and comparison.",
-                        "Audience to which personalized experiences are being rolled out."
-                    ],
-                    "type": "string"
-                },
-                "personalizationId": {
-                    "description": "The ID of this Personalization experiment. Should be composed of letters, numbers, hyphens, and underscores.",
-                    "type": "string"
-                }
-            },
-            "type": "object"
-        },
-        "PersonalizationValue": {
-            "description": "Contains the necessary information to fetch a personalized value.",
-            "id": "PersonalizationValue",
-            "properties": {
-                "personalizationId": {
-                    "description": "Identifier that represents a personalization definition. This definition is used to resolve the value at config fetch time. This system-generated value should not be modified.",
-                    "type": "string"
-                }
-            },
-            "type": "object"
-        },
-        "RemoteConfig": {
-            "description": "A RemoteConfig represents a Remote Config template. A project's Remote Config template is evaluated during each application instance's fetch. Note: Server templates currently support percentage conditions. Publishing a server template with unsupported conditional values will return a validation error. See [Remote Config in Server Environments](https://firebase.google.com/docs/remote-config/server) for more information. The resolved value of a parameter is determined as follows: Given the conditional values that refer to `true` conditions for the application instance, the parameter's resolved value is the conditional value whose name is the earliest in the conditions list. Else, if the parameter has a default value, the resolved value is set to the default value. Else, the parameter has no value and is omitted from the result that the application instance fetches. For example, assume we have parameter key `fruit`, with default value `pear` and conditional value submap `{\"is_ios\": \"apple\", \"is_in_20_percent\": \"banana\"}` where `\"is_ios\"` and `\"is_20_percent\"` are names of conditions in the ordered condition list. The value of `fruit` would evaluate to `apple` if `is_ios` is true. Otherwise, if `is_in_20_percent` is `true`, `fruit` would evaluate to `banana`, and if `is_ios` and `is_in_20_percent` are both false, `fruit` would evaluate to `pear`. If no default value were specified, and `is_ios` and `is_in_20_percent` were both false, no value for `fruit` would be returned from the Remote Config server to the client. Once a project's Remote Config template has been published via a successful UpdateRemoteConfig call, clients can fetch these parameter values and display them to users.",
-            "id": "RemoteConfig",
-            "properties": {
-                "conditions": {
-                    "description": "A list of conditions in descending order by priority. The values of the google.firebase.remoteconfig.v1.RemoteConfigCondition.name entries must be unique.",
-                    "items": {
-                        "$ref": "RemoteConfigCondition"
-                    },
-                    "type": "array"
-                },
-                "parameterGroups": {
-                    "additionalProperties": {
-                        "$ref": "RemoteConfigParameterGroup"
-                    },
-                    "description": "Map of parameter group names to their descriptions and grouped parameters. A group's name is mutable but must be unique among groups in the config. The name is limited to 256 characters and intended to be human-readable. Any Unicode characters are allowed. Groups have a list of parameters which allows users of the API to group parameters that are associated with the same feature or theme together for easy organizational access. For example, a parameter group with the name \"Search V2\" may have the `description` \"New mobile search view\" and contain parameters for the new search's layout and font.",
-                    "type": "object"
-                },
-                "parameters": {
-                    "additionalProperties": {
-                        "$ref": "RemoteConfigParameter"
-                    },
-                    "description": "Map of parameter keys to their optional default values and optional conditional values.",
-                    "type": "object"
-                },
-                "version": {
-                    "$ref": "Version",
-                    "description": "Output only, except for the version description. Metadata associated with a particular version of a template. A version's description field may be specified in UpdateRemoteConfig calls."
-                }
-            },
-            "type": "object"
-        },
-        "RemoteConfigCondition": {
-            "description": "A condition targeting a specific group of users. A list of these conditions make up part of a RemoteConfig object.",
-            "id": "RemoteConfigCondition",
-            "properties": {
-                "expression": {
-                    "description": "Required. The logic of this condition. See the documentation regarding [Condition Expressions](/docs/remote-config/condition-reference) for the expected syntax of this field.",
-                    "type": "string"
-                },
-                "name": {
-                    "description": "Required. A non-empty and unique name of this condition.",
-                    "type": "string"
-                },
-                "tagColor": {
-                    "description": "Optional. The color associated with this condition for display purposes in the Firebase Console. Not specifying this value or having \"CONDITION_DISPLAY_COLOR_UNSPECIFIED\" results in the Console picking an arbitrary color to associate with the condition.",
-                    "enum": [
-                        "CONDITION_DISPLAY_COLOR_UNSPECIFIED",
-                        "BLUE",
-                        "BROWN",
-                        "CYAN",
-                        "DEEP_ORANGE",
-                        "GREEN",
-                        "INDIGO",
-                        "LIME",
-                        "ORANGE",
-                        "PINK",
-                        "PURPLE",
-                        "TEAL"
-                    ],
-                    "enumDescriptions": [
-                        "",
-                        "Blue",
-                        "Brown",
-                        "Cyan",
-                        "aka \"Red Orange\"",
-                        "Green",
-                        "Indigo",
-                        "Lime",
-                        "Orange",
-                        "Pink",
-                        "Purple",
-                        "Teal"
-                    ],
-                    "type": "string"
-                }
-            },
-            "type": "object"
-        },
-        "RemoteConfigParameter": {
-            "description": "A parameter value associated with a parameter key in google.firebase.remoteconfig.v1.RemoteConfig.parameters. At minimum, a `default_value` or a `conditional_values` entry should be present for the parameter to have any effect.",
-            "id": "RemoteConfigParameter",
-            "properties": {
-                "conditionalValues": {
-                    "additionalProperties": {
-                        "$ref": "RemoteConfigParameterValue"
-                    },
-                    "description": "Optional - a (condition name, value) map. The condition_name of the highest priority (the one listed first in the RemoteConfig's conditions list) determines the value of this parameter.",
-                    "type": "object"
-                },
-                "defaultValue": {
-                    "$ref": "RemoteConfigParameterValue",
-                    "description": "Optional - value to set the parameter to, when none of the named conditions evaluate to `true`."
-                },
-                "description": {
-                    "description": "Optional. A description for this Parameter. Its length must be less than or equal to 256 characters . A description may contain any Unicode characters.",
-                    "type": "string"
-                },
-                "valueType": {
-                    "description": "The data type for all values of this parameter in the current version of the template. Defaults to `ParameterValueType.STRING` if unspecified.",
-                    "enum": [
-                        "PARAMETER_VALUE_TYPE_UNSPECIFIED",
-                        "STRING",
-                        "BOOLEAN",
-                        "NUMBER",
-                        "JSON"
-                    ],
-                    "enumDescriptions": [
-                        "Catch-all for unrecognized enum values.",
-                        "Represents String values.",
-                        "Represents Boolean values (\"true\" or \"false\").",
-                        "Represents both positive and negative integer and float values.",
-                        "Represents JSON values."
-                    ],
-                    "type": "string"
-                }
-            },
-            "type": "object"
-        },
-        "RemoteConfigParameterGroup": {
-            "description": "A named group of parameters. Grouping parameters is only for management purposes and does not affect client-side fetching of parameter values.",
-            "id": "RemoteConfigParameterGroup",
-            "properties": {
-                "description": {
-                    "description": "Optional. A description for the group. Its length must be less than or equal to 256 characters. A description may contain any Unicode characters.",
-                    "type": "string"
-                },
-                "parameters": {
-                    "additionalProperties": {
-                        "$ref": "RemoteConfigParameter"
-                    },
-                    "description": "Map of parameter keys to their optional default values and optional conditional values for parameters that belong to this group. A parameter only appears once per RemoteConfig: an ungrouped parameter appears at the top level; a parameter organized within a group appears within its group's map of parameters.",
-                    "type": "object"
-                }
-            },
-            "type": "object"
-        },
-        "RemoteConfigParameterValue": {
-            "description": "A RemoteConfigParameterValue resource contains the value that a parameter may have.",
-            "id": "RemoteConfigParameterValue",
-            "properties": {
-                "personalizationValue": {
-                    "$ref": "PersonalizationValue",
-                    "description": "A dynamic, user-specific value computed when config is fetched."
-                },
-                "rolloutValue": {
-                    "$ref": "RolloutValue",
-                    "description": "A dynamic Rollout value managed by the Firebase ABT Experiment service."
-                },
-                "useInAppDefault": {
-                    "description": "If true, the parameter is omitted from the parameter values returned to a client.",
-                    "type": "boolean"
-                },
-                "value": {
-                    "description": "The string value that the parameter is set to.",
-                    "type": "string"
-                }
-            },
-            "type": "object"
-        },
-        "RemoteConfigUser": {
-            "description": "All the fields associated with the person/service account that wrote a Remote Config template.",
-            "id": "RemoteConfigUser",
-            "properties": {
-                "email": {
-                    "description": "Output only. Email address.",
-                    "type": "string"
-                },
-                "imageUrl": {
-                    "description": "Output only. Image URL.",
-                    "type": "string"
-                },
-                "name": {
-                    "description": "Output only. Display name.",
-                    "type": "string"
-                }
-            },
-            "type": "object"
-        },
-        "RollbackRemoteConfigRequest": {
-            "description": "Replace the published Remote Config template with an earlier version.",
-            "id": "RollbackRemoteConfigRequest",
-            "properties": {
-                "versionNumber": {
-                    "description": "Required. The version number of the RemoteConfig to roll back to. The specified version number must be less than the current version number, and not have been deleted due to staleness.",
-                    "format": "int64",
-                    "type": "string"
-                }
-            },
-            "type": "object"
-        },
-        "RolloutMetadata": {
-            "description": "Metadata describing Remote Config rollouts.",
-            "id": "RolloutMetadata",
-            "properties": {
-                "affectedParameterKeys": {
-                    "description": "The parameter keys affected by this rollout.",
-                    "items": {
-                        "type": "string"
-                    },
-                    "type": "array"
-                },
-                "rolloutId": {
-                    "description": "The Firebase Remote Config rollout ID uniquely identifying a rollout. This is the tracking ID of the Rollout object defined in ExperimentsEntities.",
-                    "type": "string"
-                },
-                "variantId": {
-                    "description": "The variant of the rollout assigned to this instance in this fetch response.",
-                    "type": "string"
-                }
-            },
-            "type": "object"
-        },
-        "RolloutValue": {
-            "description": "Information related to a Rollout.",
-            "id": "RolloutValue",
-            "properties": {
-                "percent": {
-                    "description": "The percentage of users that will receive the rollout value.",
-                    "format": "double",
-                    "type": "number"
-                },
-                "rolloutId": {
-                    "description": "The identifier that associates a parameter value to a Rollout experiment.",
-                    "type": "string"
-                },
-                "value": {
-                    "description": "The user-specified value to be rolled out.",
-                    "type": "string"
-                }
-            },
-            "type": "object"
-        },
-        "ServerRemoteConfig": {
-            "description": "A ServerRemoteConfig represents the raw data-plane version of a control plane Remote Config template. This raw template will be evaluated by the Admin SDK (RC Server SDK) to form the config.",
-            "id": "ServerRemoteConfig",
-            "properties": {
-                "conditions": {
-                    "description": "A list of conditions in descending order by priority.",
-                    "items": {
-                        "$ref": "ServerRemoteConfigCondition"
-                    },
-                    "type": "array"
-                },
-                "parameters": {
-                    "additionalProperties": {
-                        "$ref": "ServerRemoteConfigParameter"
-                    },
-                    "description": "Map of parameter keys to their optional default values and optional conditional values.",
-                    "type": "object"
-                },
-                "version": {
-                    "$ref": "Version",
-                    "description": "Contains all metadata about a particular version of the server Remote Config template. Note that we are reusing the control plane version proto here."
-                }
-            },
-            "type": "object"
-        },
-        "ServerRemoteConfigCondition": {
-            "description": "A condition targeting a specific group of users and servers. Same as the condition in the control plane.",
-            "id": "ServerRemoteConfigCondition",
-            "properties": {
-                "condition": {
-                    "$ref": "Condition",
-                    "description": "Required. The logic of this condition."
-                },
-                "name": {
-                    "description": "Required. A non-empty and unique name of this condition.",
-                    "type": "string"
-                }
-            },
-            "type": "object"
-        },
-        "ServerRemoteConfigParameter": {
-            "description": "A parameter value associated with a parameter key in [google.firebase.remoteconfig.v1.ServerRemoteConfig.parameters]. At minimum, a `default_value` or a `conditional_values` entry should be present for the parameter to have any effect.",
-            "id": "ServerRemoteConfigParameter",
-            "properties": {
-                "conditionalValues": {
-                    "additionalProperties": {
-                        "$ref": "ServerRemoteConfigParameterValue"
-                    },
-                    "description": "Optional - a (condition name, value) map. The condition_name of the highest priority (the one listed first in the RemoteConfig's conditions list) determines the value of this parameter.",
-                    "type": "object"
-                },
-                "defaultValue": {
-                    "$ref": "ServerRemoteConfigParameterValue",
-                    "description": "Optional - value to set the parameter to, when none of the named conditions evaluate to true."
-                }
-            },
-            "type": "object"
-        },
-        "ServerRemoteConfigParameterValue": {
-            "description": "A ServerRemoteConfigParameterValue resource contains the value that a parameter may have. Currently, there is no support for managed values like ABT or P13n.",
-            "id": "ServerRemoteConfigParameterValue",
-            "properties": {
-                "useInAppDefault": {
-                    "description": "If true, the parameter is omitted from the parameter values returned to the server.",
-                    "type": "boolean"
-                },
-                "value": {
-                    "description": "The string value that the parameter is set to.",
-                    "type": "string"
-                }
-            },
-            "type": "object"
-        },
-        "Version": {
-            "description": "Contains all metadata about a particular version of the Remote Config template. All fields are set at the time the specified Remote Config template was written.",
-            "id": "Version",
-            "properties": {
-                "description": {
-                    "description": "Optional. The user-provided description of the corresponding Remote Config template",
-                    "type": "string"
-                },
-                "isLegacy": {
-                    "description": "Output only. `True` if this Remote Config template was published before version history was supported.",
-                    "type": "boolean"
-                },
-                "rollbackSource": {
-                    "description": "Output only. Only present if this version is the result of a rollback, and will be the version number of the Remote Config template that was rolled-back to.",
-                    "format": "int64",
-                    "type": "string"
-                },
-                "updateOrigin": {
-                    "description": "Output only. Where the update action originated.",
-                    "enum": [
-                        "REMOTE_CONFIG_UPDATE_ORIGIN_UNSPECIFIED",
-                        "CONSOLE",
-                        "REST_API",
-                        "ADMIN_SDK_NODE"
-                    ],
-                    "enumDescriptions": [
-                        "Catch-all for unrecognized values.",
-                        "The update came from the Firebase UI.",
-                        "The update came from the Remote Config REST API.",
-                        "This value is used when the update came from the Firebase Admin Node SDK"
-                    ],
-                    "type": "string"
-                },
-                "updateTime": {
-                    "description": "Output only. When the Remote Config template was written to the Remote Config server.",
-                    "format": "google-datetime",
-                    "type": "string"
-                },
-                "updateType": {
-                    "description": "Output only. What type of update was made.",
-                    "enum": [
-                        "REMOTE_CONFIG_UPDATE_TYPE_UNSPECIFIED",
-                        "INCREMENTAL_UPDATE",
-                        "FORCED_UPDATE",
-                        "ROLLBACK"
-                    ],
-                    "enumDescriptions": [
-                        "Catch-all for unrecognized enum values.",
-                        "A regular incremental update.",
-                        "A forced update. The ETag was specified as \"*\" in an UpdateRemoteConfigRequest request or the \"Force Update\" button was pressed on the console.",
-                        "A rollback to a previous Remote Config template."
-                    ],
-                    "type": "string"
-                },
-                "updateUser": {
-                    "$ref": "RemoteConfigUser",
-                    "description": "Output only. Aggregation of all metadata fields about the account that performed the update."
-                },
-                "versionNumber": {
-                    "description": "Output only. The version number of the version's corresponding Remote Config template.",
-                    "format": "int64",
-                    "type": "string"
-                }
-            },
-            "type": "object"
-        }
-    }
-}
-"""#
+        """#
 }

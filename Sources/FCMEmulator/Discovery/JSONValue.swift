@@ -73,9 +73,15 @@ struct JSONParser {
         case UInt8(ascii: "{"): return try object()
         case UInt8(ascii: "["): return try array()
         case UInt8(ascii: "\""): return .string(try string())
-        case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-        case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-        case UInt8(ascii: "n"): try literal("null"); return .null
+        case UInt8(ascii: "t"):
+            try literal("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try literal("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try literal("null")
+            return .null
         default: return .number(try number())
         }
     }
@@ -112,7 +118,10 @@ struct JSONParser {
                 members.append((key, try p.value()))
                 p.skipSpace()
                 guard p.index < p.bytes.count else { throw Failure(offset: p.index) }
-                if p.bytes[p.index] == UInt8(ascii: ",") { p.index += 1; continue }
+                if p.bytes[p.index] == UInt8(ascii: ",") {
+                    p.index += 1
+                    continue
+                }
                 guard p.bytes[p.index] == UInt8(ascii: "}") else { throw Failure(offset: p.index) }
                 p.index += 1
                 return .object(members)
@@ -133,7 +142,10 @@ struct JSONParser {
                 items.append(try p.value())
                 p.skipSpace()
                 guard p.index < p.bytes.count else { throw Failure(offset: p.index) }
-                if p.bytes[p.index] == UInt8(ascii: ",") { p.index += 1; continue }
+                if p.bytes[p.index] == UInt8(ascii: ",") {
+                    p.index += 1
+                    continue
+                }
                 guard p.bytes[p.index] == UInt8(ascii: "]") else { throw Failure(offset: p.index) }
                 p.index += 1
                 return .array(items)

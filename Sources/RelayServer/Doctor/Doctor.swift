@@ -28,7 +28,9 @@ public enum Doctor {
     /// The report of a configuration that cannot be read: its one failed check.
     public static func unreadable(_ configuration: String, error: any Error) -> DoctorReport {
         let (detail, fix) =
-            (error as? ConfigurationError).map { ("\($0.key): \($0.problem)", $0.fix) } ?? ("\(error)", "fix the file; rc-relay check-config FILE says more")
+            (error as? ConfigurationError).map { ("\($0.key): \($0.problem)", $0.fix) } ?? (
+                "\(error)", "fix the file; rc-relay check-config FILE says more"
+            )
         return DoctorReport(configuration: configuration, checks: [DoctorCheck(check: "configuration", result: .fail, detail: detail, fix: fix)])
     }
 
@@ -68,8 +70,10 @@ public enum Doctor {
             checks.append(await jwksCheck(url, httpClient: httpClient))
         case .json(let json):
             let count = Self.jwksKeyCount(Data(json.utf8)) ?? 0
-            checks.append(DoctorCheck(check: "oidc keys", result: count > 0 ? .ok : .fail, detail: "the JWKS file holds \(count) key(s)",
-                fix: count > 0 ? nil : "save Google's keys from \(RelaySettings.googleJWKSURL)"))
+            checks.append(
+                DoctorCheck(
+                    check: "oidc keys", result: count > 0 ? .ok : .fail, detail: "the JWKS file holds \(count) key(s)",
+                    fix: count > 0 ? nil : "save Google's keys from \(RelaySettings.googleJWKSURL)"))
         }
         checks.append(
             oidc.audiences.isEmpty

@@ -99,7 +99,8 @@ struct ProjectChecks {
             } else if let configured, let own = key.projectID, own != configured {
                 identity.result = .fail
                 identity.detail += "; fcm.project is \(configured)"
-                identity.fix = "use a key of a service account of \(configured) (Firebase console → Project settings → Service accounts), or set fcm.project to \(own)"
+                identity.fix =
+                    "use a key of a service account of \(configured) (Firebase console → Project settings → Service accounts), or set fcm.project to \(own)"
             }
             return identity
         case .metadataServer(let baseURL):
@@ -226,7 +227,8 @@ struct ProjectChecks {
             let who = identity.email ?? "the workload's service account"
             switch error {
             case .rejected(let answer):
-                let said = "FCM answered \(answer.httpStatus) \(answer.errorCode ?? answer.status ?? "")".trimmingCharacters(in: .whitespaces)
+                let said =
+                    "FCM answered \(answer.httpStatus) \(answer.errorCode ?? answer.status ?? "")".trimmingCharacters(in: .whitespaces)
                     + (answer.message.map { ": \($0)" } ?? "")
                 switch (answer.httpStatus, answer.errorCode) {
                 case (400, _):
@@ -245,7 +247,10 @@ struct ProjectChecks {
                     return (.fail, said, "FCM is not answering normally: try again in a minute")
                 }
             case .transport(let reason):
-                return (.fail, "FCM could not be reached: \(reason)", "let the relay reach \(URL(string: settings.fcmBaseURL)?.host ?? settings.fcmBaseURL)")
+                return (
+                    .fail, "FCM could not be reached: \(reason)",
+                    "let the relay reach \(URL(string: settings.fcmBaseURL)?.host ?? settings.fcmBaseURL)"
+                )
             case .token(let tokenError):
                 return (.fail, "no access token: \(tokenError)", tokenFix(tokenError, identity: identity))
             case .invalidResponse(let reason):
