@@ -248,3 +248,34 @@ def test_the_store_and_oidc_are_checked_when_configured(tmp_path, emulator, clus
     status, report = doctor(tmp_path, emulator, extra=f'store: {{postgres: {{url: "{cluster.url}"}}}}')
     store = by_check(report)["store"]
     assert status == 1 and store["result"] == "fail" and "store.postgres" in store["fix"], report
+
+
+def test_the_metadata_servers_account_is_checked_like_a_key(tmp_path, emulator):
+    # On Cloud Run or Compute Engine: no key file; the project and the token come from the metadata server.
+    config = tmp_path / "metadata.yaml"
+    config.write_text(
+        f"""
+fcm: {{metadataURL: "{emulator['url']}", baseURL: "{emulator['url']}"}}
+remoteConfig: {{baseURL: "{emulator['url']}"}}
+poll: {{intervalSeconds: 60}}
+routes: [{{name: default, topic: PUSH_RC}}]
+"""
+    )
+
+    def run():
+        result = subprocess.run([BINARY, "doctor", "--config", str(config), "--json"], capture_output=True, text=True, timeout=120,
+                                env={"PATH": "/usr/bin:/bin"})
+        return result.returncode, by_check(json.loads(result.stdout))
+
+    status, checks = run()
+    assert status == 0, checks
+    assert checks["credentials"]["project"] == "demo-project"
+    assert "metadata server" in checks["credentials"]["detail"]
+    assert checks["remote config"]["result"] == "ok"
+    # An instance whose access scopes leave FCM's out: its tokens carry Remote Config's alone.
+    requests.post(emulator["url"] + "/emulator/scopes", json={"scopes": [RC_SCOPE]}, timeout=10).raise_for_status()
+    status, checks = run()
+    assert status == 1
+    assert checks["access token"]["result"] == "fail" and "firebase.messaging" in checks["access token"]["detail"]
+    assert checks["fcm route default"]["result"] == "fail"
+    assert checks["remote config"]["result"] == "ok"
