@@ -2,6 +2,7 @@
 import json
 import os
 import queue
+import shutil
 import subprocess
 import threading
 import time
@@ -61,6 +62,31 @@ class Process:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+
+
+# Packages whose tests the user asked to leave out (`scripts/test --without nginx,caddy`, or this variable): their
+# tests skip, saying so, and scripts/test lists them at the end. Anything else that is missing fails.
+LEFT_OUT = {name.strip() for name in os.environ.get("RC_RELAY_TEST_WITHOUT", "").split(",") if name.strip()}
+
+
+def left_out(package):
+    return package in LEFT_OUT or (package == "chromium-driver" and "chromium" in LEFT_OUT)
+
+
+def require(package, program=None, extra_paths=("/usr/sbin", "/sbin")):
+    """The path of `program` (default: the package's name) from Debian's `package`: a failure that names the package
+    when it is missing, or a skip when the user left the package's tests out. `program=False`: the package is needed
+    but has no program to find here (postgresql: postgres.py finds it)."""
+    if left_out(package):
+        pytest.skip(f"left out by request: needs {package} (scripts/test --without {package})")
+    if program is False:
+        return None
+    name = program or package
+    path = shutil.which(name) or next((f"{d}/{name}" for d in extra_paths if os.access(f"{d}/{name}", os.X_OK)), None)
+    if not path:
+        pytest.fail(f"{name} is not installed: apt-get install {package} (scripts/test installs it; "
+                    f"scripts/test --without {package} leaves its tests out)")
+    return path
 
 
 def until(predicate, timeout):
@@ -126,10 +152,11 @@ def cluster():
     """A throwaway PostgreSQL cluster (postgres.py); missing PostgreSQL is a failure that names the package."""
     from postgres import Cluster, Missing
 
+    require("postgresql", program=False)
     try:
         cluster = Cluster()
     except Missing as missing:
-        raise AssertionError(f"{missing}: the tests of the shared store need it (.ci/run installs it)")
+        pytest.fail(f"{missing}: the tests of the shared store need it (scripts/test installs it)")
     yield cluster
     cluster.destroy()
 

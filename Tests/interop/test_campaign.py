@@ -6,8 +6,11 @@ import io
 import random
 import time
 
+import pytest
+
 import campaign
 from campaign import ROUTES, Options, check, report
+from conftest import require
 from conftest import until as eventually
 from postgres import Missing
 
@@ -16,10 +19,12 @@ T0 = 1_800_000_000.0
 
 def run_or_fail(options, script=None):
     """Runs a campaign; PostgreSQL missing is a failure that names the package (.ci/run installs it)."""
+    require("postgresql", program=False)
+    require("nginx")
     try:
         return campaign.run(options, script=script)
     except Missing as missing:
-        raise AssertionError(f"{missing}: the fault campaign needs it")
+        pytest.fail(f"{missing}: the fault campaign needs it (scripts/test installs it)")
 
 
 def printed(checks, record):

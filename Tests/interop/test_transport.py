@@ -12,16 +12,13 @@ import pytest
 import requests
 
 from certificates import make_certificates
-from conftest import BINARY, signed_headers, start_emulator, start_relay, stop_relay
+from conftest import BINARY, require, signed_headers, start_emulator, start_relay, stop_relay
 
 
 @pytest.fixture
 def certificates(tmp_path):
     """A CA, and a certificate it signed for localhost and 127.0.0.1, as PEM files."""
-    if not shutil.which("openssl"):
-        if os.environ.get("CI"):
-            raise AssertionError("openssl is missing: .ci/run installs it")
-        pytest.skip("openssl is missing")
+    require("openssl")
     return make_certificates(tmp_path / "tls")
 
 
