@@ -40,6 +40,7 @@ public enum FCMEmulatorServer {
         let token = TokenEndpoint(state: state)
         let send = SendEndpoint(state: state)
         router.post("/token") { request, _ in try await token.handle(request) }
+        router.get("/tokeninfo") { request, _ in await token.info(request) }
         router.post("/v1/projects/:project/messages:send") { request, context in
             try await send.handle(request, context: context, project: try context.parameters.require("project"))
         }
@@ -69,6 +70,14 @@ public enum FCMEmulatorServer {
                 return GoogleErrors.oauth("invalid_scope", "None of the scopes asked for is among this instance's access scopes.")
             }
             return GoogleErrors.json(TokenEndpoint.answer(token: token, lifetime: lifetime, scopes: granted))
+        }
+        // The instance's access scopes, one a line (every scope when the emulator was not told to limit them).
+        router.get("/computeMetadata/v1/instance/service-accounts/default/scopes") { request, _ in
+            guard request.headers[.init("Metadata-Flavor")!] == "Google" else { return missingFlavor }
+            let scopes = await state.grantableScopes ?? ["https://www.googleapis.com/auth/cloud-platform"]
+            return Response(
+                status: .ok, headers: [.contentType: "application/text"],
+                body: .init(byteBuffer: ByteBuffer(string: scopes.sorted().joined(separator: "\n") + "\n")))
         }
         router.get("/computeMetadata/v1/project/project-id") { request, _ in
             guard request.headers[.init("Metadata-Flavor")!] == "Google" else { return missingFlavor }

@@ -179,6 +179,12 @@ public actor EmulatorState {
         return (entry.project, entry.scopes)
     }
 
+    /// A live token's scopes and expiry, for `GET /tokeninfo`.
+    func tokenInfo(_ token: String) -> (scopes: Set<String>, expiresAt: Date)? {
+        guard let entry = tokens[token], entry.expiresAt > Date() else { return nil }
+        return (entry.scopes, entry.expiresAt)
+    }
+
     /// Makes every issued token stale at once, as if they had all expired.
     public func expireAllTokens() {
         for key in tokens.keys { tokens[key]?.expiresAt = .distantPast }

@@ -17,10 +17,12 @@ enum MessageRules {
         text.range(of: "^[cdef][A-Za-z0-9_-]{21}$", options: .regularExpression) != nil
     }
 
-    /// What `token` takes: a registration token (`<installation>:APA91b…`, or the older `APA91b…` alone) or, during
-    /// FCM's transition, an installation ID.
+    /// What `token` takes: a registration token (an instance or installation ID of 11 to 22 characters, a colon, and
+    /// at least 20 more: `bk3RNwTe3H0:CI2k_HH…`, `<installation ID>:APA91b…`; or the oldest, `APA91b…` alone, at least
+    /// 20 characters after the prefix), or during FCM's transition an installation ID. URL-safe base64 throughout.
     static func isRegistrationToken(_ text: String) -> Bool {
-        isInstallationID(text) || text.range(of: "^([A-Za-z0-9_-]{22}:)?APA91b[A-Za-z0-9_-]{20,4096}$", options: .regularExpression) != nil
+        isInstallationID(text)
+            || text.range(of: "^([A-Za-z0-9_-]{11,22}:[A-Za-z0-9_-]{20,4096}|APA91b[A-Za-z0-9_-]{20,4096})$", options: .regularExpression) != nil
     }
 
     /// Checks a request its schema allows; returns the message to answer with, or nil when FCM would accept it.
@@ -46,7 +48,10 @@ enum MessageRules {
             return "Message cannot have both android and android_v2."
         }
         if let problem = dataProblem(message["data"], limit: limit) { return problem }
-        if let android = message["android"], let problem = androidProblem(android) { return problem }
+        if let problem = dataProblem(message["android"]?["data"], limit: limit) { return problem }
+        for android in [message["android"], message["androidV2", "android_v2"]].compactMap({ $0 }) {
+            if let problem = androidProblem(android) { return problem }
+        }
         if let apns = message["apns"], let problem = apnsProblem(apns) { return problem }
         if let webpush = message["webpush"], let problem = webpushProblem(webpush) { return problem }
         return nil
@@ -72,7 +77,7 @@ enum MessageRules {
 
     static func androidProblem(_ android: JSONValue) -> String? {
         if let ttl = android["ttl"]?.string, let seconds = Double(ttl.dropLast()), seconds < 0 || seconds > maxTTLSeconds {
-            return "Invalid value at 'message.android.ttl': a TTL is between 0 and 4 weeks."
+            return "Invalid value at 'ttl': a TTL is between 0 and 4 weeks."
         }
         return nil
     }

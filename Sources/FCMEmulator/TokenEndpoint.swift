@@ -41,9 +41,20 @@ struct TokenEndpoint {
 
     struct Refusal: Error { var reason: String }
 
-    /// Google's token answer, with the scopes granted (`scope`, space-separated, as Google's OAuth answers carry it).
+    /// Google's token answer: it does not say which scopes were granted (`GET /tokeninfo` does).
     static func answer(token: String, lifetime: Int, scopes: Set<String>) -> [String: Any] {
-        ["access_token": token, "expires_in": lifetime, "token_type": "Bearer", "scope": scopes.sorted().joined(separator: " ")]
+        ["access_token": token, "expires_in": lifetime, "token_type": "Bearer"]
+    }
+
+    /// `GET /tokeninfo?access_token=…`, as Google's OAuth endpoint answers it: the token's scopes and how long it lives.
+    func info(_ request: Request) async -> Response {
+        guard let value = request.uri.queryParameters["access_token"].map(String.init), let token = await state.tokenInfo(value) else {
+            return GoogleErrors.oauth("invalid_token", "Invalid Value")
+        }
+        return GoogleErrors.json([
+            "scope": token.scopes.sorted().joined(separator: " "), "expires_in": String(max(0, Int(token.expiresAt.timeIntervalSinceNow))),
+            "access_type": "online",
+        ])
     }
 
     /// RS256 signature by a registered key, then Google's claim rules.

@@ -38,9 +38,16 @@ struct DoctorCommand: AsyncParsableCommand {
         } else {
             let terminal = isatty(STDOUT_FILENO) == 1
             let color = terminal && environment["NO_COLOR"] == nil
-            let width = terminal ? Int(environment["COLUMNS"] ?? "") ?? 120 : 120
-            print(report.table(width: width, color: color), terminator: "")
+            print(report.table(width: Self.width(environment, terminal: terminal), color: color), terminator: "")
         }
         if !report.ok { throw ExitCode(1) }
+    }
+
+    /// `COLUMNS` when set, else the terminal's width, else 120 (a pipe, a file).
+    static func width(_ environment: [String: String], terminal: Bool) -> Int {
+        if let columns = environment["COLUMNS"].flatMap(Int.init), columns > 0 { return columns }
+        var size = winsize()
+        if terminal, ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        return 120
     }
 }

@@ -204,6 +204,8 @@ private func bare(_ json: String) throws -> TemplateVersion {
     #expect(try bare(#"{"versionNumber":1,"updateType":0,"updateOrigin":1}"#).updateType == "REMOTE_CONFIG_UPDATE_TYPE_UNSPECIFIED")
     // Proto3's defaults, as google-events writes them for a publish: no rollback source.
     #expect(try bare(#"{"versionNumber":"5","rollbackSource":"0","description":""}"#).rollbackSource == nil)
+    // A number written as a string is the number, as protobuf's parsers read it.
+    #expect(try bare(#"{"versionNumber":1,"updateType":"3","updateOrigin":"1"}"#).updateType == "ROLLBACK")
     // A number Google adds later is kept as the number.
     #expect(try bare(#"{"versionNumber":1,"updateType":9}"#).updateType == "9")
 }
@@ -220,7 +222,7 @@ private func bare(_ json: String) throws -> TemplateVersion {
 }
 
 @Test func refusesAFieldGivenUnderBothItsNames() {
-    #expect(throws: DecodeError.malformedJSON("'versionNumber' is given twice, as 'versionNumber' and 'version_number'")) {
+    #expect(throws: DecodeError.fieldGivenTwice("'versionNumber' is given twice, as 'versionNumber' and 'version_number'")) {
         try bare(#"{"versionNumber": 1, "version_number": 2}"#)
     }
     #expect(throws: DecodeError.self) { try bare(#"{"versionNumber": 1, "updateType": true}"#) }
@@ -240,4 +242,20 @@ private func bare(_ json: String) throws -> TemplateVersion {
 ])
 func keepsUpdateTimeInUTC(sent: String, kept: String) throws {
     #expect(try bare(#"{"versionNumber":1,"updateTime":"\#(sent)"}"#).updateTime == kept)
+}
+
+@Test func aStructuredEventsDataMayBeJSONTextOrBase64AsTheCloudEventsSDKsWriteIt() throws {
+    let attributes = #""specversion":"1.0","id":"e1","type":"\#(updatedType)","source":"\#(demoSource)""#
+    let version = #"{"versionNumber":"42","updateType":3}"#
+    let text = try JSONSerialization.data(withJSONObject: ["data": version])
+    let asText = String(decoding: text, as: UTF8.self).dropLast() + "," + attributes + "}"
+    let base64 = "{" + attributes + #","data_base64":"\#(Data(version.utf8).base64EncodedString())"}"#
+    for body in [String(asText), base64] {
+        let event = try EventDecoder.decode(body: Data(body.utf8), headers: EventHeaders(contentType: "application/cloudevents+json"))
+        #expect(event.version.versionNumber == 42 && event.version.updateType == "ROLLBACK", "\(body)")
+    }
+    #expect(throws: DecodeError.malformedJSON("'data_base64' is not base64")) {
+        try EventDecoder.decode(
+            body: Data(("{" + attributes + #","data_base64":"%%%"}"#).utf8), headers: EventHeaders(contentType: "application/cloudevents+json"))
+    }
 }

@@ -169,6 +169,13 @@ func protoNamesAreTheJSONNamesInSnakeCase(json: String, proto: String) {
             #"{"message":{"token":"\#(token)"}}"#,
             #"{"message":{"token":"APA91b\#(String(repeating: "y", count: 140))"}}"#,
             #"{"message":{"topic":"a","data":{"k":"v","k":"w"}}}"#,
+            // null is a field's default: absent.
+            #"{"message":{"token":"\#(token)","topic":null}}"#,
+            #"{"message":{"topic":"a","android":null,"androidV2":{}}}"#,
+            // Enums by number, also written as a string, any int32 (proto3's enums are open).
+            #"{"message":{"topic":"a","android":{"priority":"1"}}}"#,
+            #"{"message":{"topic":"a","android":{"priority":7}}}"#,
+            #"{"message":{"topic":"a","android":{"notification":{"notification_count":1.0}}}}"#,
         ] {
             let answer = try await send(relay, body)
             #expect(answer.status == 200, "\(body): \(answer.json)")
@@ -232,8 +239,14 @@ func protoNamesAreTheJSONNamesInSnakeCase(json: String, proto: String) {
             #expect(error?["status"] as? String == "NOT_FOUND")
             #expect((error?["details"] as? [[String: Any]])?.first?["errorCode"] as? String == "UNREGISTERED")
         }
-        let both = try await send(relay, #"{"message":{"topic":"a","android":{},"androidV2":{}}}"#)
-        #expect(both.status == 400)
+        for body in [
+            #"{"message":{"topic":"a","android":{},"androidV2":{}}}"#,
+            #"{"message":{"topic":"a","androidV2":{"ttl":"2419201s"}}}"#,
+            #"{"message":{"topic":"a","android":{"data":{"from":"x"}}}}"#,
+            #"{"message":{"topic":"a","android":{"priority":"2147483648"}}}"#,
+        ] {
+            #expect(try await send(relay, body).status == 400, "\(body)")
+        }
         #expect(await relay.emulator.messages.isEmpty)
     }
 }

@@ -33,7 +33,7 @@ def emulator(tmp_path):
     emulator["proc"].stop()
 
 
-def doctor(tmp_path, emulator, extra="", fcm="", routes=ROUTES, key_file=None, table=False):
+def doctor(tmp_path, emulator, extra="", fcm="", routes=ROUTES, key_file=None, table=False, columns=None):
     """Runs `rc-relay doctor` on a configuration pointing at the emulator: the exit status, and the JSON report (or the
     table's text with `table=True`)."""
     config = tmp_path / "doctor.yaml"
@@ -47,7 +47,8 @@ webhook: {{secrets: [{{env: TEST_WEBHOOK_SECRET}}]}}
 """
     )
     args = [BINARY, "doctor", "--config", str(config)] + ([] if table else ["--json"])
-    result = subprocess.run(args, capture_output=True, text=True, timeout=120, env={"TEST_WEBHOOK_SECRET": SECRET, "PATH": "/usr/bin:/bin"})
+    env = {"TEST_WEBHOOK_SECRET": SECRET, "PATH": "/usr/bin:/bin", **({"COLUMNS": str(columns)} if columns else {})}
+    result = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env)
     output = result.stdout + result.stderr
     assert SECRET not in output and "ya29." not in output and "PRIVATE KEY" not in output, output
     return result.returncode, (result.stdout if table else json.loads(result.stdout))
@@ -92,6 +93,10 @@ def test_the_table_reads_well(tmp_path, emulator):
     assert "roles/firebaseremoteconfig.viewer" in text.replace("\n", " ").replace("  ", "")
     assert lines[-1].startswith("10 checks: 9 ok, 1 fail.")
     assert all(len(line) <= 120 for line in lines), text
+    # Narrower when asked (COLUMNS, as a terminal's width), still every word of what to do.
+    status, narrow = doctor(tmp_path, emulator, extra="poll: {intervalSeconds: 60}", table=True, columns=80)
+    assert all(len(line) <= 80 for line in narrow.splitlines()[1:]), narrow  # the first names the file
+    assert "roles/firebaseremoteconfig.viewer" in narrow
     assert "\x1b[" not in text, "colour only on a terminal"
 
 
@@ -100,7 +105,7 @@ def test_a_key_of_another_project_fails(tmp_path, emulator):
     checks = by_check(report)
     assert status == 1 and report["ok"] is False
     assert checks["credentials"]["result"] == "fail"
-    assert "fcm.project is prod-project" in checks["credentials"]["detail"]
+    assert "the configuration names project prod-project" in checks["credentials"]["detail"]
     assert "prod-project" in checks["credentials"]["fix"]
     assert checks["fcm route default"]["result"] == "fail"
     assert "SENDER_ID_MISMATCH" in checks["fcm route default"]["detail"]
@@ -164,7 +169,12 @@ def test_a_token_endpoint_that_is_down_fails_and_skips_what_needs_a_token(tmp_pa
     assert checks["access token"]["result"] == "fail"
     assert "could not be reached" in checks["access token"]["detail"]
     assert "127.0.0.1" in checks["access token"]["fix"]
-    assert checks["fcm"]["result"] == "skip" and checks["remote config"]["result"] == "skip"
+    # Every check that needs a token is there, skipped, saying why.
+    assert {name: c["result"] for name, c in checks.items() if name.startswith("fcm ") or name == "remote config"} == {
+        "fcm route default": "skip", "fcm route staged shard 0": "skip", "fcm route by-language": "skip",
+        "fcm route by-language audience ios_ja": "skip", "fcm route by-language audience ios_ko": "skip", "remote config": "skip",
+    }
+    assert "no access token" in checks["fcm route default"]["detail"]
     assert checks["clock"]["result"] == "skip"
 
 

@@ -227,6 +227,22 @@ def test_the_relay_takes_every_form_google_events_writes(event_relay, emu, event
     assert ping["SOURCE"] == EVENTS[event]["expected"]["SOURCE"], f"{{{{rollbackSource}}}} of a {event}: {ping}"
 
 
+@pytest.mark.parametrize("as_type", [str, bytes], ids=["text data", "bytes data (data_base64)"])
+def test_a_structured_event_whose_data_the_sdk_wrote_as_text_or_bytes_is_taken(event_relay, emu, as_type):
+    """`to_json()`'s text handed to the cloudevents SDK as it is: it writes `data` as a JSON string, or as bytes
+    `data_base64`. Both carry the version, as the relay's docs say."""
+    version = 3000 if as_type is str else 3001
+    text = json.dumps(event_json("rollback", next(iter(FORMS)), version))
+    data = text if as_type is str else text.encode()
+    event = CloudEvent({"type": UPDATED, "source": SOURCE, "id": f"sdk-{version}", "datacontenttype": "application/json"}, data)
+    message = to_structured_event(event)
+    sent = json.loads(message.body)
+    assert ("data" in sent and isinstance(sent["data"], str)) if as_type is str else "data_base64" in sent, sent
+    answer = requests.post(event_relay["webhook"], data=message.body, headers={**message.headers, **signed_headers(message.body)}, timeout=30)
+    assert answer.status_code in (200, 202), answer.text
+    assert (answer.json()["event"]["versionNumber"], answer.json()["event"]["updateType"]) == (str(version), "ROLLBACK")
+
+
 SPELLINGS = {
     "versionNumber": lambda d: {**d, "version_number": d["versionNumber"]},
     "updateType": lambda d: {**d, "update_type": "FORCED_UPDATE"},
@@ -237,7 +253,7 @@ DOUBLES = [(field, kind) for field in SPELLINGS for kind in KINDS]
 
 @pytest.mark.parametrize("field,kind", DOUBLES, ids=[f"{f}, {k}" for f, k in DOUBLES])
 def test_a_field_under_both_its_names_is_refused(event_relay, emu, field, kind):
-    """Google's parsers refuse a field given as both its JSON name and its proto name; so does the relay."""
+    """A field given as both its JSON name and its proto name is refused: which one was meant is not clear."""
     version = 2000 + DOUBLES.index((field, kind))
     data = SPELLINGS[field](event_json("rollback", "enum names, JSON names", version))
     answer = deliver(event_relay, kind, data, f"both-names-{version}")
@@ -566,9 +582,14 @@ def test_a_token_the_emulator_was_told_is_unregistered_is_404_unregistered(admin
     assert [(m["name"], m["message"]["token"]) for m in recorded(emu)] == [(name, REGISTRATION_TOKEN)]
 
 
-TOKENS_OF_FCM_SHAPE = {"installation id": FID, "registration token": REGISTRATION_TOKEN, "legacy registration token": LEGACY_TOKEN}
+TOKENS_OF_FCM_SHAPE = {
+    "installation id": FID, "registration token": REGISTRATION_TOKEN, "legacy registration token": LEGACY_TOKEN,
+    # An instance ID of 11 characters, as older tokens have (FCM's documentation's own example has this shape).
+    "instance id prefix": "bk3RNwTe3H0:CI2k_HHwgIpoDKCIZvvDMExUdFQ3P1",
+}
 TOKENS_OF_NO_FCM_SHAPE = {
-    "text": "not-a-token", "empty prefix": ":" + LEGACY_TOKEN, "short prefix": FID[:-1] + ":" + LEGACY_TOKEN[:40],
+    "text": "not-a-token", "empty prefix": ":" + LEGACY_TOKEN, "prefix of 10": FID[:10] + ":" + LEGACY_TOKEN[:40],
+    "prefix of 23": FID + "x:" + LEGACY_TOKEN[:40], "too short after the prefix": FID + ":" + "x" * 19,
     "APA91b too short": "APA91b" + "x" * 19, "installation id of 23": FID + "x", "installation id starting with a": "a" + FID[1:],
     "base64 padding": LEGACY_TOKEN + "==", "slash": LEGACY_TOKEN[:20] + "/" + LEGACY_TOKEN[21:],
 }

@@ -21,10 +21,12 @@ indirect enum JSONValue: Sendable, Equatable {
     }
 
     /// An object's member; with repeated keys the last one counts, as FCM's parser takes it. Either of two spellings
-    /// (`collapseKey`, `collapse_key`).
+    /// (`collapseKey`, `collapse_key`). `null` is absent: it is a field's default in protobuf's JSON mapping.
     subscript(_ names: String...) -> JSONValue? {
-        guard case .object(let members) = self else { return nil }
-        return members.last { names.contains($0.key) }?.value
+        guard case .object(let members) = self, let value = members.last(where: { names.contains($0.key) })?.value, value != .null else {
+            return nil
+        }
+        return value
     }
 
     var string: String? { if case .string(let text) = self { text } else { nil } }

@@ -43,7 +43,9 @@ extension DiscoveryDocument {
             switch value {
             // FCM takes its enums in either case (firebase-admin writes `normal`).
             case .string(let text) where names.contains(where: { $0.caseInsensitiveCompare(text) == .orderedSame }): return
-            case .number(let text) where Int(text).map(names.indices.contains) == true: return
+            // By number, also written as a string: any int32, as proto3's open enums take numbers not yet named.
+            case .number(let text) where Int32(text) != nil: return
+            case .string(let text) where Int32(text) != nil && text.utf8.allSatisfy({ (48...57).contains($0) || $0 == UInt8(ascii: "-") }): return
             default: throw invalid(path, "TYPE_ENUM", value)
             }
         case .integer(let format):

@@ -43,10 +43,10 @@ struct RemoteConfigEndpoints {
         let query = request.uri.queryParameters
         var size = Self.maximumPageSize
         if let text = query["pageSize"].map(String.init) {
-            guard let value = Int(text), value >= 0 else {
+            guard let value = Int32(text), value >= 0 else {
                 return GoogleErrors.google(400, status: "INVALID_ARGUMENT", message: "Invalid value at 'page_size' (TYPE_INT32), \"\(text)\"")
             }
-            if value > 0 { size = min(value, Self.maximumPageSize) }
+            if value > 0 { size = min(Int(value), Self.maximumPageSize) }
         }
         var versions = await state.templates.versions(project: project)
         if let text = query["endVersionNumber"].map(String.init) {
@@ -153,7 +153,11 @@ extension FCMEmulatorServer {
             // A template Remote Config would refuse is refused here too, so what `GET …/remoteConfig` answers is valid
             // by the discovery document.
             do {
-                try DiscoveryDocument.remoteConfig.check(try JSONParser.parse(Array(buffer: body)), against: "RemoteConfig")
+                // `etag` is not part of a template's JSON (it is a header), but firebase-admin's `toJSON()` writes it:
+                // taken and ignored, as `version` is.
+                var template = try JSONParser.parse(Array(buffer: body))
+                if case .object(let members) = template { template = .object(members.filter { $0.key != "etag" }) }
+                try DiscoveryDocument.remoteConfig.check(template, against: "RemoteConfig")
             } catch let violation as FieldViolation {
                 return GoogleErrors.google(400, status: "INVALID_ARGUMENT", message: violation.description)
             } catch {

@@ -46,6 +46,7 @@ public actor TemplateStore {
     ) throws(Refusal) -> Stored {
         guard var object = (try? JSONSerialization.jsonObject(with: template)) as? [String: Any] else { throw .notAnObject }
         object["version"] = nil
+        object["etag"] = nil
         let body = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
         return append(
             project: project,

@@ -6,6 +6,8 @@ public enum DecodeError: Error, Equatable, Sendable {
     case malformedJSON(String)
     /// The template version has no `versionNumber`.
     case missingVersionNumber
+    /// A field given under both its names (`versionNumber` and `version_number`): which one counts is not clear.
+    case fieldGivenTwice(String)
     /// `versionNumber` (or another int64) is neither an integer nor a decimal string.
     case invalidField(String)
     /// A CloudEvent lacks a required attribute (`id`, `source`, `specversion`, `type`).
@@ -32,6 +34,7 @@ extension DecodeError: CustomStringConvertible {
             "content type \(type.map { "'\($0.prefix(100))'" } ?? "(none)") is not application/json or application/cloudevents+json"
         case .malformedJSON(let detail): "the body is not a JSON object: \(detail)"
         case .missingVersionNumber: "the template version has no versionNumber"
+        case .fieldGivenTwice(let detail): detail
         case .invalidField(let field): "\(field) must be an integer or a decimal string"
         case .missingAttribute(let name): "the CloudEvent has no '\(name)' attribute"
         case .unsupportedSpecVersion(let version): "CloudEvents spec version '\(version.prefix(20))' is not supported (only 1.0)"

@@ -68,12 +68,37 @@ public enum EventDecoder {
         var data: TemplateVersion
     }
 
+    /// How a structured event carries its data: the version as a JSON object (Eventarc's), the version's JSON text as a
+    /// string (what the `cloudevents` SDKs write for text data), or `data_base64` (for bytes).
+    private struct StructuredPayload: Decodable {
+        enum Data: Decodable {
+            case object
+            case text(String)
+            init(from decoder: any Decoder) throws {
+                let container = try decoder.singleValueContainer()
+                self = (try? container.decode(String.self)).map(Data.text) ?? .object
+            }
+        }
+        var data: Data?
+        var data_base64: String?
+    }
+
     private static func decodeStructured(_ body: Data) throws(DecodeError) -> RemoteConfigEvent {
         // Attributes first, so an event of another type is refused as such before its data is read.
         let attributes = try json(Attributes.self, from: body)
         let project = try check(attributes)
-        let data = try json(StructuredData.self, from: body, dataPrefix: "data.")
-        return RemoteConfigEvent(id: attributes.id, project: project, format: .cloudEventStructured, version: data.data)
+        let payload = try json(StructuredPayload.self, from: body)
+        let version: TemplateVersion
+        switch (payload.data, payload.data_base64) {
+        case (.text(let text)?, _):
+            version = try json(TemplateVersion.self, from: Foundation.Data(text.utf8), dataPrefix: "data.")
+        case (nil, let encoded?):
+            guard let bytes = Foundation.Data(base64Encoded: encoded) else { throw .malformedJSON("'data_base64' is not base64") }
+            version = try json(TemplateVersion.self, from: bytes, dataPrefix: "data_base64.")
+        default:
+            version = try json(StructuredData.self, from: body, dataPrefix: "data.").data
+        }
+        return RemoteConfigEvent(id: attributes.id, project: project, format: .cloudEventStructured, version: version)
     }
 
     /// The longest event id kept, in Unicode scalars as JSON Schema's `maxLength` counts (`ce-id`, `webhook-id`, a
@@ -131,7 +156,7 @@ public enum EventDecoder {
         case .dataCorrupted(let context) where context.codingPath.isEmpty:
             return .malformedJSON("not valid JSON")
         case .dataCorrupted(let context) where context.debugDescription.contains("given twice"):
-            return .malformedJSON(context.debugDescription)
+            return .fieldGivenTwice(context.debugDescription)
         case .dataCorrupted(let context):
             let path = context.codingPath.map(\.stringValue).joined(separator: ".")
             let int64s = ["versionNumber", "version_number", "rollbackSource", "rollback_source"]

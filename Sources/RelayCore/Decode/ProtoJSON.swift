@@ -43,7 +43,11 @@ enum ProtoJSON {
         /// itself when it is past the names known).
         func enumeration(_ field: Field, names: [String]) throws -> String? {
             guard let key = found[field], try !container.decodeNil(forKey: key) else { return nil }
-            if let name = try? container.decode(String.self, forKey: key) { return name }
+            if let name = try? container.decode(String.self, forKey: key) {
+                // A number written as a string ("3") is read as the number, as protobuf's parsers read it.
+                guard let number = Int32(name), name.utf8.allSatisfy({ (48...57).contains($0) }) else { return name }
+                return names.indices.contains(Int(number)) ? names[Int(number)] : name
+            }
             guard let number = try? container.decode(Int32.self, forKey: key) else {
                 throw DecodingError.dataCorruptedError(
                     forKey: key, in: container, debugDescription: "'\(key.stringValue)' must be an enum name or number")

@@ -28,7 +28,7 @@ public enum Doctor {
     /// The report of a configuration that cannot be read: its one failed check.
     public static func unreadable(_ configuration: String, error: any Error) -> DoctorReport {
         let (detail, fix) =
-            (error as? ConfigurationError).map { ("\($0.key): \($0.problem)", $0.fix) } ?? (
+            (error as? ConfigurationError).map { ($0.key == "(file)" ? $0.problem : "\($0.key): \($0.problem)", $0.fix) } ?? (
                 "\(error)", "fix the file; rc-relay check-config FILE says more"
             )
         return DoctorReport(configuration: configuration, checks: [DoctorCheck(check: "configuration", result: .fail, detail: detail, fix: fix)])

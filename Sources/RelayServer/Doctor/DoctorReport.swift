@@ -57,11 +57,11 @@ public struct DoctorReport: Sendable, Encodable {
     public func table(width: Int = 120, color: Bool = false) -> String {
         func name(_ check: DoctorCheck) -> String { check.project == nil ? check.check : "  " + check.check }
         let header = ["CHECK", "RESULT", "WHAT TO DO"]
-        let first = min(max(header[0].count, checks.map { name($0).count }.max() ?? 0), 32)
-        let rest = max(width - first - 4, 40)
+        let first = min(max(header[0].count, checks.map { name($0).count }.max() ?? 0), 32, max(width / 3, header[0].count))
+        let rest = max(width - first - 4, 20)
         let anyFix = checks.contains { $0.fix != nil }
         // What to do is never cut inside a word (a role's name, an email) where the width allows.
-        let longestWord = min(checks.compactMap { $0.fix?.split(separator: " ").map(\.count).max() }.max() ?? 0, 40, rest / 2)
+        let longestWord = min(checks.compactMap { $0.fix?.split(separator: " ").map(\.count).max() }.max() ?? 0, 40, rest * 2 / 3)
         let wanted = min(max(header[1].count, checks.map { $0.detail.count + 6 }.max() ?? 0), anyFix ? rest * 11 / 20 : rest - 12)
         let third = max(rest - wanted, 10, longestWord)
         let second = rest - third
@@ -89,7 +89,7 @@ public struct DoctorReport: Sendable, Encodable {
             let count = checks.filter { $0.result == result }.count
             return count == 0 ? nil : "\(count) \(result.rawValue)"
         }
-        out += "\n\(checks.count) checks: \(counts.joined(separator: ", ")). "
+        out += "\n\(checks.count) \(checks.count == 1 ? "check" : "checks"): \(counts.joined(separator: ", ")). "
         out += ok ? "Nothing failed.\n" : "Fix what failed, then run rc-relay doctor again.\n"
         return out
     }

@@ -30,11 +30,16 @@ struct ProjectChecks {
         func check(_ name: String, _ result: DoctorCheck.Result, _ detail: String, fix: String? = nil) -> DoctorCheck {
             DoctorCheck(project: id ?? "(unknown project)", check: name, result: result, detail: detail, fix: fix)
         }
+        /// The checks that need a token and a project, each a `skip` saying why, so a report always has the same rows.
+        func skipped(_ why: String) -> [DoctorCheck] {
+            messages(project: id ?? "-").map { check($0.0, .skip, why) }
+                + [check("remote config", .skip, needsRemoteConfig ? why : Self.notNeeded)]
+        }
         checks.append(check("credentials", identity.result, identity.detail, fix: identity.fix))
         checks.append(await clock(identity).map { check("clock", $0.0, $0.1, fix: $0.2) } ?? check("clock", .skip, "no answer to compare with"))
         guard let exchange = identity.exchange else {
-            checks.append(check("access token", .skip, "no credentials to exchange"))
-            return checks
+            checks.append(check("access token", .skip, "no credentials to exchange (see credentials)"))
+            return checks + skipped("no access token (see credentials)")
         }
         let source = CachingTokenSource(exchange: exchange)
         let token: AccessToken
@@ -42,16 +47,11 @@ struct ProjectChecks {
             token = try await source.token()
         } catch {
             checks.append(check("access token", .fail, "\(error)", fix: tokenFix(error, identity: identity)))
-            checks.append(check("fcm", .skip, "no access token"))
-            if needsRemoteConfig { checks.append(check("remote config", .skip, "no access token")) }
-            return checks
+            return checks + skipped("no access token (see access token)")
         }
-        let (result, detail, fix) = scopes(token)
+        let (result, detail, fix) = await scopes(token, identity: identity)
         checks.append(check("access token", result, detail, fix: fix))
-        guard let id else {
-            checks.append(check("fcm", .skip, "the project id is unknown"))
-            return checks
-        }
+        guard let id else { return checks + skipped("the project id is unknown (see credentials)") }
         let sender = FCMSender(httpClient: httpClient, baseURL: settings.fcmBaseURL, tokenSource: source, timeout: settings.fcmTimeout)
         for (name, route, message) in messages(project: id) {
             let (result, detail, fix) = await validate(message, route: route, sender: sender, project: id, identity: identity)
@@ -61,10 +61,12 @@ struct ProjectChecks {
             let (result, detail, fix) = await remoteConfig(project: id, source: source, identity: identity)
             checks.append(check("remote config", result, detail, fix: fix))
         } else {
-            checks.append(check("remote config", .skip, "not needed: no polling and no change-aware route"))
+            checks.append(check("remote config", .skip, Self.notNeeded))
         }
         return checks
     }
+
+    static let notNeeded = "not needed: no polling and no change-aware route"
 
     // MARK: Credentials
 
@@ -74,6 +76,9 @@ struct ProjectChecks {
         var exchange: (any TokenExchange)?
         /// Where a plain request shows Google's clock (the token endpoint, or the metadata server).
         var clockURL: String?
+        /// Where the token's scopes can be read when its answer does not name them: Google's `tokeninfo` beside the
+        /// token endpoint, or the metadata server's list of the instance's scopes.
+        var scopesURL: String?
         var result: DoctorCheck.Result
         var detail: String
         var fix: String?
@@ -91,14 +96,15 @@ struct ProjectChecks {
             }
             let configured = project.id ?? key.projectID
             var identity = Identity(
-                project: configured, email: key.clientEmail, exchange: exchange, clockURL: key.tokenURI, result: .ok,
+                project: configured, email: key.clientEmail, exchange: exchange, clockURL: key.tokenURI,
+                scopesURL: URL(string: key.tokenURI).flatMap { URL(string: "/tokeninfo", relativeTo: $0)?.absoluteString }, result: .ok,
                 detail: "key file \(path): \(key.clientEmail), project_id \(key.projectID ?? "(none)")")
             if let problem {
                 (identity.result, identity.fix) = (.fail, "download a new key in the Firebase console")
                 identity.detail += "; \(problem)"
             } else if let configured, let own = key.projectID, own != configured {
                 identity.result = .fail
-                identity.detail += "; fcm.project is \(configured)"
+                identity.detail += "; the configuration names project \(configured)"
                 identity.fix =
                     "use a key of a service account of \(configured) (Firebase console → Project settings → Service accounts), or set fcm.project to \(own)"
             }
@@ -106,7 +112,8 @@ struct ProjectChecks {
         case .metadataServer(let baseURL):
             let metadata = MetadataServerExchange(baseURL: baseURL, httpClient: httpClient, timeout: settings.fcmTimeout)
             var identity = Identity(
-                project: project.id, exchange: metadata, clockURL: "\(baseURL)/computeMetadata/v1/", result: .ok,
+                project: project.id, exchange: metadata, clockURL: "\(baseURL)/computeMetadata/v1/",
+                scopesURL: "\(baseURL)/computeMetadata/v1/instance/service-accounts/default/scopes", result: .ok,
                 detail: "the metadata server at \(baseURL)")
             do {
                 let reported = try await metadata.projectID()
@@ -154,10 +161,13 @@ struct ProjectChecks {
         }
     }
 
-    /// The token's scopes, when the answer names them: FCM's (or cloud-platform), and Remote Config's where needed.
-    private func scopes(_ token: AccessToken) -> (DoctorCheck.Result, String, String?) {
+    /// The token's scopes (from its answer, else from `tokeninfo` or the metadata server): FCM's (or cloud-platform), and
+    /// Remote Config's where needed.
+    private func scopes(_ token: AccessToken, identity: Identity) async -> (DoctorCheck.Result, String, String?) {
         let lifetime = Int(token.expiresAt.timeIntervalSinceNow.rounded())
-        guard let scopes = token.scopes else { return (.ok, "issued, valid for \(lifetime) s (the answer names no scopes)", nil) }
+        var known = token.scopes
+        if known == nil, let url = identity.scopesURL { known = await grantedScopes(token, at: url) }
+        guard let scopes = known else { return (.ok, "issued, valid for \(lifetime) s (its scopes could not be read)", nil) }
         let granted = Set(scopes)
         var missing: [String] = []
         if granted.isDisjoint(with: [ServiceAccountExchange.messagingScope, Self.cloudPlatform]) {
@@ -173,6 +183,26 @@ struct ProjectChecks {
             )
         }
         return (.ok, detail, nil)
+    }
+
+    /// `GET tokeninfo?access_token=…` (`{"scope": "a b"}`) or the metadata server's scope list (one a line).
+    private func grantedScopes(_ token: AccessToken, at url: String) async -> [String]? {
+        let metadata = url.hasSuffix("/scopes")
+        var request = HTTPClientRequest(url: metadata ? url : "\(url)?access_token=\(token.value)")
+        if metadata { request.headers.add(name: "Metadata-Flavor", value: "Google") }
+        guard let response = try? await httpClient.execute(request, timeout: .seconds(10)), response.status == .ok,
+            let body = try? await response.body.collect(upTo: 64 * 1024)
+        else { return nil }
+        let text: String
+        if metadata {
+            text = String(buffer: body)
+        } else {
+            guard let info = (try? JSONSerialization.jsonObject(with: Data(buffer: body))) as? [String: Any], let scope = info["scope"] as? String
+            else { return nil }
+            text = scope
+        }
+        let scopes = text.split(whereSeparator: { $0 == " " || $0 == "\n" }).map(String.init)
+        return scopes.isEmpty ? nil : scopes
     }
 
     private func tokenFix(_ error: TokenError, identity: Identity) -> String {
@@ -268,7 +298,7 @@ struct ProjectChecks {
         do {
             let page = try await client.listVersions(project: id, pageSize: 1)
             let newest = page.versions.first.flatMap { (try? JSONSerialization.jsonObject(with: $0)) as? [String: Any] }?["versionNumber"]
-            return (.ok, "listVersions answers (\(why)); the newest version is \(newest.map { "\($0)" } ?? "none yet")", nil)
+            return (.ok, "listVersions answers (\(why)); " + (newest.map { "the newest version is \($0)" } ?? "no version was published yet"), nil)
         } catch {
             let who = identity.email ?? "the workload's service account"
             switch error {

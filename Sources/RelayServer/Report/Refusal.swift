@@ -19,7 +19,7 @@ struct Refusal: Error {
         switch error {
         case .unsupportedContentType: .unsupportedMediaType
         case .unknownEventType: .unknownEventType
-        case .malformedJSON, .missingVersionNumber, .invalidField, .missingAttribute, .unsupportedSpecVersion, .invalidSource,
+        case .malformedJSON, .missingVersionNumber, .fieldGivenTwice, .invalidField, .missingAttribute, .unsupportedSpecVersion, .invalidSource,
             .invalidEnvelope, .idTooLong, .idHasControlCharacter:
             .malformedEvent
         }
