@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import FCMClient
 import Foundation
 import Testing
@@ -9,11 +10,11 @@ import Testing
 @Suite struct DeliveryTasksTests {
     /// Counts runs per job, and lets a test hold jobs open until it says.
     final class Ledger: Sendable {
-        private let runs = Locked<[Int: Int]>([:])
+        private let runs = NIOLockedValueBox<[Int: Int]>([:])
         let gate = Settlement<Bool>()
 
-        func ran(_ id: Int) { runs.withLock { $0[id, default: 0] += 1 } }
-        var counts: [Int: Int] { runs.withLock { $0 } }
+        func ran(_ id: Int) { runs.withLockedValue { $0[id, default: 0] += 1 } }
+        var counts: [Int: Int] { runs.withLockedValue { $0 } }
     }
 
     @Test func everyJobAddedFromManyTasksRunsExactlyOnce() async {
@@ -42,16 +43,16 @@ import Testing
             group.addTask { await tasks.run() }
             // More jobs at once than workers may idle: each holds its worker until the gate opens.
             let held = DeliveryTasks.maximumIdle + 40
-            let started = Locked(0)
+            let started = NIOLockedValueBox(0)
             for id in 0..<held {
                 #expect(
                     tasks.add {
-                        started.withLock { $0 += 1 }
+                        started.withLockedValue { $0 += 1 }
                         _ = await ledger.gate.value(within: .seconds(3600), on: SystemDeliveryClock())
                         ledger.ran(id)
                     })
             }
-            while started.withLock({ $0 }) < held { await Task.yield() }
+            while started.withLockedValue({ $0 }) < held { await Task.yield() }
             ledger.gate.settle(true)
             while ledger.counts.count < held || tasks.idleWorkers < DeliveryTasks.maximumIdle { await Task.yield() }
             #expect(tasks.idleWorkers == DeliveryTasks.maximumIdle)  // the rest ended
@@ -68,11 +69,11 @@ import Testing
         let tasks = DeliveryTasks()
         let ledger = Ledger()
         let clock = ManualDeliveryClock()
-        let ended = Locked(false)
+        let ended = NIOLockedValueBox(false)
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 await tasks.run()
-                ended.withLock { $0 = true }
+                ended.withLockedValue { $0 = true }
             }
             #expect(
                 tasks.add {
@@ -82,10 +83,10 @@ import Testing
             await clock.waitForPending()
             tasks.close()
             #expect(!tasks.add { ledger.ran(2) })
-            #expect(!ended.withLock { $0 })  // the job under way holds the stop
+            #expect(!ended.withLockedValue { $0 })  // the job under way holds the stop
             clock.advance(by: .seconds(5))
         }
-        #expect(ended.withLock { $0 })
+        #expect(ended.withLockedValue { $0 })
         #expect(ledger.counts == [1: 1])
     }
 }

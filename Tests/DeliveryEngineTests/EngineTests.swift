@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import FCMClient
 import Foundation
 import Logging
@@ -46,9 +47,9 @@ private func withEngine(
         let record = SpoolRecord(
             keys: ["p/version/40", "p/id/msg_window"], project: "p", eventID: "msg_window", format: "template-version",
             version: try JSONDecoder().decode(TemplateVersion.self, from: Data(#"{"versionNumber":40}"#.utf8)), receivedAt: Date())
-        let sent = Locked(0)
+        let sent = NIOLockedValueBox(0)
         let work: RecentEvents.Work = { _, _ in
-            sent.withLock { $0 += 1 }
+            sent.withLockedValue { $0 += 1 }
             return [DeliveryReport(route: "default", status: .accepted, attempts: [])]
         }
         guard case .settled(_, false) = await recent.deliver(record, wait: .seconds(600), work) else {
@@ -65,7 +66,7 @@ private func withEngine(
             Issue.record("after: still a duplicate")
             return
         }
-        #expect(sent.withLock { $0 } == 2)
+        #expect(sent.withLockedValue { $0 } == 2)
     }
 }
 
@@ -131,7 +132,7 @@ private func withEngine(
         }
         await clock.waitForPending { $0 == [.seconds(300)] }
         #expect(engine.parked == 1)
-        #expect(spool.files.withLock { $0.count } == 1, "still on disk while FCM has not accepted it")
+        #expect(spool.files.withLockedValue { $0.count } == 1, "still on disk while FCM has not accepted it")
         clock.advance(by: .seconds(299))
         #expect(sender.sent.count == 1, "not tried again before the interval")
         clock.advance(by: .seconds(1))
@@ -139,7 +140,7 @@ private func withEngine(
         #expect(reports.map(\.status) == [.accepted])
         #expect(sender.sent.count == 2)
         #expect(engine.parked == 0)
-        #expect(spool.files.withLock { $0.isEmpty })
+        #expect(spool.files.withLockedValue { $0.isEmpty })
     }
 }
 
@@ -166,15 +167,15 @@ private func withEngine(
     await clock.waitForPending { $0.contains(.seconds(600)) }
     // The two pings race for the scripted answers: one is accepted, the other waits. The accepted one is written as
     // progress at once, so a crash or a hand-over does not send it again.
-    let done = spool.files.withLock { $0.values.first?.done } ?? []
+    let done = spool.files.withLockedValue { $0.values.first?.done } ?? []
     #expect(done == ["a"] || done == ["b"])
     let waiting = done == ["a"] ? "b" : "a"
     await group.triggerGracefulShutdown()
     await clock.waitForPending { $0.contains(.seconds(10)) }
-    #expect(spool.files.withLock { $0.values.first?.routes } == nil, "nothing handed over during the grace")
+    #expect(spool.files.withLockedValue { $0.values.first?.routes } == nil, "nothing handed over during the grace")
     clock.advance(by: .seconds(10))
     try await running
-    #expect(spool.files.withLock { Array($0.values) }.map(\.routes) == [[waiting]])
+    #expect(spool.files.withLockedValue { Array($0.values) }.map(\.routes) == [[waiting]])
     #expect(sender.sent.count == 2, "no attempt after the stop")
     guard case .stopping = await engine.deliver(record(4), plan: plan(sender), wait: .zero, logger: logger) else {
         Issue.record("a stopped engine must start nothing")
@@ -188,7 +189,7 @@ private func withEngine(
     let spool = RecordingSpool(files: [record(5, routes: ["b"])])
     let sender = ScriptedSender()
     try await withEngine(spool: spool, clock: clock, replan: { _ in plan(sender, routes: ["a", "b"]) }) { engine, _ in
-        try await eventually("the spooled event is delivered and its file removed") { spool.files.withLock { $0.isEmpty } }
+        try await eventually("the spooled event is delivered and its file removed") { spool.files.withLockedValue { $0.isEmpty } }
         #expect(sender.sent.count == 1)
         #expect(sender.sent.first?.contains("t-b") == true)
         #expect(engine.history.list(.init()).map(\.origin) == [.spool])

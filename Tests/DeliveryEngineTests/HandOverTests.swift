@@ -26,8 +26,8 @@ import Testing
         async let ended = recent.drain(within: .zero)
         // The drain has stopped the delivery but must not write while its attempt may still succeed (or fail).
         try await eventually("the drain stops the delivery") { delivery.control.isStopped }
-        #expect(recent.inFlight == 1 && spool.writes.withLock { $0 } == 0)
-        #expect(spool.files.withLock { $0.isEmpty })
+        #expect(recent.inFlight == 1 && spool.writes.withLockedValue { $0 } == 0)
+        #expect(spool.files.withLockedValue { $0.isEmpty })
         attemptMayEnd.settle(true)
         let handOvers = await ended
         guard case .spooled(let written)? = handOvers.first else {
@@ -35,7 +35,7 @@ import Testing
             return
         }
         #expect(written.routes == ["b"])
-        #expect(spool.files.withLock { Array($0.values) } == [written])
+        #expect(spool.files.withLockedValue { Array($0.values) } == [written])
         #expect(recent.inFlight == 0)
     }
 }
@@ -57,7 +57,7 @@ import Testing
             Issue.record("expected it spooled")
             return
         }
-        #expect(spool.files.withLock { $0.count } == 1)
+        #expect(spool.files.withLockedValue { $0.count } == 1)
         async let ended = recent.drain(within: .zero)
         try await eventually("the drain stops the delivery") { delivery.control.isStopped }
         mayEnd.settle(true)
@@ -66,7 +66,7 @@ import Testing
             return
         }
         // Delivered: the file goes, so the next start does not send it again.
-        #expect(spool.files.withLock { $0.isEmpty })
+        #expect(spool.files.withLockedValue { $0.isEmpty })
     }
 }
 
@@ -154,6 +154,6 @@ import Testing
             return
         }
         #expect(reports.map(\.status) == [.accepted])
-        #expect(spool.writes.withLock { $0 } == 0)
+        #expect(spool.writes.withLockedValue { $0 } == 0)
     }
 }

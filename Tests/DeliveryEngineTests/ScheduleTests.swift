@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import FCMClient
 import Foundation
 import Logging
@@ -24,22 +25,22 @@ private final class TimedSender: MessageSender {
         var topic: String
         var version: Int
     }
-    private let state: Locked<(script: [FCMError?], sent: [Sent])>
+    private let state: NIOLockedValueBox<(script: [FCMError?], sent: [Sent])>
     let clock: ManualDeliveryClock
 
     init(clock: ManualDeliveryClock, script: [FCMError?] = []) {
         self.clock = clock
-        state = Locked((script, []))
+        state = NIOLockedValueBox((script, []))
     }
 
-    var sent: [Sent] { state.withLock { $0.sent } }
+    var sent: [Sent] { state.withLockedValue { $0.sent } }
 
     func send(project: String, message: ByteBuffer, validateOnly: Bool) async throws(FCMError) -> String {
         let object = try! JSONSerialization.jsonObject(with: Data(String(buffer: message).utf8)) as! [String: Any]
         let topic = object["topic"] as? String ?? "?"
         let version = Int((object["data"] as? [String: String])?["V"] ?? "") ?? -1
         let at = clock.instant()
-        let failure = state.withLock { state -> FCMError? in
+        let failure = state.withLockedValue { state -> FCMError? in
             state.sent.append(Sent(at: at, topic: topic, version: version))
             return state.script.isEmpty ? nil : state.script.removeFirst()
         }
@@ -256,7 +257,7 @@ private func deliverAcknowledged(_ event: SpoolRecord, plan: DeliveryPlan, to en
             try await eventually("shard \(turn)") { sender.sent.count == turn + 1 }
         }
     }
-    let spooled = try #require(spool.files.withLock { Array($0.values) }.first)
+    let spooled = try #require(spool.files.withLockedValue { Array($0.values) }.first)
     #expect(spooled.routes?.sorted() == (4..<10).map { "stale@\($0)" }, "only the shards not yet pinged are still due")
 
     // The next start: the wave resumes with shards 4-9, one spacing apart from now, and pings none twice.
@@ -269,7 +270,7 @@ private func deliverAcknowledged(_ event: SpoolRecord, plan: DeliveryPlan, to en
             advance(restarted, to: .seconds(6 * turn))
             try await eventually("turn \(turn)") { again.sent.count == turn + 1 }
         }
-        try await eventually("the spool file goes once every shard is accepted") { spool.files.withLock { $0.isEmpty } }
+        try await eventually("the spool file goes once every shard is accepted") { spool.files.withLockedValue { $0.isEmpty } }
     }
     #expect(again.sent == (4..<10).enumerated().map { .init(at: .seconds(6 * $0.offset), topic: "PUSH_RC_\($0.element)", version: 1) })
     #expect(Set(sender.sent.map(\.topic)).isDisjoint(with: again.sent.map(\.topic)), "no shard pinged twice for version 1")
@@ -335,7 +336,7 @@ extension TemplateVersion {
         // Version 2 took the wave over at 0 s: it owes shards 1-3 at version 1's turns, and shard 0 again after them.
         #expect(sender.sent.map(\.version) == [1])
     }
-    let files = spool.files.withLock { Array($0.values) }
+    let files = spool.files.withLockedValue { Array($0.values) }
     #expect(files.map(\.version.versionNumber) == [2], "version 1 owes nothing a newer version does not: \(files.map(\.version.versionNumber))")
     #expect(files.first?.routes?.sorted() == ["stale@0", "stale@1", "stale@2", "stale@3"])
     #expect(sender.sent == [.init(at: .zero, topic: "PUSH_RC_0", version: 1)])
@@ -352,8 +353,8 @@ extension TemplateVersion {
         try await eventually("shard 0") { sender.sent.count == 1 }
         await clock.waitForPending { $0.filter { $0 > .zero }.count >= 3 }
         advance(clock, to: .seconds(10))
-        try await eventually("shard 1 accepted and written down") { spool.files.withLock { $0.values.first?.done?.count == 2 } }
-        onDisk = spool.files.withLock { $0.values.first }  // what a crash right now would leave
+        try await eventually("shard 1 accepted and written down") { spool.files.withLockedValue { $0.values.first?.done?.count == 2 } }
+        onDisk = spool.files.withLockedValue { $0.values.first }  // what a crash right now would leave
     }
     let crashed = try #require(onDisk)
     #expect(crashed.routes == nil && crashed.done?.sorted() == ["stale@0", "stale@1"])
@@ -365,7 +366,7 @@ extension TemplateVersion {
         try await eventually("shard 2 at once") { again.sent.count == 1 }
         await restarted.waitForPending { $0.contains(.seconds(10)) }
         advance(restarted, to: .seconds(10))
-        try await eventually("the spool file goes once the wave is done") { survivors.files.withLock { $0.isEmpty } }
+        try await eventually("the spool file goes once the wave is done") { survivors.files.withLockedValue { $0.isEmpty } }
     }
     #expect(again.sent.map(\.topic) == ["PUSH_RC_2", "PUSH_RC_3"], "the shards accepted before the crash are not pinged again")
 }

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import FCMClient
 import Foundation
 import NIOCore
@@ -24,14 +25,14 @@ import Testing
     for _ in 0..<2 {
         Task {
             let answer = await settlement.value(within: .seconds(120), on: clock)
-            answers.list.withLock { $0.append(answer) }
+            answers.list.withLockedValue { $0.append(answer) }
         }
     }
     try await poll { settlement.waiting == 2 }
     settlement.settle(7)
     settlement.settle(8)
-    try await poll { answers.list.withLock { $0.count } == 2 }
-    #expect(answers.list.withLock { $0 } == [7, 7])
+    try await poll { answers.list.withLockedValue { $0.count } == 2 }
+    #expect(answers.list.withLockedValue { $0 } == [7, 7])
     #expect(settlement.waiting == 0)
     #expect(clock.pending == 0, "a settled waiter's bound is cancelled")
     #expect(await settlement.value(within: .zero, on: clock) == 7)
@@ -44,21 +45,21 @@ import Testing
     let loop = EmbeddedEventLoop()
     let deadlines = WaitDeadlines(tick: .milliseconds(10), loop: loop)
     let expired = Answers<String>()
-    let far = deadlines.add(.now() + .seconds(600)) { expired.list.withLock { $0.append("far") } }
-    let cancelled = deadlines.add(.now()) { expired.list.withLock { $0.append("cancelled") } }
+    let far = deadlines.add(.now() + .seconds(600)) { expired.list.withLockedValue { $0.append("far") } }
+    let cancelled = deadlines.add(.now()) { expired.list.withLockedValue { $0.append("cancelled") } }
     deadlines.cancel(cancelled)
-    _ = deadlines.add(.now()) { expired.list.withLock { $0.append("due") } }
-    #expect(expired.list.withLock { $0 }.isEmpty, "nothing ends before a tick")
+    _ = deadlines.add(.now()) { expired.list.withLockedValue { $0.append("due") } }
+    #expect(expired.list.withLockedValue { $0 }.isEmpty, "nothing ends before a tick")
     loop.advanceTime(by: .milliseconds(10))
-    #expect(expired.list.withLock { $0 } == ["due"])
+    #expect(expired.list.withLockedValue { $0 } == ["due"])
     #expect(deadlines.count == 1 && deadlines.isTicking, "the far wait is still timed")
     deadlines.cancel(far)
     loop.advanceTime(by: .milliseconds(10))
     #expect(!deadlines.isTicking, "the timer stops when nobody waits")
-    _ = deadlines.add(.now()) { expired.list.withLock { $0.append("again") } }
+    _ = deadlines.add(.now()) { expired.list.withLockedValue { $0.append("again") } }
     #expect(deadlines.isTicking)
     loop.advanceTime(by: .milliseconds(30))
-    #expect(expired.list.withLock { $0 } == ["due", "again"], "each wait ends once")
+    #expect(expired.list.withLockedValue { $0 } == ["due", "again"], "each wait ends once")
     #expect(deadlines.count == 0 && !deadlines.isTicking)
 }
 
@@ -72,5 +73,5 @@ private func poll(_ condition: () -> Bool, sourceLocation: SourceLocation = #_so
 }
 
 private final class Answers<T: Sendable>: Sendable {
-    let list = Locked<[T]>([])
+    let list = NIOLockedValueBox<[T]>([])
 }

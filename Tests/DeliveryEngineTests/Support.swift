@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import CoreMetrics
 import FCMClient
 import Foundation
@@ -49,14 +50,14 @@ func eventually(
 /// FCM as the test scripts it: each send takes the next scripted answer (an error, or nil for accepted); once the
 /// script runs out every send is accepted. Records what was sent.
 final class ScriptedSender: MessageSender {
-    private let state: Locked<(script: [FCMError?], sent: [String])>
+    private let state: NIOLockedValueBox<(script: [FCMError?], sent: [String])>
 
-    init(_ script: [FCMError?] = []) { state = Locked((script, [])) }
+    init(_ script: [FCMError?] = []) { state = NIOLockedValueBox((script, [])) }
 
-    var sent: [String] { state.withLock { $0.sent } }
+    var sent: [String] { state.withLockedValue { $0.sent } }
 
     func send(project: String, message: ByteBuffer, validateOnly: Bool) async throws(FCMError) -> String {
-        let failure = state.withLock { state -> FCMError? in
+        let failure = state.withLockedValue { state -> FCMError? in
             state.sent.append(String(buffer: message))
             return state.script.isEmpty ? nil : state.script.removeFirst()
         }
@@ -71,15 +72,15 @@ final class ScriptedSender: MessageSender {
 
 /// A spool in memory that records what it was asked, and can hold a write until told to go on.
 final class RecordingSpool: Spool, @unchecked Sendable {
-    let files = Locked<[String: SpoolRecord]>([:])
-    let writes = Locked(0)
+    let files = NIOLockedValueBox<[String: SpoolRecord]>([:])
+    let writes = NIOLockedValueBox(0)
     /// While set, `write` blocks until it is signalled; `entered` says a write is waiting.
     let hold: DispatchSemaphore?
     let entered = DispatchSemaphore(value: 0)
 
     init(hold: DispatchSemaphore? = nil, files: [SpoolRecord] = []) {
         self.hold = hold
-        for record in files { self.files.withLock { $0[record.fileName] = record } }
+        for record in files { self.files.withLockedValue { $0[record.fileName] = record } }
     }
 
     func write(_ record: SpoolRecord) throws {
@@ -87,11 +88,11 @@ final class RecordingSpool: Spool, @unchecked Sendable {
             entered.signal()
             hold.wait()
         }
-        writes.withLock { $0 += 1 }
-        files.withLock { $0[record.fileName] = record }
+        writes.withLockedValue { $0 += 1 }
+        files.withLockedValue { $0[record.fileName] = record }
     }
-    func remove(_ record: SpoolRecord) { files.withLock { $0[record.fileName] = nil } }
-    func recover() -> SpoolRecovery { SpoolRecovery(records: Array(files.withLock { $0.values })) }
+    func remove(_ record: SpoolRecord) { files.withLockedValue { $0[record.fileName] = nil } }
+    func recover() -> SpoolRecovery { SpoolRecovery(records: Array(files.withLockedValue { $0.values })) }
 }
 
 /// Metrics that go nowhere: the engine's tests read its state, not a registry.

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import AsyncHTTPClient
 import DeliveryEngine
 import FCMClient
@@ -235,9 +236,9 @@ struct RelaySetup: Sendable {
                 onServerRunning: { relayContinuation.yield($0) }, onAdminRunning: { adminContinuation.yield($0) }, sleep: sleeper,
                 clock: engineClock)
             let relayGroup = ServiceGroup(services: [relay], gracefulShutdownSignals: [], logger: quietLogger)
-            let stopped = Locked(false)
+            let stopped = NIOLockedValueBox(false)
             group.addTask {
-                defer { stopped.withLock { $0 = true } }
+                defer { stopped.withLockedValue { $0 = true } }
                 try await relayGroup.run()
             }
             var relayIterator = relayPorts.makeAsyncIterator()
@@ -251,7 +252,7 @@ struct RelaySetup: Sendable {
                 relayURL: relayURL, emulatorURL: emulatorURL, webhookURL: relayURL + RelaySettings.webhookPath, emulator: state,
                 secret: secret, keyFile: keyFile.path, gameBKeyFile: gameBKeyFile.path, adminURL: adminURL,
                 configPath: writesConfigFile ? configPath : nil, stop: { await relayGroup.triggerGracefulShutdown() },
-                hasStopped: { stopped.withLock { $0 } })
+                hasStopped: { stopped.withLockedValue { $0 } })
             // On the test's clock, the stop's drain would wait for time that never passes: once stopping, time runs.
             let stopping = {
                 (engineClock as? ManualDeliveryClock)?.release()
@@ -333,14 +334,14 @@ extension LiveRelay {
 
 /// A sleep that lasts until the test says so: time on the test's terms, not the wall clock's.
 final class ManualSleep: Sendable {
-    private let state = Locked<(asked: [Duration], waiting: [CheckedContinuation<Void, Never>], released: Bool)>(([], [], false))
+    private let state = NIOLockedValueBox<(asked: [Duration], waiting: [CheckedContinuation<Void, Never>], released: Bool)>(([], [], false))
 
     /// The sleeps asked for so far.
-    var asked: [Duration] { state.withLock { $0.asked } }
+    var asked: [Duration] { state.withLockedValue { $0.asked } }
 
     func sleep(_ duration: Duration) async {
         await withCheckedContinuation { continuation in
-            let now = state.withLock { state in
+            let now = state.withLockedValue { state in
                 state.asked.append(duration)
                 if !state.released { state.waiting.append(continuation) }
                 return state.released
@@ -351,7 +352,7 @@ final class ManualSleep: Sendable {
 
     /// Ends every sleep, now and later.
     func release() {
-        for waiting in state.withLock({ state in
+        for waiting in state.withLockedValue({ state in
             state.released = true
             defer { state.waiting = [] }
             return state.waiting

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import FCMClient
 import Foundation
 import NIOCore
@@ -18,11 +19,11 @@ private func connect(_ url: String, collector: Collector? = nil) async throws ->
 /// What the relay wrote back on a raw connection, as text.
 private final class Collector: ChannelInboundHandler, Sendable {
     typealias InboundIn = ByteBuffer
-    let text = Locked("")
+    let text = NIOLockedValueBox("")
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = Self.unwrapInboundIn(data)
-        text.withLock { $0 += String(buffer: buffer) }
+        text.withLockedValue { $0 += String(buffer: buffer) }
     }
 }
 
@@ -59,7 +60,7 @@ private func send(_ channel: any Channel, _ text: String) async throws {
             "GET /healthz HTTP/1.1\r\nHost: relay\r\n\r\n"
                 + "POST /webhooks/remote-config HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"v")
         try await eventually("the relay closes the connection") { !channel.isActive }
-        #expect(collector.text.withLock { $0.hasPrefix("HTTP/1.1 200") })
+        #expect(collector.text.withLockedValue { $0.hasPrefix("HTTP/1.1 200") })
         #expect(await relay.emulator.stats.sendRequests == 0)
     }
 }
@@ -86,7 +87,7 @@ private func send(_ channel: any Channel, _ text: String) async throws {
                 "POST /webhooks/remote-config HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\(headers)\r\n{\"v"
             )
             // The body is 59,997 bytes short and never comes: an answer cannot have waited for it.
-            try await eventually("\(name): answered 401 without the body") { collector.text.withLock { $0.hasPrefix("HTTP/1.1 401") } }
+            try await eventually("\(name): answered 401 without the body") { collector.text.withLockedValue { $0.hasPrefix("HTTP/1.1 401") } }
             try await channel.close()
         }
         #expect(await relay.emulator.stats.sendRequests == 0)

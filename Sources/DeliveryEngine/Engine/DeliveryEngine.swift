@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import CoreMetrics
 import FCMClient
 import Foundation
@@ -28,7 +29,7 @@ package final class DeliveryEngine: Service {
     let replan: @Sendable (SpoolRecord) async -> DeliveryPlan?
     private let tasks = DeliveryTasks()
     /// Set once by the shared store's leases (which are built after the engine).
-    private let fence = Locked<(any DeliveryFence)?>(nil)
+    private let fence = NIOLockedValueBox<(any DeliveryFence)?>(nil)
 
     package init(
         settings: EngineSettings, spool: (any Spool)?, metrics factory: any MetricsFactory, clock: any DeliveryClock = SystemDeliveryClock(),
@@ -92,7 +93,7 @@ package final class DeliveryEngine: Service {
     package func knows(_ record: SpoolRecord) -> Bool { recent.knows(record) }
 
     /// Asks `fence` before every FCM request of an event's delivery (not an operator's send or retry).
-    package func fence(with fence: any DeliveryFence) { self.fence.withLock { $0 = fence } }
+    package func fence(with fence: any DeliveryFence) { self.fence.withLockedValue { $0 = fence } }
 
     /// Seeds what FCM accepted per route and audience from another replica's history (a lease taken over), so an
     /// older version's ping does not follow a newer one there.
@@ -141,7 +142,7 @@ package final class DeliveryEngine: Service {
     private func dispatcher(_ plan: SendPlan) -> Dispatcher {
         Dispatcher(
             plan: plan, limit: limit, pacers: pacers, latest: latest, schedules: schedules, history: history, metrics: metrics, clock: clock,
-            fence: fence.withLock { $0 })
+            fence: fence.withLockedValue { $0 })
     }
 
     /// Starts the delivery of every event left on disk (files that are not an event are moved aside, never trapped on).

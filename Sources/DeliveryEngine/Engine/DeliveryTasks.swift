@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import FCMClient
 
 /// Where deliveries run: jobs handed in from any task (a webhook's, the spool's replay) run in worker tasks that are
@@ -35,7 +36,7 @@ final class DeliveryTasks: Sendable {
         }
     }
 
-    private let state = Locked(State())
+    private let state = NIOLockedValueBox(State())
     /// One element per worker to start; ``run()`` starts them in its group.
     private let starts: AsyncStream<Void>
     private let startWorker: AsyncStream<Void>.Continuation
@@ -49,7 +50,7 @@ final class DeliveryTasks: Sendable {
             case start
             case refuse
         }
-        let next = state.withLock { state -> Next in
+        let next = state.withLockedValue { state -> Next in
             if state.closed { return .refuse }
             if let worker = state.idle.popLast() { return .hand(worker) }
             state.queued.append(job)
@@ -66,7 +67,7 @@ final class DeliveryTasks: Sendable {
 
     /// Takes no more jobs; ``run()`` returns once those under way end.
     func close() {
-        let idle = state.withLock { state in
+        let idle = state.withLockedValue { state in
             state.closed = true
             startWorker.finish()  // after every start yielded under the lock: those are still delivered
             defer { state.idle = [] }
@@ -83,7 +84,7 @@ final class DeliveryTasks: Sendable {
     }
 
     /// How many workers wait for a job.
-    var idleWorkers: Int { state.withLock { $0.idle.count } }
+    var idleWorkers: Int { state.withLockedValue { $0.idle.count } }
 
     private func work() async {
         while let job = await nextJob() { await job() }
@@ -91,9 +92,9 @@ final class DeliveryTasks: Sendable {
 
     /// A queued job, else the next job handed in; nil when closed, or when enough workers are idle already.
     private func nextJob() async -> Job? {
-        if let job = state.withLock({ $0.takeQueued() }) { return job }
+        if let job = state.withLockedValue({ $0.takeQueued() }) { return job }
         return await withCheckedContinuation { continuation in
-            let now: Job?? = state.withLock { state in
+            let now: Job?? = state.withLockedValue { state in
                 if let job = state.takeQueued() { return .some(job) }
                 if state.closed || state.idle.count >= Self.maximumIdle { return .some(nil) }
                 state.idle.append(continuation)

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import FCMClient
 import Foundation
 import RelayCore
@@ -73,7 +74,7 @@ package final class DeliveryHistory: Sendable {
         var head = 0
         var next = 0
     }
-    private let state = Locked(State())
+    private let state = NIOLockedValueBox(State())
     /// Ids stay unique across restarts: a random prefix per process, then a counter.
     private let prefix = String(UInt32.random(in: 0...UInt32.max), radix: 16)
 
@@ -89,7 +90,7 @@ package final class DeliveryHistory: Sendable {
     func start(_ ping: Ping, batch: DeliveryBatch, validateOnly: Bool) -> String {
         var toDevice = false
         if case .token = ping.message.target { toDevice = true }
-        let entry = state.withLock { state in
+        let entry = state.withLockedValue { state in
             state.next += 1
             let id = "\(prefix)-\(state.next)"
             var entry = Entry(
@@ -135,7 +136,7 @@ package final class DeliveryHistory: Sendable {
 
     /// Changes the entry (if still kept) and tells the journal, outside the lock.
     private func change(_ id: String, _ body: (inout Entry) -> Void) {
-        let changed: Entry? = state.withLock { state in
+        let changed: Entry? = state.withLockedValue { state in
             guard var entry = state.entries[id] else { return nil }
             body(&entry)
             state.entries[id] = entry
@@ -144,11 +145,11 @@ package final class DeliveryHistory: Sendable {
         if let changed { journal?.record(changed) }
     }
 
-    package func entry(_ id: String) -> Entry? { state.withLock { $0.entries[id] } }
+    package func entry(_ id: String) -> Entry? { state.withLockedValue { $0.entries[id] } }
 
     /// Newest first.
     package func list(_ filter: Filter) -> [Entry] {
-        state.withLock { state in
+        state.withLockedValue { state in
             var found: [Entry] = []
             for id in state.order[state.head...].reversed() {
                 guard let entry = state.entries[id] else { continue }

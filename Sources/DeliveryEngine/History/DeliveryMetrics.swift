@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import CoreMetrics
 import FCMClient
 
@@ -22,7 +23,7 @@ final class DeliveryMetrics: Sendable {
     let undelivered: Gauge
     let deliveryLatency: Timer
     let fcmLatency: Timer
-    private let queued = Locked(0)
+    private let queued = NIOLockedValueBox(0)
     private let counter: LabelledCounters
 
     init(factory: any MetricsFactory) {
@@ -74,26 +75,26 @@ final class DeliveryMetrics: Sendable {
 
     /// Pings waiting for or in a `messages:send`.
     func queueChanged(by delta: Int) {
-        queued.withLock { value in
+        queued.withLockedValue { value in
             value += delta
             pingsQueued.record(value)  // inside the lock, so the gauge never keeps an older value
         }
     }
 
-    var queueDepth: Int { queued.withLock { $0 } }
+    var queueDepth: Int { queued.withLockedValue { $0 } }
 }
 
 /// Counters by label and label values, made once: making one takes the registry's lock and builds its name.
 package final class LabelledCounters: Sendable {
     let factory: any MetricsFactory
-    private let cache = Locked<[String: Counter]>([:])
+    private let cache = NIOLockedValueBox<[String: Counter]>([:])
 
     package init(factory: any MetricsFactory) { self.factory = factory }
 
     package func callAsFunction(_ label: String, _ dimensions: [(String, String)]) -> Counter {
         var key = label
         for (name, value) in dimensions { key += "\u{1}\(name)=\(value)" }
-        return cache.withLock { cache in
+        return cache.withLockedValue { cache in
             if let counter = cache[key] { return counter }
             let counter = Counter(label: label, dimensions: dimensions, factory: factory)
             cache[key] = counter

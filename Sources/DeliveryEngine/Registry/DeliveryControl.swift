@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import FCMClient
 
 /// How one delivery is steered from outside while it runs: told of its first retry (so the waiting sender is answered
@@ -11,7 +12,7 @@ final class DeliveryControl: Sendable {
         var discarded: Set<String> = []
         var wakers: [Settlement<Bool>] = []
     }
-    private let state = Locked(State())
+    private let state = NIOLockedValueBox(State())
     /// Called before each wait to retry, with the wait.
     let onRetry: @Sendable (Duration) -> Void
     /// Called when FCM accepted one of several pings of the event (a waved route's shard, or any ping while others are
@@ -30,19 +31,19 @@ final class DeliveryControl: Sendable {
     }
 
     /// No attempt starts after this.
-    var isStopped: Bool { state.withLock { $0.stopped } }
-    var discarded: Set<String> { state.withLock { $0.discarded } }
+    var isStopped: Bool { state.withLockedValue { $0.stopped } }
+    var discarded: Set<String> { state.withLockedValue { $0.discarded } }
 
     /// Waits `duration`, or less if stopped or woken meanwhile; true when it ended early.
     func pause(for duration: Duration) async -> Bool {
         let waker = Settlement<Bool>()
-        let stopped = state.withLock { state in
+        let stopped = state.withLockedValue { state in
             if !state.stopped { state.wakers.append(waker) }
             return state.stopped
         }
         if stopped { return true }
         let woken = await waker.value(within: duration, on: clock) != nil
-        state.withLock { $0.wakers.removeAll { $0 === waker } }
+        state.withLockedValue { $0.wakers.removeAll { $0 === waker } }
         return woken
     }
 
@@ -53,7 +54,7 @@ final class DeliveryControl: Sendable {
     func discard(_ route: String) { wake { _ = $0.discarded.insert(route) } }
 
     private func wake(_ change: (inout State) -> Void) {
-        let wakers = state.withLock { state in
+        let wakers = state.withLockedValue { state in
             change(&state)
             defer { state.wakers = [] }
             return state.wakers

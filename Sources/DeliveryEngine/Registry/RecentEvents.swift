@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import FCMClient
 import Foundation
 
@@ -56,7 +57,7 @@ package final class RecentEvents: Sendable {
         /// The first news for waiting senders: settled, or a retry under way (the outcome is known to be "later").
         let news: Settlement<News>
         let reports = Settlement<[DeliveryReport]>()
-        fileprivate let disk: Locked<Disk>
+        fileprivate let disk: NIOLockedValueBox<Disk>
 
         fileprivate struct Disk {
             /// Its spool file exists: the event was acknowledged, so it must not be lost.
@@ -72,7 +73,7 @@ package final class RecentEvents: Sendable {
 
         fileprivate init(record: SpoolRecord, onDisk: Bool, clock: any DeliveryClock, spool: (any Spool)?) {
             let news = Settlement<News>()
-            let disk = Locked(Disk(onDisk: onDisk, done: record.done ?? []))
+            let disk = NIOLockedValueBox(Disk(onDisk: onDisk, done: record.done ?? []))
             self.record = record
             self.news = news
             self.disk = disk
@@ -81,7 +82,7 @@ package final class RecentEvents: Sendable {
                 onAccepted: { shard in
                     // Under the delivery's own lock, as the acknowledgement's write is: the file always says what a
                     // crash would otherwise send again. A failed write leaves the older file, which over-sends.
-                    disk.withLock { disk in
+                    disk.withLockedValue { disk in
                         disk.done.append(shard)
                         guard disk.onDisk, disk.settled == nil, let spool else { return }
                         var progressed = record
@@ -99,8 +100,8 @@ package final class RecentEvents: Sendable {
         }
 
         /// Whether the event has a spool file (it was acknowledged).
-        var isOnDisk: Bool { disk.withLock { $0.onDisk } }
-        var isParked: Bool { disk.withLock { $0.parked } }
+        var isOnDisk: Bool { disk.withLockedValue { $0.onDisk } }
+        var isParked: Bool { disk.withLockedValue { $0.parked } }
     }
 
     /// The delivery's work: the routes still due (nil: all), steered by its control.
@@ -137,7 +138,7 @@ package final class RecentEvents: Sendable {
     let tasks: DeliveryTasks
     /// Told the number of parked events whenever it changes (under the lock, so a gauge never keeps an older value).
     let parkedChanged: @Sendable (Int) -> Void
-    private let state = Locked(State())
+    private let state = NIOLockedValueBox(State())
 
     init(
         window: Duration = .seconds(600), capacity: Int = 10_000, maxInFlight: Int = 10_000,
@@ -155,13 +156,13 @@ package final class RecentEvents: Sendable {
     }
 
     /// Acknowledged events whose pings FCM has not accepted yet, waiting to be tried again.
-    var parked: Int { state.withLock { $0.parked } }
+    var parked: Int { state.withLockedValue { $0.parked } }
     /// Events whose delivery is under way.
-    var inFlight: Int { state.withLock { $0.inFlightCount } }
+    var inFlight: Int { state.withLockedValue { $0.inFlightCount } }
 
     /// Whether the event is under way here, or settled within the window.
     func knows(_ record: SpoolRecord) -> Bool {
-        state.withLock { state in record.keys.contains { state.inFlight[$0] != nil || state.done[$0] != nil } }
+        state.withLockedValue { state in record.keys.contains { state.inFlight[$0] != nil || state.done[$0] != nil } }
     }
 
     /// Starts the delivery (or joins the one under way) and waits up to `wait` for its first news (a joiner: for its
@@ -176,7 +177,7 @@ package final class RecentEvents: Sendable {
         }
         let now = clock.now()
         let fingerprint = record.fingerprint
-        let found = state.withLock { state -> Found in
+        let found = state.withLockedValue { state -> Found in
             forgetExpired(&state, now: now)
             for key in record.keys {
                 guard let previous = state.done[key] else { continue }
@@ -224,7 +225,7 @@ package final class RecentEvents: Sendable {
     /// 202 is never answered with nothing on disk).
     func acknowledge(_ delivery: EventDelivery) throws -> Acknowledgement {
         guard let spool else { throw SpoolError.cannotWrite("no spool is configured") }
-        return try delivery.disk.withLock { disk in
+        return try delivery.disk.withLockedValue { disk in
             if disk.onDisk { return .spooled }
             if let settled = disk.settled { return .settled(settled) }
             try spool.write(delivery.current(disk))
@@ -236,7 +237,7 @@ package final class RecentEvents: Sendable {
     /// Stops the deliveries of the project's events (another replica delivers them now): no new attempt starts, and
     /// each hands what is still due back to the spool. Returns how many were stopped.
     func standDown(project: String) -> Int {
-        let running = state.withLock { state in
+        let running = state.withLockedValue { state in
             var unique: [ObjectIdentifier: EventDelivery] = [:]
             for delivery in state.inFlight.values where delivery.record.project == project { unique[ObjectIdentifier(delivery)] = delivery }
             return Array(unique.values)
@@ -248,7 +249,7 @@ package final class RecentEvents: Sendable {
     /// Discards the route's ping of the acknowledged event waiting under `key`: it is not tried again, and once no
     /// route is due the spool file goes. False when no such event waits.
     func discard(key: String, route: String) -> Bool {
-        guard let delivery = state.withLock({ $0.inFlight[key] }), delivery.isOnDisk else { return false }
+        guard let delivery = state.withLockedValue({ $0.inFlight[key] }), delivery.isOnDisk else { return false }
         delivery.control.discard(route)
         return true
     }
@@ -256,7 +257,7 @@ package final class RecentEvents: Sendable {
     /// On stop: waits up to `grace` for deliveries under way, then stops the rest and waits for each to hand over (an
     /// attempt under way finishes first, within the FCM timeout). Returns how each delivery ended.
     func drain(within grace: Duration, handOverWithin limit: Duration = .seconds(30)) async -> [HandOver] {
-        let running = state.withLock { state in
+        let running = state.withLockedValue { state in
             var unique: [ObjectIdentifier: EventDelivery] = [:]
             for delivery in state.inFlight.values { unique[ObjectIdentifier(delivery)] = delivery }
             return Array(unique.values)
@@ -269,7 +270,7 @@ package final class RecentEvents: Sendable {
         var ended: [HandOver] = []
         for delivery in running {
             _ = await delivery.reports.value(within: limit, on: clock)
-            ended.append(delivery.disk.withLock { $0.handOver } ?? .lost(delivery.record))
+            ended.append(delivery.disk.withLockedValue { $0.handOver } ?? .lost(delivery.record))
         }
         return ended
     }
@@ -292,8 +293,8 @@ package final class RecentEvents: Sendable {
             guard !unfinished.isEmpty, !control.isStopped, delivery.isOnDisk else { break }
             if !parked {
                 parked = true
-                delivery.disk.withLock { $0.parked = true }
-                state.withLock { state in
+                delivery.disk.withLockedValue { $0.parked = true }
+                state.withLockedValue { state in
                     state.parked += 1
                     parkedChanged(state.parked)
                 }
@@ -310,7 +311,7 @@ package final class RecentEvents: Sendable {
 
     /// A delivery that never ran (the engine was stopping): its keys are free again.
     private func forget(_ delivery: EventDelivery) {
-        state.withLock { state in
+        state.withLockedValue { state in
             for key in delivery.record.keys where state.inFlight[key] === delivery { state.inFlight[key] = nil }
             state.inFlightCount -= 1
         }
@@ -319,7 +320,7 @@ package final class RecentEvents: Sendable {
     private func finish(_ delivery: EventDelivery, _ reports: [DeliveryReport], wasParked: Bool) {
         let control = delivery.control
         let due = reports.filter(\.unfinished).map(\.route).filter { !control.discarded.contains($0) }
-        let handOver = delivery.disk.withLock { disk -> HandOver in
+        let handOver = delivery.disk.withLockedValue { disk -> HandOver in
             disk.settled = reports
             if due.isEmpty {
                 if disk.onDisk { spool?.settle(delivery.record, reports: reports) }
@@ -343,7 +344,7 @@ package final class RecentEvents: Sendable {
             return disk.handOver!
         }
         let now = clock.now()
-        state.withLock { state in
+        state.withLockedValue { state in
             for key in delivery.record.keys where state.inFlight[key] === delivery { state.inFlight[key] = nil }
             state.inFlightCount -= 1
             if wasParked {

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import FCMClient
 import Foundation
 import RelayCore
@@ -66,7 +67,7 @@ package final class Schedules: Sendable {
         var newest: [Key: Int64] = [:]
     }
 
-    private let state = Locked(State())
+    private let state = NIOLockedValueBox(State())
     let clock: any DeliveryClock
 
     init(clock: any DeliveryClock) { self.clock = clock }
@@ -75,7 +76,7 @@ package final class Schedules: Sendable {
 
     /// Enters the ping's quiet period, which ends at `until`; false when a newer version is waiting there already.
     func enterQuiet(_ key: Key, route: String, audience: String, version: Int64, until: Duration) -> Bool {
-        state.withLock { state in
+        state.withLockedValue { state in
             if let waiting = state.quiet[key], waiting.version > version { return false }
             state.quiet[key] = Quiet(route: route, version: version, until: until, audience: audience)
             return true
@@ -84,7 +85,7 @@ package final class Schedules: Sendable {
 
     /// Leaves the quiet period; true when no newer version entered it meanwhile (the ping goes).
     func leaveQuiet(_ key: Key, version: Int64) -> Bool {
-        state.withLock { state in
+        state.withLockedValue { state in
             guard let waiting = state.quiet[key] else { return true }
             if waiting.version > version { return false }
             if waiting.version == version { state.quiet[key] = nil }
@@ -104,7 +105,7 @@ package final class Schedules: Sendable {
     /// The shard's turn for its ping of `version`; nil when a newer version holds the wave. `present`: the version's
     /// shards being delivered (all of them, or those a spooled event still owes), laid out on the version's first call.
     func turn(_ key: Key, version: Int64, shard: Int, present: [Int], spacing: Duration) -> Turn? {
-        state.withLock { state -> Turn? in
+        state.withLockedValue { state -> Turn? in
             let now = clock.instant()  // under the lock: a takeover never reads a time older than a turn just taken
             if let newest = state.newest[key], newest > version { return nil }
             guard var wave = state.waves[key], wave.version >= version else {
@@ -144,7 +145,7 @@ package final class Schedules: Sendable {
 
     /// The shard's ping of `version` goes out now.
     func sent(_ key: Key, version: Int64, shard: Int) {
-        state.withLock { state in
+        state.withLockedValue { state in
             guard state.waves[key]?.version == version else { return }
             state.waves[key]?.sent.insert(shard)
         }
@@ -153,7 +154,7 @@ package final class Schedules: Sendable {
     /// The shard's ping of `version` is done with the wave (sent, stood down, or stopped); the wave ends with its
     /// last shard.
     func ended(_ key: Key, version: Int64, shard: Int) {
-        state.withLock { state in
+        state.withLockedValue { state in
             guard var wave = state.waves[key], wave.version == version else { return }
             wave.ended.insert(shard)
             state.waves[key] = wave.ended.isSuperset(of: wave.turns.keys) ? nil : wave
@@ -163,7 +164,7 @@ package final class Schedules: Sendable {
     /// FCM said 429 during the wave, and the ping that got it retries in `delay`: no turn still to come is earlier
     /// than that retry. The turns move together, keeping their spacing; several 429s do not add up.
     func postpone(_ key: Key, by delay: Duration) {
-        state.withLock { state in
+        state.withLockedValue { state in
             let now = clock.instant()
             guard var wave = state.waves[key] else { return }
             let pending = wave.turns.filter { !wave.sent.contains($0.key) && !wave.ended.contains($0.key) }
@@ -177,20 +178,20 @@ package final class Schedules: Sendable {
 
     /// Whether a newer version than `version` has laid out the route's wave (it owes every shard).
     func isHeldByNewer(_ key: Key, than version: Int64) -> Bool {
-        state.withLock { ($0.newest[key] ?? .min) > version }
+        state.withLockedValue { ($0.newest[key] ?? .min) > version }
     }
 
     /// Forgets the project's newest wave versions (an operator's reset of its marks); waves and quiet periods under
     /// way go on.
     func reset(project: String) {
-        state.withLock { state in state.newest = state.newest.filter { $0.key.project != project } }
+        state.withLockedValue { state in state.newest = state.newest.filter { $0.key.project != project } }
     }
 
     // MARK: For the admin API
 
     package var quietPeriods: [QuietPeriod] {
         let (now, instant) = (clock.now(), clock.instant())
-        return state.withLock { state in
+        return state.withLockedValue { state in
             state.quiet.map { key, quiet in
                 QuietPeriod(
                     project: key.project, route: quiet.route, audience: quiet.audience, version: quiet.version,
@@ -201,7 +202,7 @@ package final class Schedules: Sendable {
 
     package var waves: [WaveProgress] {
         let (now, instant) = (clock.now(), clock.instant())
-        return state.withLock { state in
+        return state.withLockedValue { state in
             state.waves.map { key, wave in
                 let next = wave.turns.filter { !wave.sent.contains($0.key) && !wave.ended.contains($0.key) }.values.min()
                 return WaveProgress(

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import FCMClient
 import Foundation
 import RelayCore
@@ -10,11 +11,11 @@ import RelayCore
 /// `lifetime` (the retry deadline): after that no older ping can still be waiting to retry, so it has no purpose left.
 final class LatestVersions: Sendable {
     let lifetime: TimeInterval
-    private let latest = Locked<[String: (version: Int64, at: Date)]>([:])
+    private let latest = NIOLockedValueBox<[String: (version: Int64, at: Date)]>([:])
     /// The newest version FCM accepted per route and audience, kept until an operator resets the project: a ping of an
     /// older version never follows it there, whenever it arrives (a sender's late retry, an outbox replayed out of
     /// order after a database stall, a new lease holder).
-    private let accepted = Locked<[String: Int64]>([:])
+    private let accepted = NIOLockedValueBox<[String: Int64]>([:])
 
     init(lifetime: Duration = .seconds(900)) {
         self.lifetime = Double(lifetime.components.seconds) + Double(lifetime.components.attoseconds) / 1e18
@@ -23,7 +24,7 @@ final class LatestVersions: Sendable {
     /// Records that `version` is being sent on the route (the newest seen is kept).
     func record(project: String, route: String, version: Int64, now: Date) {
         let key = "\(project)/\(route)"
-        latest.withLock { latest in
+        latest.withLockedValue { latest in
             // Keys are routes, so the table is as small as the configuration; an expired entry is simply replaced.
             if let known = latest[key], now.timeIntervalSince(known.at) < lifetime, known.version > version { return }
             latest[key] = (version, now)
@@ -33,7 +34,7 @@ final class LatestVersions: Sendable {
     /// Whether a newer version than `version` has been sent on the route within the lifetime.
     func isSuperseded(project: String, route: String, version: Int64, now: Date) -> Bool {
         let key = "\(project)/\(route)"
-        return latest.withLock { latest in
+        return latest.withLockedValue { latest in
             guard let known = latest[key], now.timeIntervalSince(known.at) < lifetime else { return false }
             return known.version > version
         }
@@ -41,7 +42,7 @@ final class LatestVersions: Sendable {
 
     /// Records that FCM accepted `version`'s ping on the route and audience.
     func noteAccepted(project: String, route: String, version: Int64) {
-        accepted.withLock { accepted in
+        accepted.withLockedValue { accepted in
             let key = "\(project)/\(route)"
             if version > accepted[key] ?? Int64.min { accepted[key] = version }
         }
@@ -49,14 +50,14 @@ final class LatestVersions: Sendable {
 
     /// Whether FCM accepted a newer version's ping on the route and audience already.
     func isBehindAccepted(project: String, route: String, version: Int64) -> Bool {
-        accepted.withLock { ($0["\(project)/\(route)"] ?? Int64.min) > version }
+        accepted.withLockedValue { ($0["\(project)/\(route)"] ?? Int64.min) > version }
     }
 
     /// Forgets what the project's routes sent (an operator's reset of its marks).
     func reset(project: String) {
         let prefix = "\(project)/"
-        latest.withLock { $0 = $0.filter { !$0.key.hasPrefix(prefix) } }
-        accepted.withLock { $0 = $0.filter { !$0.key.hasPrefix(prefix) } }
+        latest.withLockedValue { $0 = $0.filter { !$0.key.hasPrefix(prefix) } }
+        accepted.withLockedValue { $0 = $0.filter { !$0.key.hasPrefix(prefix) } }
     }
 }
 

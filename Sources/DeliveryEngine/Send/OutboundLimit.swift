@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import FCMClient
 
 /// At most `limit` FCM requests at once across all pings, so a fan-out to many routes cannot hammer FCM.
@@ -6,7 +7,7 @@ import FCMClient
 /// when none is free the caller waits in line, and a released slot passes straight to the first in line.
 package final class OutboundLimit: Sendable {
     let limit: Int
-    private let state: Locked<State>
+    private let state: NIOLockedValueBox<State>
 
     private struct State {
         var inUse = 0
@@ -16,7 +17,7 @@ package final class OutboundLimit: Sendable {
 
     package init(limit: Int) {
         self.limit = max(1, limit)
-        self.state = Locked(State())
+        self.state = NIOLockedValueBox(State())
     }
 
     /// Runs `work` once a slot is free.
@@ -27,14 +28,14 @@ package final class OutboundLimit: Sendable {
     }
 
     private func acquire() async {
-        let taken = state.withLock { state in
+        let taken = state.withLockedValue { state in
             guard state.inUse < limit else { return false }
             state.inUse += 1
             return true
         }
         guard !taken else { return }
         await withCheckedContinuation { continuation in
-            let now = state.withLock { state in
+            let now = state.withLockedValue { state in
                 // A slot may have come free between the two locks.
                 guard state.inUse < limit else {
                     state.waiting.append(continuation)
@@ -48,7 +49,7 @@ package final class OutboundLimit: Sendable {
     }
 
     private func release() {
-        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let next = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
             guard state.first < state.waiting.count else {
                 state.inUse -= 1
                 return nil

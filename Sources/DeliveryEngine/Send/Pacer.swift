@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import FCMClient
 
 /// Paces one project's FCM requests: at most `rate` a second on average, in bursts of at most `burst` (at the full
@@ -12,7 +13,7 @@ package final class Pacer: Sendable {
     package let burst: Double
     package let recovery: Duration
     private let clock: any DeliveryClock
-    private let state = Locked(State())
+    private let state = NIOLockedValueBox(State())
 
     private struct State {
         /// When the next request may go, in the clock's instants (seconds).
@@ -34,7 +35,7 @@ package final class Pacer: Sendable {
     /// Takes this request's slot: how long to wait before sending (zero: at once). The caller waits (so a stop can cut
     /// the wait short, as it cuts a retry's).
     package func reserve() -> Duration {
-        let wait = state.withLock { state -> Double in
+        let wait = state.withLockedValue { state -> Double in
             let now = Self.seconds(clock.instant())
             let interval = 1 / pace(state, now: now)
             // An idle pacer has a burst's worth of slots ready at once (`burst` at the full rate, fewer while the pace
@@ -49,14 +50,14 @@ package final class Pacer: Sendable {
 
     /// FCM answered 429 (quota exceeded): halve the project's pace from what it is now.
     package func throttled() {
-        state.withLock { state in
+        state.withLockedValue { state in
             let now = Self.seconds(clock.instant())
             state.cut = (max(Self.floor, pace(state, now: now) / 2), now)
         }
     }
 
     /// The pace now, in requests a second.
-    package var current: Double { state.withLock { pace($0, now: Self.seconds(clock.instant())) } }
+    package var current: Double { state.withLockedValue { pace($0, now: Self.seconds(clock.instant())) } }
 
     private func pace(_ state: State, now: Double) -> Double {
         guard let cut = state.cut else { return rate }
@@ -71,7 +72,7 @@ package final class Pacer: Sendable {
 
 /// One ``Pacer`` per project, kept across reloads.
 package final class Pacers: Sendable {
-    private let pacers = Locked([String: Pacer]())
+    private let pacers = NIOLockedValueBox([String: Pacer]())
     package let rate: Double
     private let clock: any DeliveryClock
 
@@ -79,11 +80,11 @@ package final class Pacers: Sendable {
 
     /// Every project that has sent, by name.
     package var all: [(project: String, pacer: Pacer)] {
-        pacers.withLock { $0.map { ($0.key, $0.value) } }.sorted { $0.project < $1.project }
+        pacers.withLockedValue { $0.map { ($0.key, $0.value) } }.sorted { $0.project < $1.project }
     }
 
     package func pacer(for project: String) -> Pacer {
-        pacers.withLock { pacers in
+        pacers.withLockedValue { pacers in
             if let pacer = pacers[project] { return pacer }
             let pacer = Pacer(rate: rate, clock: clock)
             pacers[project] = pacer

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import FCMClient
 import Foundation
 import NIOCore
@@ -50,19 +51,19 @@ public final class ManualDeliveryClock: DeliveryClock {
     }
 
     private let start: Date
-    private let state = Locked(State())
+    private let state = NIOLockedValueBox(State())
 
     public init(start: Date = Date(timeIntervalSince1970: 1_800_000_000)) { self.start = start }
 
     public func now() -> Date {
-        let elapsed = state.withLock { $0.elapsed }
+        let elapsed = state.withLockedValue { $0.elapsed }
         return start.addingTimeInterval(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
     }
 
-    public func instant() -> Duration { state.withLock { $0.elapsed } }
+    public func instant() -> Duration { state.withLockedValue { $0.elapsed } }
 
     public func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> DeliveryTimer {
-        let (timer, released, watchers) = state.withLock { state in
+        let (timer, released, watchers) = state.withLockedValue { state in
             defer { state.nextID += 1 }
             state.timers[state.nextID] = (state.elapsed + max(delay, .zero), action)
             defer { state.watchers = [] }
@@ -79,7 +80,7 @@ public final class ManualDeliveryClock: DeliveryClock {
             let met = condition(pendingDelays)
             if met { return }
             await withCheckedContinuation { continuation in
-                let now = state.withLock { state in
+                let now = state.withLockedValue { state in
                     guard !condition(state.timers.values.map { $0.due - state.elapsed }.sorted()) else { return true }
                     state.watchers.append(continuation)
                     return false
@@ -92,28 +93,28 @@ public final class ManualDeliveryClock: DeliveryClock {
     /// From now on time keeps up with every wait: what is pending runs now, and each later callback as it is
     /// scheduled. (A test's stop: the drain must not wait for time the test will not move.)
     public func release() {
-        let pending = state.withLock { state in
+        let pending = state.withLockedValue { state in
             state.released = true
             return state.timers.values.map { $0.due - state.elapsed }.max()
         }
         if let pending { advance(by: pending) }
     }
 
-    public func cancel(_ timer: DeliveryTimer) { state.withLock { _ = $0.timers.removeValue(forKey: timer.id) } }
+    public func cancel(_ timer: DeliveryTimer) { state.withLockedValue { _ = $0.timers.removeValue(forKey: timer.id) } }
 
     /// Callbacks scheduled and not yet run or cancelled: what the engine is waiting for.
-    public var pending: Int { state.withLock { $0.timers.count } }
+    public var pending: Int { state.withLockedValue { $0.timers.count } }
 
     /// The delays still to run of the pending callbacks, soonest first.
     public var pendingDelays: [Duration] {
-        state.withLock { state in state.timers.values.map { $0.due - state.elapsed }.sorted() }
+        state.withLockedValue { state in state.timers.values.map { $0.due - state.elapsed }.sorted() }
     }
 
     /// Moves time forward and runs every callback that falls due, soonest first.
     public func advance(by duration: Duration) {
-        let target = state.withLock { $0.elapsed + duration }
+        let target = state.withLockedValue { $0.elapsed + duration }
         while true {
-            let next = state.withLock { state -> (@Sendable () -> Void)? in
+            let next = state.withLockedValue { state -> (@Sendable () -> Void)? in
                 guard
                     let (id, timer) = state.timers.filter({ $0.value.due <= target }).min(by: { $0.value.due < $1.value.due }).map({
                         ($0.key, $0.value)

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import FCMClient
 
 /// A value that a task settles once, and that any number of callers wait for with a bound while the task runs on.
@@ -20,13 +21,13 @@ package final class Settlement<T: Sendable>: Sendable {
         var nextID = 0
     }
 
-    private let state = Locked(State())
+    private let state = NIOLockedValueBox(State())
 
     /// Settles the value and answers everybody waiting; later calls change nothing.
     package init() {}
 
     package func settle(_ value: T) {
-        let waiters = state.withLock { state -> [Waiter] in
+        let waiters = state.withLockedValue { state -> [Waiter] in
             guard state.value == nil else { return [] }
             state.value = value
             defer { state.waiters = [:] }
@@ -40,21 +41,21 @@ package final class Settlement<T: Sendable>: Sendable {
 
     /// The value if it is settled within `wait` on `clock`, else nil.
     package func value(within wait: Duration, on clock: any DeliveryClock) async -> T? {
-        if let value = state.withLock({ $0.value }) { return value }
+        if let value = state.withLockedValue({ $0.value }) { return value }
         guard wait > .zero else { return nil }
         return await withCheckedContinuation { continuation in
-            let id: Int? = state.withLock { state in
+            let id: Int? = state.withLockedValue { state in
                 guard state.value == nil else { return nil }
                 defer { state.nextID += 1 }
                 state.waiters[state.nextID] = Waiter(continuation: continuation, clock: clock)
                 return state.nextID
             }
             guard let id else {
-                continuation.resume(returning: state.withLock { $0.value })
+                continuation.resume(returning: state.withLockedValue { $0.value })
                 return
             }
             let deadline = clock.schedule(after: wait) { self.expire(id) }
-            let waiting = state.withLock { state in
+            let waiting = state.withLockedValue { state in
                 guard state.waiters[id] != nil else { return false }
                 state.waiters[id]?.deadline = deadline
                 return true
@@ -64,10 +65,10 @@ package final class Settlement<T: Sendable>: Sendable {
     }
 
     /// How many callers are waiting now.
-    package var waiting: Int { state.withLock { $0.waiters.count } }
+    package var waiting: Int { state.withLockedValue { $0.waiters.count } }
 
     private func expire(_ id: Int) {
-        state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(returning: nil)
+        state.withLockedValue { $0.waiters.removeValue(forKey: id) }?.continuation.resume(returning: nil)
     }
 }
 

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import FCMClient
 import NIOCore
 import NIOPosix
@@ -21,7 +22,7 @@ final class WaitDeadlines: Sendable {
         var ticking = false
     }
 
-    private let state = Locked(State())
+    private let state = NIOLockedValueBox(State())
     private let tick: TimeAmount
     private let loop: any EventLoop
 
@@ -32,7 +33,7 @@ final class WaitDeadlines: Sendable {
 
     /// Calls `expire` once, after `deadline`, unless ``cancel(_:)`` comes first; returns the id to cancel with.
     func add(_ deadline: NIODeadline, expire: @escaping @Sendable () -> Void) -> Int {
-        let (id, start) = state.withLock { state in
+        let (id, start) = state.withLockedValue { state in
             defer { state.nextID += 1 }
             state.entries[state.nextID] = Entry(deadline: deadline, expire: expire)
             let start = !state.ticking
@@ -44,14 +45,14 @@ final class WaitDeadlines: Sendable {
     }
 
     func cancel(_ id: Int) {
-        state.withLock { _ = $0.entries.removeValue(forKey: id) }
+        state.withLockedValue { _ = $0.entries.removeValue(forKey: id) }
     }
 
     /// How many waits are being timed now.
-    var count: Int { state.withLock { $0.entries.count } }
+    var count: Int { state.withLockedValue { $0.entries.count } }
 
     /// Whether the timer is running (it stops when nobody waits).
-    var isTicking: Bool { state.withLock { $0.ticking } }
+    var isTicking: Bool { state.withLockedValue { $0.ticking } }
 
     private func schedule() {
         loop.scheduleTask(in: tick) { self.sweep() }
@@ -59,7 +60,7 @@ final class WaitDeadlines: Sendable {
 
     private func sweep() {
         let now = NIODeadline.now()
-        let (expired, more) = state.withLock { state -> ([@Sendable () -> Void], Bool) in
+        let (expired, more) = state.withLockedValue { state -> ([@Sendable () -> Void], Bool) in
             let due = state.entries.filter { $0.value.deadline <= now }
             for id in due.keys { state.entries[id] = nil }
             state.ticking = !state.entries.isEmpty  // the timer stops when nobody waits

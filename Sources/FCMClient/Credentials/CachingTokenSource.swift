@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import Foundation
 
 /// One way of obtaining a fresh access token (a JWT-bearer grant, the metadata server, …).
@@ -13,7 +14,7 @@ public protocol TokenExchange: Sendable {
 public actor CachingTokenSource: AccessTokenSource {
     let exchange: any TokenExchange
     let refreshMargin: TimeInterval
-    private let cached = Locked<AccessToken?>(nil)
+    private let cached = NIOLockedValueBox<AccessToken?>(nil)
     private var inFlight: Task<AccessToken, any Error>?
     /// Told of every exchange's outcome (true: a token came back), for metrics.
     let onExchange: @Sendable (Bool) -> Void
@@ -34,7 +35,7 @@ public actor CachingTokenSource: AccessTokenSource {
     }
 
     private nonisolated func freshToken() -> AccessToken? {
-        guard let token = cached.withLock({ $0 }), token.expiresAt.timeIntervalSinceNow > refreshMargin else { return nil }
+        guard let token = cached.withLockedValue({ $0 }), token.expiresAt.timeIntervalSinceNow > refreshMargin else { return nil }
         return token
     }
 
@@ -61,7 +62,7 @@ public actor CachingTokenSource: AccessTokenSource {
         defer { if inFlight == task { inFlight = nil } }
         do {
             let token = try await task.value
-            cached.withLock { $0 = token }
+            cached.withLockedValue { $0 = token }
             return token
         } catch {
             throw error as? TokenError ?? .transport("\(error)")
@@ -69,6 +70,6 @@ public actor CachingTokenSource: AccessTokenSource {
     }
 
     public nonisolated func invalidate(_ token: AccessToken) {
-        cached.withLock { if $0 == token { $0 = nil } }
+        cached.withLockedValue { if $0 == token { $0 = nil } }
     }
 }

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import DeliveryEngine
 import FCMClient
 import Foundation
@@ -19,18 +20,18 @@ final class ConfigurationStore: Sendable {
     /// The configuration file, or `development profile`.
     let source: String
     let startedAt = Date()
-    private let state: Locked<(current: RelayConfiguration, reloads: Int)>
+    private let state: NIOLockedValueBox<(current: RelayConfiguration, reloads: Int)>
 
     init(_ configuration: RelayConfiguration, source: String) {
-        self.state = Locked((configuration, 0))
+        self.state = NIOLockedValueBox((configuration, 0))
         self.source = source
     }
 
-    var current: RelayConfiguration { state.withLock { $0.current } }
-    var reloads: Int { state.withLock { $0.reloads } }
+    var current: RelayConfiguration { state.withLockedValue { $0.current } }
+    var reloads: Int { state.withLockedValue { $0.reloads } }
 
     func replace(with configuration: RelayConfiguration) {
-        state.withLock { state in
+        state.withLockedValue { state in
             state.current = configuration
             state.reloads += 1
         }
@@ -49,9 +50,9 @@ final class ConfigurationStore: Sendable {
 
 /// Whether a stop has begun: readiness turns false and new webhooks are refused.
 final class DrainState: Sendable {
-    private let draining = Locked(false)
+    private let draining = NIOLockedValueBox(false)
 
-    var isDraining: Bool { draining.withLock { $0 } }
+    var isDraining: Bool { draining.withLockedValue { $0 } }
 
-    func start() { draining.withLock { $0 = true } }
+    func start() { draining.withLockedValue { $0 = true } }
 }

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import DeliveryEngine
 import FCMClient
 import Foundation
@@ -54,11 +55,11 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
         var toSeed: Set<String> = []
     }
 
-    private let state = Locked(State())
+    private let state = NIOLockedValueBox(State())
     /// Told of each project whose lease this replica takes (catch-up polling polls it at once).
-    private let onTaken = Locked<@Sendable (String) -> Void>({ _ in })
+    private let onTaken = NIOLockedValueBox<@Sendable (String) -> Void>({ _ in })
     /// Told of each project whose marks an operator reset through any replica.
-    private let onReset = Locked<@Sendable (String) -> Void>({ _ in })
+    private let onReset = NIOLockedValueBox<@Sendable (String) -> Void>({ _ in })
     private let wake: AsyncStream<Void>.Continuation
     /// Sweep requests (ProjectLeases+Outbox.swift).
     let wakes: AsyncStream<Void>
@@ -82,27 +83,27 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
     var lease: Duration { store.settings.lease }
 
     /// Calls `body` with each project whose lease this replica takes from now on.
-    func whenTaken(_ body: @escaping @Sendable (String) -> Void) { onTaken.withLock { $0 = body } }
+    func whenTaken(_ body: @escaping @Sendable (String) -> Void) { onTaken.withLockedValue { $0 = body } }
 
     /// Calls `body` with each project whose marks an operator reset (through any replica).
-    func whenReset(_ body: @escaping @Sendable (String) -> Void) { onReset.withLock { $0 = body } }
+    func whenReset(_ body: @escaping @Sendable (String) -> Void) { onReset.withLockedValue { $0 = body } }
 
     /// Whether this replica delivers the project's events now.
     func holds(_ project: String) -> Bool {
         let now = ContinuousClock.now
-        return state.withLock { ($0.held[project]?.until ?? now) > now }
+        return state.withLockedValue { ($0.held[project]?.until ?? now) > now }
     }
 
     /// The epoch of the project's lease while this replica holds it.
     func epoch(_ project: String) -> Int64? {
         let now = ContinuousClock.now
-        return state.withLock { state in state.held[project].flatMap { $0.until > now ? $0.epoch : nil } }
+        return state.withLockedValue { state in state.held[project].flatMap { $0.until > now ? $0.epoch : nil } }
     }
 
     /// For readiness: the schema is in place and the database answered within the lease.
     var readiness: (ok: Bool, detail: String) {
         let now = ContinuousClock.now
-        return state.withLock { state in
+        return state.withLockedValue { state in
             guard state.migrated else { return (false, "the schema is not in place yet: \(state.lastError ?? "connecting")") }
             guard let contact = state.lastContact, now - contact < lease else {
                 return (false, "PostgreSQL has not answered for over \(lease): \(state.lastError ?? "no answer")")
@@ -128,7 +129,7 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
             logger.warning("outbox changes not written before the stop: leases left to expire, another replica takes over then")
             return
         }
-        for project in state.withLock({ Array($0.held.keys) }) {
+        for project in state.withLockedValue({ Array($0.held.keys) }) {
             do {
                 try await store.release(Self.leaseName(project))
                 logger.notice("project lease released", metadata: ["project": "\(project)"])
@@ -136,7 +137,7 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
                 logger.warning("project lease not released; another replica takes over when it expires", metadata: ["project": "\(project)"])
             }
         }
-        state.withLock { $0.held = [:] }
+        state.withLockedValue { $0.held = [:] }
         metrics.leasesHeld(0)
     }
 
@@ -196,12 +197,12 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
 
     private func renewUntilCancelled() async {
         while !Task.isCancelled {
-            if state.withLock({ $0.migrated }) {
+            if state.withLockedValue({ $0.migrated }) {
                 await renew()
             } else {
                 await migrate()
             }
-            try? await Task.sleep(for: state.withLock({ $0.migrated }) ? lease / 4 : .seconds(1))
+            try? await Task.sleep(for: state.withLockedValue({ $0.migrated }) ? lease / 4 : .seconds(1))
         }
     }
 
@@ -210,7 +211,7 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
             let applied = try await store.migrate()
             if !applied.isEmpty { logger.notice("database schema migrated", metadata: ["versions": "\(applied)"]) }
             contact()
-            state.withLock { $0.migrated = true }
+            state.withLockedValue { $0.migrated = true }
         } catch {
             failed(error, doing: "migrating the schema")
         }
@@ -233,7 +234,7 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
         var taken: [String] = []
         var retaken: [String] = []
         var lost: [String] = []
-        state.withLock { state in
+        state.withLockedValue { state in
             for project in projects {
                 let was = state.held[project]
                 guard let epoch = held[Self.leaseName(project)] else {
@@ -261,20 +262,20 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
                 metadata: ["project": "\(project)", "epoch": "\(held[Self.leaseName(project)] ?? 0)"])
         }
         if !taken.isEmpty {
-            let told = onTaken.withLock { $0 }
+            let told = onTaken.withLockedValue { $0 }
             for project in taken { told(project) }
         }
         for project in projects where held[Self.leaseName(project)] != nil { requestSweep(project) }
         standDownWhereLapsed()
         let now = ContinuousClock.now
-        metrics.leasesHeld(state.withLock { $0.held.values.filter { $0.until > now }.count })
+        metrics.leasesHeld(state.withLockedValue { $0.held.values.filter { $0.until > now }.count })
     }
 
     /// Stops the deliveries of each project whose claim lapsed (another replica holds it, or it could not be renewed
     /// in time): the other replica delivers them from the outbox.
     private func standDownWhereLapsed() {
         let now = ContinuousClock.now
-        let lapsed = state.withLock { state in
+        let lapsed = state.withLockedValue { state in
             let lapsed = state.held.filter { $0.value.until <= now }.map(\.key)
             for project in lapsed { state.held[project] = nil }
             return lapsed
@@ -301,7 +302,7 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
     func mayStart(project: String) async -> Bool {
         guard fencing else { return true }
         let now = ContinuousClock.now
-        guard let claim = state.withLock({ $0.held[project] }), claim.until > now else {
+        guard let claim = state.withLockedValue({ $0.held[project] }), claim.until > now else {
             // Lapsed or lost already (the renewal may have said so first): whatever still runs for it stops here.
             standDownWhereLapsed()
             _ = engine.standDown(project: project)
@@ -315,7 +316,7 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
                 fenced(project, epoch: claim.epoch)
                 return false
             }
-            state.withLock { state in
+            state.withLockedValue { state in
                 if state.held[project]?.epoch == claim.epoch { state.held[project]?.confirmed = now }
             }
             return true
@@ -326,7 +327,7 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
 
     /// The store refused work decided under `epoch`: another replica took the lease over. Nothing more is sent here.
     func fenced(_ project: String, epoch: Int64) {
-        let dropped = state.withLock { state in
+        let dropped = state.withLockedValue { state in
             guard state.held[project]?.epoch == epoch else { return false }
             state.held[project] = nil
             return true
@@ -344,40 +345,40 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
 
     /// Asks for a sweep of the project's outbox; requests made while one runs are served by one more sweep.
     func requestSweep(_ project: String) {
-        state.withLock { _ = $0.toSweep.insert(project) }
+        state.withLockedValue { _ = $0.toSweep.insert(project) }
         wake.yield()
     }
 
     /// The projects whose sweep was asked for since the last call.
     func takeSweepRequests() -> Set<String> {
-        state.withLock { state in
+        state.withLockedValue { state in
             defer { state.toSweep = [] }
             return state.toSweep
         }
     }
 
     /// Whether the project's lease was taken since its last sweep (what FCM accepted before is to be read first).
-    func wasTakenOver(_ project: String) -> Bool { state.withLock { $0.toSeed.contains(project) } }
+    func wasTakenOver(_ project: String) -> Bool { state.withLockedValue { $0.toSeed.contains(project) } }
 
     /// The project's sweep has read what FCM accepted before it was taken.
-    func caughtUp(_ project: String) { state.withLock { _ = $0.toSeed.remove(project) } }
+    func caughtUp(_ project: String) { state.withLockedValue { _ = $0.toSeed.remove(project) } }
 
     /// An operator's reset of the project's marks, asked through any replica: this one forgets them too.
     func resetApplied(_ project: String) {
         engine.resetMarks(project: project)
-        onReset.withLock { $0 }(project)
+        onReset.withLockedValue { $0 }(project)
         logger.notice("admin reset of the project's version marks applied", metadata: ["project": "\(project)"])
     }
 
     func contact() {
-        state.withLock {
+        state.withLockedValue {
             $0.lastContact = ContinuousClock.now
             $0.lastError = nil
         }
     }
 
     func failed(_ error: any Error, doing what: String) {
-        state.withLock { $0.lastError = "\(error)" }
+        state.withLockedValue { $0.lastError = "\(error)" }
         logger.warning("PostgreSQL did not answer while \(what)", metadata: ["error": "\(error)"])
     }
 }

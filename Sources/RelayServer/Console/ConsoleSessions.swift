@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import Crypto
 import FCMClient
 import Foundation
@@ -35,7 +36,7 @@ final class ConsoleSessions: Sendable {
     }
     /// Clients whose failures are remembered at most; the oldest is forgotten first.
     static let failureCapacity = 10_000
-    private let state = Locked(State())
+    private let state = NIOLockedValueBox(State())
 
     init(lifetime: TimeInterval = 8 * 3600) { self.lifetime = lifetime }
 
@@ -44,7 +45,7 @@ final class ConsoleSessions: Sendable {
         guard !token.isEmpty, AdminGate.matches(token, tokens) else { return nil }
         let session = Session(
             id: Self.random(), csrf: Self.random(), token: SHA256.hash(data: Data(token.utf8)), expires: now.addingTimeInterval(lifetime))
-        state.withLock { state in
+        state.withLockedValue { state in
             state.sessions = state.sessions.filter { $0.value.expires > now }
             if state.sessions.count >= Self.capacity, let oldest = state.sessions.min(by: { $0.value.expires < $1.value.expires }) {
                 state.sessions[oldest.key] = nil
@@ -57,7 +58,7 @@ final class ConsoleSessions: Sendable {
     /// The live session with this id, if its token is still an admin token.
     func session(_ id: String?, tokens: [String], now: Date = Date()) -> Session? {
         guard let id, !id.isEmpty else { return nil }
-        return state.withLock { state -> Session? in
+        return state.withLockedValue { state -> Session? in
             guard let session = state.sessions[id] else { return nil }
             let current = tokens.map { SHA256.hash(data: Data($0.utf8)) }
             guard session.expires > now, current.contains(session.token) else {
@@ -68,13 +69,13 @@ final class ConsoleSessions: Sendable {
         }
     }
 
-    func signOut(_ id: String) { state.withLock { _ = $0.sessions.removeValue(forKey: id) } }
+    func signOut(_ id: String) { state.withLockedValue { _ = $0.sessions.removeValue(forKey: id) } }
 
     /// Starts a sign-in attempt from `client`: how long it must wait first (from its earlier failures), or nil when
     /// an attempt from it is under way already. `oneAtATime: false` (the admin API's bearer checks, which a client may
     /// make in parallel): a client with no failure on record goes at once, without holding the others up.
     func beginAttempt(from client: String, now: Date = Date(), oneAtATime: Bool = true) -> Duration? {
-        state.withLock { state in
+        state.withLockedValue { state in
             let entry = state.failures[client].flatMap { now.timeIntervalSince($0.last) < Self.failureWindow && $0.count > 0 ? $0 : nil }
             if !oneAtATime, entry == nil { return .zero }
             guard state.attempting.insert(client).inserted else { return nil }
@@ -86,7 +87,7 @@ final class ConsoleSessions: Sendable {
     /// Ends the attempt; a failure makes the next one wait longer (0.25 s, doubling, at most ``maximumDelay``), and a
     /// success forgets the client's failures.
     func endAttempt(from client: String, failed: Bool, now: Date = Date()) {
-        state.withLock { state in
+        state.withLockedValue { state in
             state.attempting.remove(client)
             guard failed else {
                 state.failures[client] = nil

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import DeliveryEngine
 import FCMClient
 import Foundation
@@ -131,7 +132,7 @@ final class CachedResult<Value: Sendable>: Sendable {
         var at: ContinuousClock.Instant?
         var inFlight: Settlement<Value>?
     }
-    private let state = Locked(State())
+    private let state = NIOLockedValueBox(State())
 
     init(lifetime: Duration) { self.lifetime = lifetime }
 
@@ -143,7 +144,7 @@ final class CachedResult<Value: Sendable>: Sendable {
 
     func value(_ compute: @Sendable () async -> Value) async -> Value {
         let now = ContinuousClock.now
-        let step = state.withLock { state -> Step in
+        let step = state.withLockedValue { state -> Step in
             if let value = state.value, let at = state.at, now - at < lifetime { return .cached(value) }
             if let inFlight = state.inFlight { return .join(inFlight) }
             let settlement = Settlement<Value>()
@@ -159,7 +160,7 @@ final class CachedResult<Value: Sendable>: Sendable {
             return await compute()
         case .compute(let settlement):
             let value = await compute()
-            state.withLock { state in
+            state.withLockedValue { state in
                 state.value = value
                 state.at = ContinuousClock.now
                 state.inFlight = nil

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import CoreMetrics
 import DeliveryEngine
 import FCMClient
@@ -13,7 +14,7 @@ public final class RelayMetrics: Sendable {
 
     let ready: CoreMetrics.Gauge
     private let counter: LabelledCounters
-    private let timers = Locked<[String: CoreMetrics.Timer]>([:])
+    private let timers = NIOLockedValueBox<[String: CoreMetrics.Timer]>([:])
 
     public init() {
         registry = PrometheusCollectorRegistry()
@@ -49,7 +50,7 @@ public final class RelayMetrics: Sendable {
     /// One Remote Config request: `call` is `listVersions` or `get`; `status` its HTTP status (nil: none came back).
     func remoteConfigCall(_ call: String, status: Int?, duration: Duration) {
         counter("rc_relay_remote_config_requests_total", [("call", call), ("status", status.map(String.init) ?? "none")]).increment()
-        let timer = timers.withLock { timers in
+        let timer = timers.withLockedValue { timers in
             if let timer = timers[call] { return timer }
             let timer = CoreMetrics.Timer(label: "rc_relay_remote_config_request_duration_seconds", dimensions: [("call", call)], factory: factory)
             timers[call] = timer
@@ -74,7 +75,7 @@ public final class RelayMetrics: Sendable {
     func storeStatement(_ statement: String, duration: Duration, failed: Bool) {
         if failed { counter("rc_relay_store_errors_total", [("statement", statement)]).increment() }
         let key = "store/" + statement
-        let timer = timers.withLock { timers in
+        let timer = timers.withLockedValue { timers in
             if let timer = timers[key] { return timer }
             let timer = CoreMetrics.Timer(
                 label: "rc_relay_store_statement_duration_seconds", dimensions: [("statement", statement)], factory: factory)

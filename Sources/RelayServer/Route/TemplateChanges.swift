@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import DeliveryEngine
 import FCMClient
 import Foundation
@@ -18,7 +19,7 @@ final class TemplateChanges: Sendable {
         var order: [String] = []
     }
 
-    private let cache = Locked(Cache())
+    private let cache = NIOLockedValueBox(Cache())
     let metrics: RelayMetrics
 
     init(metrics: RelayMetrics) { self.metrics = metrics }
@@ -58,7 +59,7 @@ final class TemplateChanges: Sendable {
         -> Result<RemoteConfigTemplate, Reason>
     {
         let key = "\(project)/\(number)"
-        if let cached = cache.withLock({ cache in
+        if let cached = cache.withLockedValue({ cache in
             cache.templates[key].map { template in
                 cache.order.removeAll { $0 == key }
                 cache.order.append(key)
@@ -84,7 +85,7 @@ final class TemplateChanges: Sendable {
         if let said = template.versionNumber, said != number {
             return .failure(Reason("Remote Config answered version \(said) when asked for \(number)"))
         }
-        cache.withLock { cache in
+        cache.withLockedValue { cache in
             if cache.templates.updateValue(template, forKey: key) == nil { cache.order.append(key) }
             while cache.order.count > Self.capacity { cache.templates[cache.order.removeFirst()] = nil }
         }
@@ -92,7 +93,7 @@ final class TemplateChanges: Sendable {
     }
 
     /// Templates cached now.
-    var cached: Int { cache.withLock { $0.templates.count } }
+    var cached: Int { cache.withLockedValue { $0.templates.count } }
 
     struct Reason: Error, CustomStringConvertible {
         let description: String

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import FCMClient
 import Testing
 
@@ -15,16 +16,16 @@ struct AdmissionBatcherTests {
     /// caller given another's answer shows), refuses rounds as `refuse` says, and holds its first
     /// ``AdmissionBatcher/maxRounds`` rounds until `release` is called.
     final class Rounds: Sendable {
-        let rounds = Locked<[[String]]>([])
+        let rounds = NIOLockedValueBox<[[String]]>([])
         let refuse: @Sendable ([AdmissionBatcher.Request]) -> StoreError?
         let (started, startedContinuation) = AsyncStream.makeStream(of: Void.self)
         /// Released, or the rounds waiting for the release.
-        let gate = Locked<(released: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+        let gate = NIOLockedValueBox<(released: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
 
         init(refuse: @escaping @Sendable ([AdmissionBatcher.Request]) -> StoreError? = { _ in nil }) { self.refuse = refuse }
 
         func release() {
-            for waiting in gate.withLock({ gate in
+            for waiting in gate.withLockedValue({ gate in
                 gate.released = true
                 defer { gate.waiting = [] }
                 return gate.waiting
@@ -32,13 +33,13 @@ struct AdmissionBatcherTests {
         }
 
         func run(_ batch: [AdmissionBatcher.Request]) async throws(StoreError) -> [[String: AdmissionBatcher.Holder]] {
-            let held = rounds.withLock { rounds in
+            let held = rounds.withLockedValue { rounds in
                 rounds.append(batch.map(\.project))
                 return rounds.count <= AdmissionBatcher.maxRounds
             }
             if held {
                 await withCheckedContinuation { continuation in
-                    let released = gate.withLock { gate in
+                    let released = gate.withLockedValue { gate in
                         if !gate.released { gate.waiting.append(continuation) }
                         return gate.released
                     }
@@ -87,7 +88,7 @@ struct AdmissionBatcherTests {
         let (batcher, rounds) = (AdmissionBatcher(), Rounds())
         let projects = (1...10).map { "p\($0)" }
         let outcomes = await admit(then: projects, batcher: batcher, rounds: rounds)
-        #expect(rounds.rounds.withLock { $0 } == Self.first.map { [$0] } + [projects])
+        #expect(rounds.rounds.withLockedValue { $0 } == Self.first.map { [$0] } + [projects])
         for project in Self.first + projects {
             // Each caller has its own answer, not its neighbour's.
             #expect(try outcomes[project]?.get() == [project: AdmissionBatcher.Holder(fingerprint: "\(project)/1", settled: false, reports: "[]")])
@@ -98,7 +99,7 @@ struct AdmissionBatcherTests {
     @Test func aRoundTheDatabaseRefusesIsRunAgainOneByOneAndOnlyTheFaultyEventFails() async throws {
         let rounds = Rounds { batch in batch.contains { $0.project == "bad" } ? .failed("22P02 invalid input") : nil }
         let outcomes = await admit(then: ["p1", "bad", "p2"], batcher: AdmissionBatcher(), rounds: rounds)
-        #expect(rounds.rounds.withLock { $0 } == Self.first.map { [$0] } + [["p1", "bad", "p2"], ["p1"], ["bad"], ["p2"]])
+        #expect(rounds.rounds.withLockedValue { $0 } == Self.first.map { [$0] } + [["p1", "bad", "p2"], ["p1"], ["bad"], ["p2"]])
         for project in Self.first + ["p1", "p2"] { #expect(throws: Never.self) { try outcomes[project]?.get() } }
         #expect {
             try outcomes["bad"]?.get()
@@ -112,7 +113,7 @@ struct AdmissionBatcherTests {
         let rounds = Rounds { batch in batch.count > 1 ? .unavailable("connection reset") : nil }
         let outcomes = await admit(then: ["p1", "p2"], batcher: AdmissionBatcher(), rounds: rounds)
         // Not one by one: each would wait for the same timeout in turn, and each caller answers 503 anyway.
-        #expect(rounds.rounds.withLock { $0 } == Self.first.map { [$0] } + [["p1", "p2"]])
+        #expect(rounds.rounds.withLockedValue { $0 } == Self.first.map { [$0] } + [["p1", "p2"]])
         for project in ["p1", "p2"] {
             #expect {
                 try outcomes[project]?.get()
@@ -128,7 +129,7 @@ struct AdmissionBatcherTests {
         let projects = (1...(AdmissionBatcher.maxBatch + 5)).map { "p\($0)" }
         let outcomes = await admit(then: projects, batcher: batcher, rounds: rounds)
         // The two runners may record their rounds in either order.
-        #expect(rounds.rounds.withLock { $0.map(\.count) }.sorted() == Self.first.map { _ in 1 } + [5, AdmissionBatcher.maxBatch])
+        #expect(rounds.rounds.withLockedValue { $0.map(\.count) }.sorted() == Self.first.map { _ in 1 } + [5, AdmissionBatcher.maxBatch])
         #expect(outcomes.count == projects.count + Self.first.count)
         #expect(outcomes.values.allSatisfy { (try? $0.get()) != nil })
     }

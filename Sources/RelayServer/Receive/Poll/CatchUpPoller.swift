@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import DeliveryEngine
 import FCMClient
 import Foundation
@@ -28,9 +29,9 @@ final class CatchUpPoller: Service {
     let clock: any DeliveryClock
     let metrics: RelayMetrics
     let logger: Logger
-    private let sightings = Locked<[String: (version: Int64, at: Date)]>([:])
+    private let sightings = NIOLockedValueBox<[String: (version: Int64, at: Date)]>([:])
     /// Settled to poll before the interval is over (a lease taken over, a stop); replaced after each wait.
-    private let nudge = Locked(Settlement<Bool>())
+    private let nudge = NIOLockedValueBox(Settlement<Bool>())
     /// With a shared store: only the replica holding a project's lease polls it, and what it relays goes through the
     /// outbox like a webhook's event.
     let replicas: ProjectLeases?
@@ -48,7 +49,7 @@ final class CatchUpPoller: Service {
     }
 
     func run() async throws {
-        let stopped = Locked(false)
+        let stopped = NIOLockedValueBox(false)
         // A replica that takes a project's lease over polls at once: the holder before it may have died between a
         // publish and its next poll.
         replicas?.whenTaken { [weak self] _ in self?.pollSoon() }
@@ -57,19 +58,19 @@ final class CatchUpPoller: Service {
                 // A stop cancels a poll under way: its Remote Config call and any wait to retry end at once.
                 await cancelWhenGracefulShutdown { await self.pollOnce() }
                 relayed.persist(logger: logger)
-                let wake = nudge.withLock { $0 }
+                let wake = nudge.withLockedValue { $0 }
                 _ = await wake.value(within: settings.interval, on: clock)
-                nudge.withLock { if $0 === wake { $0 = Settlement() } }
-            } while !stopped.withLock({ $0 })
+                nudge.withLockedValue { if $0 === wake { $0 = Settlement() } }
+            } while !stopped.withLockedValue({ $0 })
         } onGracefulShutdown: {
-            stopped.withLock { $0 = true }
+            stopped.withLockedValue { $0 = true }
             self.pollSoon()
         }
         relayed.persist(logger: logger)
     }
 
     /// Ends the wait for the next poll now.
-    func pollSoon() { nudge.withLock { $0 }.settle(true) }
+    func pollSoon() { nudge.withLockedValue { $0 }.settle(true) }
 
     /// Polls every project configured now, one after another (a poll is one small request per project).
     func pollOnce() async {
@@ -232,7 +233,7 @@ final class CatchUpPoller: Service {
 
     /// When the poll first saw a version (kept for the newest version of each project only).
     private func firstSeen(_ project: String, _ version: Int64) -> Date {
-        sightings.withLock { sightings in
+        sightings.withLockedValue { sightings in
             if let seen = sightings[project], seen.version == version { return seen.at }
             let now = clock.now()
             sightings[project] = (version, now)

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import FCMClient
 import Foundation
 import Logging
@@ -12,7 +13,7 @@ final class RelayedVersions: Sendable {
         var dirty = false
     }
 
-    private let state: Locked<State>
+    private let state: NIOLockedValueBox<State>
     private let file: URL?
     /// Write on every note (catch-up polling runs, so the file must not lag behind webhooks after a crash).
     private let writesEachNote: Bool
@@ -35,15 +36,15 @@ final class RelayedVersions: Sendable {
                 try? FileManager.default.removeItem(at: file)
             }
         }
-        state = Locked(State(newest: newest))
+        state = NIOLockedValueBox(State(newest: newest))
     }
 
     /// The newest version relayed for `project`, if any is known.
-    func newest(_ project: String) -> Int64? { state.withLock { $0.newest[project] } }
+    func newest(_ project: String) -> Int64? { state.withLockedValue { $0.newest[project] } }
 
     /// Notes that `version` of `project` was relayed (or adopted on start); an older version changes nothing.
     func note(_ project: String, _ version: Int64, logger: Logger? = nil) {
-        let changed = state.withLock { state in
+        let changed = state.withLockedValue { state in
             guard version > state.newest[project] ?? -1, state.newest.count < Self.maximumProjects || state.newest[project] != nil else {
                 return false
             }
@@ -56,7 +57,7 @@ final class RelayedVersions: Sendable {
 
     /// Forgets the project's newest version (an operator's reset), on disk too.
     func reset(_ project: String, logger: Logger) {
-        state.withLock { state in
+        state.withLockedValue { state in
             state.newest[project] = nil
             state.dirty = true
         }
@@ -67,7 +68,7 @@ final class RelayedVersions: Sendable {
     /// at the next poll.
     func persist(logger: Logger) {
         guard let file else { return }
-        let snapshot: [String: Int64]? = state.withLock { state in
+        let snapshot: [String: Int64]? = state.withLockedValue { state in
             guard state.dirty else { return nil }
             state.dirty = false
             return state.newest
@@ -87,7 +88,7 @@ final class RelayedVersions: Sendable {
                 throw CocoaError(.fileWriteUnknown)
             }
         } catch {
-            state.withLock { $0.dirty = true }
+            state.withLockedValue { $0.dirty = true }
             logger.error("relayed-versions state could not be written", metadata: ["file": "\(file.path)", "error": "\(error)"])
         }
     }
