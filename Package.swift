@@ -72,7 +72,6 @@ let package = Package(
             name: "DeliveryEngine",
             dependencies: [
                 "RelayCore",
-                "FCMClient",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -169,8 +168,8 @@ let package = Package(
             dependencies: [
                 "DeliveryEngine",
                 "RelayCore",
-                "FCMClient",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

@@ -1,6 +1,5 @@
-import NIOConcurrencyHelpers
-import FCMClient
 import Foundation
+import NIOConcurrencyHelpers
 import Testing
 
 @testable import DeliveryEngine

@@ -1,7 +1,6 @@
-import NIOConcurrencyHelpers
-import FCMClient
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import RelayCore
 import ServiceLifecycle
 import Testing

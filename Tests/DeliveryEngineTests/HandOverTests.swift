@@ -1,4 +1,3 @@
-import FCMClient
 import Foundation
 import RelayCore
 import Testing

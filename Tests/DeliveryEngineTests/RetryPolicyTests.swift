@@ -1,10 +1,9 @@
 import DeliveryEngine
-import FCMClient
 import Foundation
 import Testing
 
-private func rejected(_ status: Int, code: String? = nil, retryAfter: String? = nil) -> FCMError {
-    .rejected(FCMErrorResponse(httpStatus: status, status: nil, errorCode: code, message: nil, retryAfter: retryAfter))
+private func rejected(_ status: Int, code: String? = nil, retryAfter: String? = nil) -> SendFailure {
+    .rejected(SendFailure.Rejection(httpStatus: status, status: nil, errorCode: code, message: nil, retryAfter: retryAfter))
 }
 
 private let policy = RetryPolicy(baseDelay: .seconds(1), maximumDelay: .seconds(30), quotaDelay: .seconds(60))
@@ -49,10 +48,9 @@ func clientErrorsAreNeverRetried(status: Int) {
 }
 
 @Test func tokenEndpointFailuresRetryUnlessTheKeyIsRefused() {
-    #expect(policy.decision(after: .token(.refused(status: 400, error: "invalid_grant", description: nil)), attempt: 1) == .permanent)
-    #expect(
-        policy.decision(after: .token(.refused(status: 503, error: nil, description: nil)), attempt: 1, random: { 1 }) == .retry(after: .seconds(1)))
-    #expect(policy.decision(after: .token(.transport("refused")), attempt: 1, random: { 1 }) == .retry(after: .seconds(1)))
+    #expect(policy.decision(after: .credentials("invalid_grant", status: 400), attempt: 1) == .permanent)
+    #expect(policy.decision(after: .credentials("unavailable", status: 503), attempt: 1, random: { 1 }) == .retry(after: .seconds(1)))
+    #expect(policy.decision(after: .credentials("connection refused", status: nil), attempt: 1, random: { 1 }) == .retry(after: .seconds(1)))
 }
 
 @Test func hugeRetryAfterValuesAreClampedToADay() {

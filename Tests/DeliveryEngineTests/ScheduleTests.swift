@@ -1,7 +1,6 @@
-import NIOConcurrencyHelpers
-import FCMClient
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import RelayCore
 import ServiceLifecycle
@@ -25,22 +24,22 @@ private final class TimedSender: MessageSender {
         var topic: String
         var version: Int
     }
-    private let state: NIOLockedValueBox<(script: [FCMError?], sent: [Sent])>
+    private let state: NIOLockedValueBox<(script: [SendFailure?], sent: [Sent])>
     let clock: ManualDeliveryClock
 
-    init(clock: ManualDeliveryClock, script: [FCMError?] = []) {
+    init(clock: ManualDeliveryClock, script: [SendFailure?] = []) {
         self.clock = clock
         state = NIOLockedValueBox((script, []))
     }
 
     var sent: [Sent] { state.withLockedValue { $0.sent } }
 
-    func send(project: String, message: ByteBuffer, validateOnly: Bool) async throws(FCMError) -> String {
+    func send(project: String, message: ByteBuffer, validateOnly: Bool) async throws(SendFailure) -> String {
         let object = try! JSONSerialization.jsonObject(with: Data(String(buffer: message).utf8)) as! [String: Any]
         let topic = object["topic"] as? String ?? "?"
         let version = Int((object["data"] as? [String: String])?["V"] ?? "") ?? -1
         let at = clock.instant()
-        let failure = state.withLockedValue { state -> FCMError? in
+        let failure = state.withLockedValue { state -> SendFailure? in
             state.sent.append(Sent(at: at, topic: topic, version: version))
             return state.script.isEmpty ? nil : state.script.removeFirst()
         }
@@ -48,8 +47,8 @@ private final class TimedSender: MessageSender {
         return "projects/\(project)/messages/\(at)"
     }
 
-    static let quotaExceeded = FCMError.rejected(
-        FCMErrorResponse(httpStatus: 429, status: "RESOURCE_EXHAUSTED", errorCode: "QUOTA_EXCEEDED", message: nil, retryAfter: nil))
+    static let quotaExceeded = SendFailure.rejected(
+        SendFailure.Rejection(httpStatus: 429, status: "RESOURCE_EXHAUSTED", errorCode: "QUOTA_EXCEEDED", message: nil, retryAfter: nil))
 }
 
 private func route(debounce: Int? = nil, waves: RouteDefinition.WavesDefinition? = nil) -> Route {

@@ -1,6 +1,5 @@
-import NIOConcurrencyHelpers
-import FCMClient
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOEmbedded
 import Testing

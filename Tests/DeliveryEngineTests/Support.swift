@@ -1,7 +1,6 @@
-import NIOConcurrencyHelpers
 import CoreMetrics
-import FCMClient
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import RelayCore
 import Testing
@@ -50,14 +49,14 @@ func eventually(
 /// FCM as the test scripts it: each send takes the next scripted answer (an error, or nil for accepted); once the
 /// script runs out every send is accepted. Records what was sent.
 final class ScriptedSender: MessageSender {
-    private let state: NIOLockedValueBox<(script: [FCMError?], sent: [String])>
+    private let state: NIOLockedValueBox<(script: [SendFailure?], sent: [String])>
 
-    init(_ script: [FCMError?] = []) { state = NIOLockedValueBox((script, [])) }
+    init(_ script: [SendFailure?] = []) { state = NIOLockedValueBox((script, [])) }
 
     var sent: [String] { state.withLockedValue { $0.sent } }
 
-    func send(project: String, message: ByteBuffer, validateOnly: Bool) async throws(FCMError) -> String {
-        let failure = state.withLockedValue { state -> FCMError? in
+    func send(project: String, message: ByteBuffer, validateOnly: Bool) async throws(SendFailure) -> String {
+        let failure = state.withLockedValue { state -> SendFailure? in
             state.sent.append(String(buffer: message))
             return state.script.isEmpty ? nil : state.script.removeFirst()
         }
@@ -65,8 +64,8 @@ final class ScriptedSender: MessageSender {
         return "projects/\(project)/messages/\(sent.count)"
     }
 
-    static func unavailable(retryAfter: String? = nil) -> FCMError {
-        .rejected(FCMErrorResponse(httpStatus: 503, status: "UNAVAILABLE", errorCode: "UNAVAILABLE", message: nil, retryAfter: retryAfter))
+    static func unavailable(retryAfter: String? = nil) -> SendFailure {
+        .rejected(SendFailure.Rejection(httpStatus: 503, status: "UNAVAILABLE", errorCode: "UNAVAILABLE", message: nil, retryAfter: retryAfter))
     }
 }
 

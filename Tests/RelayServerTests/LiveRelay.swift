@@ -1,10 +1,10 @@
-import NIOConcurrencyHelpers
 import AsyncHTTPClient
 import DeliveryEngine
 import FCMClient
 import FCMEmulator
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import RelayCore

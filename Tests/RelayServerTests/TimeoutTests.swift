@@ -1,6 +1,6 @@
-import NIOConcurrencyHelpers
 import FCMClient
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import Testing

@@ -1,8 +1,7 @@
-import NIOConcurrencyHelpers
 import CoreMetrics
-import FCMClient
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import RelayCore
 import ServiceLifecycle
 

@@ -1,5 +1,4 @@
 import NIOConcurrencyHelpers
-import FCMClient
 
 /// Where deliveries run: jobs handed in from any task (a webhook's, the spool's replay) run in worker tasks that are
 /// children of one task group, owned by the engine's service, so a stop waits for them and nothing outlives the engine.

@@ -1,6 +1,5 @@
-import NIOConcurrencyHelpers
-import FCMClient
 import Foundation
+import NIOConcurrencyHelpers
 import RelayCore
 
 /// The last `capacity` pings with their history, for the admin API: what the relay sent, is sending, and gave up on.

@@ -1,6 +1,5 @@
-import NIOConcurrencyHelpers
 import CoreMetrics
-import FCMClient
+import NIOConcurrencyHelpers
 
 /// The engine's metrics, made through the swift-metrics factory it is given (the relay's Prometheus registry; a test's
 /// own). Label values are bounded: routes come from the configuration, outcomes are a fixed set, and FCM error codes

@@ -1,4 +1,3 @@
-import FCMClient
 import Foundation
 
 /// What happened to one route's ping, with every attempt, as the webhook answer reports it.
@@ -51,14 +50,14 @@ public struct DeliveryReport: Sendable, Codable, Equatable {
     /// Not delivered, and worth delivering later: retries ran out, or the relay stopped first.
     package var unfinished: Bool { status == .dead || status == .interrupted }
 
-    package static func detail(_ failure: FCMError) -> ErrorDetail {
+    package static func detail(_ failure: SendFailure) -> ErrorDetail {
         if case .rejected(let response) = failure {
             return .init(httpStatus: response.httpStatus, errorCode: response.errorCode ?? response.status, message: failure.description)
         }
         return .init(httpStatus: nil, errorCode: nil, message: failure.description)
     }
 
-    package static func attempt(_ failure: FCMError?, at: Date) -> Attempt {
+    package static func attempt(_ failure: SendFailure?, at: Date) -> Attempt {
         guard let failure else { return Attempt(at: at, httpStatus: 200, errorCode: nil) }
         let detail = detail(failure)
         return Attempt(at: at, httpStatus: detail.httpStatus, errorCode: detail.errorCode)

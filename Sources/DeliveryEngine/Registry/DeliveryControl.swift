@@ -1,5 +1,4 @@
 import NIOConcurrencyHelpers
-import FCMClient
 
 /// How one delivery is steered from outside while it runs: told of its first retry (so the waiting sender is answered
 /// at once), paused between attempts, stopped at shutdown, and told which routes an operator discarded.

@@ -1,6 +1,5 @@
-import NIOConcurrencyHelpers
-import FCMClient
 import Foundation
+import NIOConcurrencyHelpers
 
 /// The deliveries under way and those settled recently, by their keys (event ids, project and version).
 ///

@@ -1,6 +1,5 @@
-import NIOConcurrencyHelpers
-import FCMClient
 import Foundation
+import NIOConcurrencyHelpers
 import RelayCore
 
 /// The quiet periods and waves under way, per project and route: when each scheduled ping may make its first attempt,

@@ -1,4 +1,3 @@
-import FCMClient
 import Foundation
 import Logging
 import Metrics
@@ -11,7 +10,7 @@ struct Dispatcher: Sendable {
     /// How an attempt ended: stood down before its request (fenced, or behind a version FCM accepted), or sent.
     private enum Attempt: Sendable {
         case fenced, behind
-        case sent(Result<String, FCMError>)
+        case sent(Result<String, SendFailure>)
     }
 
     /// How to send: the project's sender and the retry rules.
@@ -203,13 +202,13 @@ struct Dispatcher: Sendable {
                 if supersedes, latest.isBehindAccepted(project: ping.project, route: audience, version: version) { return .behind }
                 let started = clock.instant()
                 defer { metrics.fcmLatency.record(duration: clock.instant() - started) }
-                do throws(FCMError) {
+                do throws(SendFailure) {
                     return .sent(.success(try await sender.send(project: ping.project, message: message, validateOnly: validateOnly)))
                 } catch {
                     return .sent(.failure(error))
                 }
             }
-            let result: Result<String, FCMError>
+            let result: Result<String, SendFailure>
             switch outcome {
             case .fenced:
                 logger.warning("ping not sent: this replica no longer holds the project's lease; it is handed back to the outbox")

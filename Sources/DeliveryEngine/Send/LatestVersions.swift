@@ -1,6 +1,5 @@
-import NIOConcurrencyHelpers
-import FCMClient
 import Foundation
+import NIOConcurrencyHelpers
 import RelayCore
 
 /// The newest template version each route has sent for a received event, so an older ping still waiting to retry can

@@ -1,9 +1,48 @@
-import FCMClient
 import NIOCore
 
-/// The seam between routing and FCM: send one encoded message, get FCM's message name back.
+/// The seam between the engine and a push service: send one encoded message, get its name back, or why not. The engine
+/// knows the service by this alone; `RelayServer` adapts the FCM client to it.
 public protocol MessageSender: Sendable {
-    func send(project: String, message: ByteBuffer, validateOnly: Bool) async throws(FCMError) -> String
+    func send(project: String, message: ByteBuffer, validateOnly: Bool) async throws(SendFailure) -> String
 }
 
-extension FCMSender: MessageSender {}
+/// Why a send did not succeed, in the terms the engine's retry rules and reports need.
+public enum SendFailure: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The service answered with an error status.
+    case rejected(Rejection)
+    /// It could not be reached, or did not answer in time.
+    case transport(String)
+    /// No credentials could be had: why, and the token endpoint's HTTP status when it answered one.
+    case credentials(String, status: Int?)
+    /// It answered 200 without a message name.
+    case invalidResponse(String)
+
+    /// An error answer: `{"error": {"code", "message", "status", "details": [{"errorCode"}]}}` as Google writes it.
+    public struct Rejection: Sendable, Equatable {
+        /// The HTTP status.
+        public var httpStatus: Int
+        /// Google's canonical status, such as `INVALID_ARGUMENT`.
+        public var status: String?
+        /// The service's own error code, such as `UNREGISTERED` or `QUOTA_EXCEEDED`.
+        public var errorCode: String?
+        /// The message, as sent.
+        public var message: String?
+        /// The `Retry-After` header, as sent.
+        public var retryAfter: String?
+
+        public init(httpStatus: Int, status: String? = nil, errorCode: String? = nil, message: String? = nil, retryAfter: String? = nil) {
+            (self.httpStatus, self.status, self.errorCode, self.message, self.retryAfter) = (httpStatus, status, errorCode, message, retryAfter)
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .rejected(let answer):
+            "FCM answered \(answer.httpStatus)" + ((answer.errorCode ?? answer.status).map { " \($0)" } ?? "")
+                + (answer.message.map { ": \($0)" } ?? "")
+        case .transport(let reason): "FCM could not be reached: \(reason)"
+        case .credentials(let reason, _): "no access token: \(reason)"
+        case .invalidResponse(let reason): "FCM's answer is not usable: \(reason)"
+        }
+    }
+}

@@ -1,5 +1,4 @@
 import NIOConcurrencyHelpers
-import FCMClient
 
 /// At most `limit` FCM requests at once across all pings, so a fan-out to many routes cannot hammer FCM.
 ///

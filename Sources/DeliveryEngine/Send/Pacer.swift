@@ -1,5 +1,4 @@
 import NIOConcurrencyHelpers
-import FCMClient
 
 /// Paces one project's FCM requests: at most `rate` a second on average, in bursts of at most `burst` (at the full
 /// rate; a burst is `burst / rate` seconds' worth of slots), so a storm of

@@ -1,4 +1,3 @@
-import FCMClient
 import Foundation
 
 /// FCM's retry rules: what to do after a failed send, and how long to wait first.
@@ -34,7 +33,7 @@ public struct RetryPolicy: Sendable, Equatable {
 
     /// The decision after `attempt` (1-based) failed with `error`; `random` draws the jitter in 0...1.
     public func decision(
-        after error: FCMError, attempt: Int, now: Date = Date(), random: () -> Double = { Double.random(in: 0...1) }
+        after error: SendFailure, attempt: Int, now: Date = Date(), random: () -> Double = { Double.random(in: 0...1) }
     ) -> Decision {
         switch error {
         case .rejected(let response):
@@ -47,24 +46,10 @@ public struct RetryPolicy: Sendable, Equatable {
             default:
                 return .permanent  // 400, 401 after a refresh, 403, 404, THIRD_PARTY_AUTH_ERROR
             }
-        case .token(.refused(let status, _, _)) where status != 408 && status != 429 && status < 500:
+        case .credentials(_, let status?) where status != 408 && status != 429 && status < 500:
             return .permanent  // the key itself is refused: retrying cannot help
-        case .token, .transport, .invalidResponse:
+        case .credentials, .transport, .invalidResponse:
             return .retry(after: jittered(attempt, random: random))
-        }
-    }
-
-    /// The decision after a Remote Config call failed: FCM's rules, since both are Google APIs answering alike. An
-    /// answer too large to read is permanent (it would be as large again).
-    public func decision(
-        afterRemoteConfig error: RemoteConfigError, attempt: Int, now: Date = Date(), random: () -> Double = { Double.random(in: 0...1) }
-    ) -> Decision {
-        switch error {
-        case .rejected(let response): decision(after: FCMError.rejected(response), attempt: attempt, now: now, random: random)
-        case .token(let token): decision(after: FCMError.token(token), attempt: attempt, now: now, random: random)
-        case .transport(let reason): decision(after: FCMError.transport(reason), attempt: attempt, now: now, random: random)
-        case .invalidResponse(let reason): decision(after: FCMError.invalidResponse(reason), attempt: attempt, now: now, random: random)
-        case .tooLarge: .permanent
         }
     }
 

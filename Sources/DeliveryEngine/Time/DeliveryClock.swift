@@ -1,6 +1,5 @@
-import NIOConcurrencyHelpers
-import FCMClient
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// The engine's only source of time: what time it is, and "call me back after a while". Retries, the answer's wait,

@@ -1,5 +1,4 @@
 import NIOConcurrencyHelpers
-import FCMClient
 
 /// A value that a task settles once, and that any number of callers wait for with a bound while the task runs on.
 ///

@@ -1,5 +1,4 @@
 import NIOConcurrencyHelpers
-import FCMClient
 import NIOCore
 import NIOPosix
 

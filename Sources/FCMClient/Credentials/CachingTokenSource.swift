@@ -1,5 +1,5 @@
-import NIOConcurrencyHelpers
 import Foundation
+import NIOConcurrencyHelpers
 
 /// One way of obtaining a fresh access token (a JWT-bearer grant, the metadata server, …).
 public protocol TokenExchange: Sendable {

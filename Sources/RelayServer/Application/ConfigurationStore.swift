@@ -1,8 +1,8 @@
-import NIOConcurrencyHelpers
 import DeliveryEngine
 import FCMClient
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import RelayCore
 
 /// Everything built from the settings that a reload replaces at once: routes, credentials, verifiers, tokens.

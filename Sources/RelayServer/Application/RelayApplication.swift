@@ -230,7 +230,9 @@ public enum RelayApplication {
                 }
             }
             let sender = FCMSender(httpClient: httpClient, baseURL: settings.fcmBaseURL, tokenSource: source, timeout: settings.fcmTimeout)
-            let send = SendPlan(sender: sender, policy: settings.retryPolicy, validateOnly: settings.validateOnly, logPings: settings.logPings)
+            let send = SendPlan(
+                sender: FCMMessageSender(sender: sender), policy: settings.retryPolicy, validateOnly: settings.validateOnly,
+                logPings: settings.logPings)
             let credentials: (String, String) =
                 switch project.credentials {
                 case .keyFile(let path, _): ("keyFile", path)

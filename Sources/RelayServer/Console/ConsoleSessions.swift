@@ -1,7 +1,7 @@
-import NIOConcurrencyHelpers
 import Crypto
 import FCMClient
 import Foundation
+import NIOConcurrencyHelpers
 
 /// The operator's page's sign-ins: an admin token, entered once in a form, is exchanged for a session whose id lives
 /// in an `HttpOnly`, `SameSite=Strict` cookie. The session remembers only a digest of the token it was opened with,

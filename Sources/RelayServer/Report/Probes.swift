@@ -1,7 +1,7 @@
-import NIOConcurrencyHelpers
 import DeliveryEngine
 import FCMClient
 import Foundation
+import NIOConcurrencyHelpers
 import OpenAPIRuntime
 
 /// One readiness check's result.

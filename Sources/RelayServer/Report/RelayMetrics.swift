@@ -1,8 +1,8 @@
-import NIOConcurrencyHelpers
 import CoreMetrics
 import DeliveryEngine
 import FCMClient
 import Foundation
+import NIOConcurrencyHelpers
 import Prometheus
 
 /// The relay's Prometheus registry (one per relay, so tests running several relays in one process each see their own)

@@ -1,8 +1,8 @@
-import NIOConcurrencyHelpers
 import DeliveryEngine
 import FCMClient
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import RelayCore
 
 /// What a version changed, for change-aware routes: its template and the one before it (version N−1, the template

@@ -1,5 +1,5 @@
-import NIOConcurrencyHelpers
 import FCMClient
+import NIOConcurrencyHelpers
 import Testing
 
 @testable import RelayStore

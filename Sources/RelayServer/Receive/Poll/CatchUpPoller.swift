@@ -1,8 +1,8 @@
-import NIOConcurrencyHelpers
 import DeliveryEngine
 import FCMClient
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import RelayCore
 import ServiceLifecycle
 

@@ -1,7 +1,7 @@
-import NIOConcurrencyHelpers
 import FCMClient
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 
 /// The newest template version relayed per project, whatever brought it (a webhook, a Pub/Sub push, a poll): what
 /// catch-up polling compares Remote Config's list with. Kept in `state/relayed-versions.json` under the spool
