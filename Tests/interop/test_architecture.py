@@ -102,3 +102,10 @@ def test_the_layout_table_names_every_target(targets):
     named = set(re.findall(r"^\| `([\w-]+)` \|", table, re.M))
     ours = {name for name, target in targets.items() if target["type"] != "test" and target["type"] != "plugin"}
     assert ours - named == set(), f"docs/development.md's layout table lacks {ours - named}"
+
+
+def test_no_source_file_is_over_300_lines():
+    # Small rooms: a file holds one concern. Generated code (the embedded discovery documents) aside.
+    long = {str(path.relative_to(ROOT)): n for path in (ROOT / "Sources").rglob("*.swift")
+            if path.name != "GoogleDocuments.swift" and (n := len(path.read_text().splitlines())) > 300}
+    assert long == {}

@@ -56,9 +56,9 @@ package final class RecentEvents: Sendable {
         /// The first news for waiting senders: settled, or a retry under way (the outcome is known to be "later").
         let news: Settlement<News>
         let reports = Settlement<[DeliveryReport]>()
-        fileprivate let disk: NIOLockedValueBox<Disk>
+        let disk: NIOLockedValueBox<Disk>
 
-        fileprivate struct Disk {
+        struct Disk {
             /// Its spool file exists: the event was acknowledged, so it must not be lost.
             var onDisk: Bool
             var settled: [DeliveryReport]?
@@ -70,7 +70,7 @@ package final class RecentEvents: Sendable {
             var done: [String]
         }
 
-        fileprivate init(record: SpoolRecord, onDisk: Bool, clock: any DeliveryClock, spool: (any Spool)?) {
+        init(record: SpoolRecord, onDisk: Bool, clock: any DeliveryClock, spool: (any Spool)?) {
             let news = Settlement<News>()
             let disk = NIOLockedValueBox(Disk(onDisk: onDisk, done: record.done ?? []))
             self.record = record
@@ -92,7 +92,7 @@ package final class RecentEvents: Sendable {
         }
 
         /// The record as the spool file should hold it now.
-        fileprivate func current(_ disk: Disk) -> SpoolRecord {
+        func current(_ disk: Disk) -> SpoolRecord {
             var record = record
             record.done = disk.done.isEmpty ? nil : disk.done
             return record
@@ -106,13 +106,13 @@ package final class RecentEvents: Sendable {
     /// The delivery's work: the routes still due (nil: all), steered by its control.
     typealias Work = @Sendable (_ routes: Set<String>?, _ control: DeliveryControl) async -> [DeliveryReport]
 
-    private struct Remembered {
+    struct Remembered {
         var fingerprint: String
         var reports: [DeliveryReport]
         var at: Date
     }
 
-    private struct State {
+    struct State {
         var inFlight: [String: EventDelivery] = [:]
         var inFlightCount = 0
         var parked = 0
@@ -137,7 +137,7 @@ package final class RecentEvents: Sendable {
     let tasks: DeliveryTasks
     /// Told the number of parked events whenever it changes (under the lock, so a gauge never keeps an older value).
     let parkedChanged: @Sendable (Int) -> Void
-    private let state = NIOLockedValueBox(State())
+    let state = NIOLockedValueBox(State())
 
     init(
         window: Duration = .seconds(600), capacity: Int = 10_000, maxInFlight: Int = 10_000,
@@ -272,112 +272,5 @@ package final class RecentEvents: Sendable {
             ended.append(delivery.disk.withLockedValue { $0.handOver } ?? .lost(delivery.record))
         }
         return ended
-    }
-
-    // MARK: - The delivery
-
-    private func run(_ delivery: EventDelivery, _ work: Work) async {
-        let control = delivery.control
-        var due = delivery.record.routes.map(Set.init)
-        var routes: [String] = []
-        var latest: [String: DeliveryReport] = [:]
-        var parked = false
-        while true {
-            for report in await work(due, control) {
-                if latest[report.route] == nil { routes.append(report.route) }
-                latest[report.route] = report
-            }
-            let unfinished = Set(routes.filter { latest[$0]?.unfinished == true }).subtracting(control.discarded)
-            // An event nobody acknowledged is left to its sender's retry; an acknowledged one must not be lost.
-            guard !unfinished.isEmpty, !control.isStopped, delivery.isOnDisk else { break }
-            if !parked {
-                parked = true
-                delivery.disk.withLockedValue { $0.parked = true }
-                state.withLockedValue { state in
-                    state.parked += 1
-                    parkedChanged(state.parked)
-                }
-            }
-            delivery.news.settle(.retrying(after: parkedRetryInterval))
-            _ = await control.pause(for: parkedRetryInterval)
-            let next = unfinished.subtracting(control.discarded)
-            guard !next.isEmpty, !control.isStopped else { break }
-            due = next
-        }
-        let reports = routes.compactMap { latest[$0] }
-        finish(delivery, reports, wasParked: parked)
-    }
-
-    /// A delivery that never ran (the engine was stopping): its keys are free again.
-    private func forget(_ delivery: EventDelivery) {
-        state.withLockedValue { state in
-            for key in delivery.record.keys where state.inFlight[key] === delivery { state.inFlight[key] = nil }
-            state.inFlightCount -= 1
-        }
-    }
-
-    private func finish(_ delivery: EventDelivery, _ reports: [DeliveryReport], wasParked: Bool) {
-        let control = delivery.control
-        let due = reports.filter(\.unfinished).map(\.route).filter { !control.discarded.contains($0) }
-        let handOver = delivery.disk.withLockedValue { disk -> HandOver in
-            disk.settled = reports
-            if due.isEmpty {
-                if disk.onDisk { spool?.settle(delivery.record, reports: reports) }
-                disk.onDisk = false
-                disk.handOver = .settled
-            } else if control.isStopped, let spool {
-                // Stopped and ended: nothing of it runs any more, so the file says exactly what is still due.
-                var record = delivery.record
-                record.routes = due
-                record.done = nil
-                do {
-                    try spool.write(record)
-                    disk.onDisk = true
-                    disk.handOver = .spooled(record)
-                } catch {
-                    disk.handOver = .lost(record)
-                }
-            } else {
-                disk.handOver = disk.onDisk ? .spooled(delivery.record) : .lost(delivery.record)
-            }
-            return disk.handOver!
-        }
-        let now = clock.now()
-        state.withLockedValue { state in
-            for key in delivery.record.keys where state.inFlight[key] === delivery { state.inFlight[key] = nil }
-            state.inFlightCount -= 1
-            if wasParked {
-                state.parked -= 1
-                parkedChanged(state.parked)
-            }
-            // Dead or interrupted deliveries are not remembered, so the sender's retry (or the next start) delivers.
-            if due.isEmpty { remember(delivery.record, reports, at: now, in: &state) }
-        }
-        if case .spooled = handOver, control.isStopped { delivery.news.settle(.handedOver) }
-        delivery.news.settle(.settled(reports))
-        delivery.reports.settle(reports)
-    }
-
-    private func remember(_ record: SpoolRecord, _ reports: [DeliveryReport], at now: Date, in state: inout State) {
-        guard capacity > 0 else { return }
-        for key in record.keys { state.done[key] = Remembered(fingerprint: record.fingerprint, reports: reports, at: now) }
-        state.order.append((record.keys, now))
-        while state.order.count - state.head > capacity { forgetOldest(&state) }
-    }
-
-    private func forgetExpired(_ state: inout State, now: Date) {
-        let cutoff = now.addingTimeInterval(-window)
-        while state.head < state.order.count, state.order[state.head].at < cutoff { forgetOldest(&state) }
-    }
-
-    private func forgetOldest(_ state: inout State) {
-        // A key remembered again since has a newer time: that entry stays.
-        let (keys, at) = state.order[state.head]
-        for key in keys where state.done[key]?.at == at { state.done[key] = nil }
-        state.head += 1
-        if state.head * 2 >= state.order.count {
-            state.order.removeFirst(state.head)
-            state.head = 0
-        }
     }
 }

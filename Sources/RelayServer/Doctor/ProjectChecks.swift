@@ -20,7 +20,7 @@ struct ProjectChecks {
     static let messagingRole = "roles/firebasecloudmessaging.admin"
     static let remoteConfigRole = "roles/firebaseremoteconfig.viewer"
 
-    private var needsRemoteConfig: Bool { settings.poll != nil || project.routes.isChangeAware }
+    var needsRemoteConfig: Bool { settings.poll != nil || project.routes.isChangeAware }
 
     func run() async -> [DoctorCheck] {
         var checks: [DoctorCheck] = []
@@ -84,7 +84,7 @@ struct ProjectChecks {
         var fix: String?
     }
 
-    private func credentials() async -> Identity {
+    func credentials() async -> Identity {
         switch project.credentials {
         case .keyFile(let path, let key):
             let exchange: (any TokenExchange)?
@@ -135,7 +135,7 @@ struct ProjectChecks {
     }
 
     /// The host's clock against the `Date` of a plain request to the token endpoint (any answer carries one).
-    private func clock(_ identity: Identity) async -> (DoctorCheck.Result, String, String?)? {
+    func clock(_ identity: Identity) async -> (DoctorCheck.Result, String, String?)? {
         guard let url = identity.clockURL else { return nil }
         do {
             var request = HTTPClientRequest(url: url)
@@ -163,7 +163,7 @@ struct ProjectChecks {
 
     /// The token's scopes (from its answer, else from `tokeninfo` or the metadata server): FCM's (or cloud-platform), and
     /// Remote Config's where needed.
-    private func scopes(_ token: AccessToken, identity: Identity) async -> (DoctorCheck.Result, String, String?) {
+    func scopes(_ token: AccessToken, identity: Identity) async -> (DoctorCheck.Result, String, String?) {
         let lifetime = Int(token.expiresAt.timeIntervalSinceNow.rounded())
         var known = token.scopes
         if known == nil, let url = identity.scopesURL { known = await grantedScopes(token, at: url) }
@@ -186,7 +186,7 @@ struct ProjectChecks {
     }
 
     /// `GET tokeninfo?access_token=…` (`{"scope": "a b"}`) or the metadata server's scope list (one a line).
-    private func grantedScopes(_ token: AccessToken, at url: String) async -> [String]? {
+    func grantedScopes(_ token: AccessToken, at url: String) async -> [String]? {
         let metadata = url.hasSuffix("/scopes")
         var request = HTTPClientRequest(url: metadata ? url : "\(url)?access_token=\(token.value)")
         if metadata { request.headers.add(name: "Metadata-Flavor", value: "Google") }
@@ -205,7 +205,7 @@ struct ProjectChecks {
         return scopes.isEmpty ? nil : scopes
     }
 
-    private func tokenFix(_ error: TokenError, identity: Identity) -> String {
+    func tokenFix(_ error: TokenError, identity: Identity) -> String {
         switch error {
         case .transport:
             "let the relay reach \(identity.clockURL.flatMap { URL(string: $0)?.host } ?? "the token endpoint") (egress rules, a proxy, fcm.caFile)"
@@ -216,105 +216,6 @@ struct ProjectChecks {
         case .refused: "see the token endpoint's answer; a new key in the Firebase console usually helps"
         case .invalidResponse: "the token endpoint is not Google's: check token_uri in the key file"
         case .signing: "download a new key in the Firebase console"
-        }
-    }
-
-    // MARK: FCM
-
-    /// Each route's message as a version would make it: to its target (a waved route: its first shard), and to each
-    /// topic of its audience (change-aware routes).
-    private func messages(project id: String) -> [(String, Route, FCMMessage)] {
-        let version = TemplateVersion(
-            versionNumber: 1, updateTime: ISO8601DateFormatter().string(from: Date()), updateUser: .init(email: "doctor@rc-relay.invalid"),
-            description: "rc-relay doctor", updateOrigin: "CONSOLE", updateType: "INCREMENTAL_UPDATE")
-        var out: [(String, Route, FCMMessage)] = []
-        for route in project.routes.routes {
-            let message = route.message(for: version, project: id)
-            if let waves = route.waves {
-                var first = message
-                first.target = .topic(waves.topic(shard: 0))
-                out.append(("fcm route \(route.name) shard 0", route, first))
-            } else {
-                out.append(("fcm route \(route.name)", route, message))
-            }
-            for (condition, topic) in route.audience.sorted(by: { $0.key < $1.key }) {
-                var part = message
-                part.target = .topic(topic)
-                out.append(("fcm route \(route.name) audience \(condition)", route, part))
-            }
-        }
-        return out
-    }
-
-    private func validate(_ message: FCMMessage, route: Route, sender: FCMSender, project id: String, identity: Identity) async
-        -> (DoctorCheck.Result, String, String?)
-    {
-        let target = message.target.key
-        do {
-            _ = try await sender.send(project: id, message: ByteBuffer(bytes: message.json), validateOnly: true)
-            return (.ok, "FCM accepts the message to \(target) (validate_only: nothing was sent)", nil)
-        } catch {
-            let who = identity.email ?? "the workload's service account"
-            switch error {
-            case .rejected(let answer):
-                let said =
-                    "FCM answered \(answer.httpStatus) \(answer.errorCode ?? answer.status ?? "")".trimmingCharacters(in: .whitespaces)
-                    + (answer.message.map { ": \($0)" } ?? "")
-                switch (answer.httpStatus, answer.errorCode) {
-                case (400, _):
-                    return (.fail, said, "change route '\(route.name)' in the configuration: FCM refuses its message to \(target)")
-                case (403, "SENDER_ID_MISMATCH"):
-                    return (.fail, said, "the credentials are not of project \(id): use a key of a service account of \(id)")
-                case (403, _) where answer.message?.contains("scope") == true:
-                    return (.fail, said, "the access token lacks FCM's scope: give the workload the cloud-platform access scope")
-                case (403, _):
-                    return (.fail, said, "grant \(Self.messagingRole) to \(who) in project \(id) (IAM & Admin → Grant access)")
-                case (401, _):
-                    return (.fail, said, "FCM does not take the access token: check the key and the host's clock")
-                case (404, _):
-                    return (.fail, said, "check fcm.project (\(id)), and enable the Firebase Cloud Messaging API in the project")
-                default:
-                    return (.fail, said, "FCM is not answering normally: try again in a minute")
-                }
-            case .transport(let reason):
-                return (
-                    .fail, "FCM could not be reached: \(reason)",
-                    "let the relay reach \(URL(string: settings.fcmBaseURL)?.host ?? settings.fcmBaseURL)"
-                )
-            case .token(let tokenError):
-                return (.fail, "no access token: \(tokenError)", tokenFix(tokenError, identity: identity))
-            case .invalidResponse(let reason):
-                return (.fail, "FCM's answer is not usable: \(reason)", "check fcm.baseUrl: it should be Google's")
-            }
-        }
-    }
-
-    // MARK: Remote Config
-
-    private func remoteConfig(project id: String, source: any AccessTokenSource, identity: Identity) async -> (DoctorCheck.Result, String, String?) {
-        let client = RemoteConfigClient(
-            httpClient: httpClient, baseURL: settings.remoteConfigBaseURL, tokenSource: source, timeout: settings.remoteConfigTimeout)
-        let why = settings.poll != nil ? "catch-up polling needs it" : "change-aware routes need it"
-        do {
-            let page = try await client.listVersions(project: id, pageSize: 1)
-            let newest = page.versions.first.flatMap { (try? JSONSerialization.jsonObject(with: $0)) as? [String: Any] }?["versionNumber"]
-            return (.ok, "listVersions answers (\(why)); " + (newest.map { "the newest version is \($0)" } ?? "no version was published yet"), nil)
-        } catch {
-            let who = identity.email ?? "the workload's service account"
-            switch error {
-            case .rejected(let answer) where answer.httpStatus == 403 && answer.message?.contains("scope") == true:
-                return (.fail, "\(error)", "the access token lacks Remote Config's scope: give the workload the cloud-platform access scope")
-            case .rejected(let answer) where answer.httpStatus == 403:
-                return (.fail, "\(error)", "grant \(Self.remoteConfigRole) to \(who) in project \(id) (IAM & Admin → Grant access); \(why)")
-            case .rejected(let answer) where answer.httpStatus == 404:
-                return (.fail, "\(error)", "check fcm.project (\(id)), and enable the Firebase Remote Config API in the project")
-            case .transport:
-                return (
-                    .fail, "\(error)", "let the relay reach \(URL(string: settings.remoteConfigBaseURL)?.host ?? settings.remoteConfigBaseURL)"
-                )
-            default:
-                return (.fail, "\(error)", "Remote Config is not answering normally: try again in a minute")
-            }
         }
     }
 }

@@ -1,0 +1,159 @@
+import DeliveryEngine
+import FCMClient
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import RelayStore
+import ServiceLifecycle
+
+/// Renewing the leases in one statement, standing a project down when its lease is lost, and the fence each FCM request
+/// passes first (`mayStart`).
+extension ProjectLeases {
+    // MARK: - Leases
+
+    func renewUntilCancelled() async {
+        while !Task.isCancelled {
+            if state.withLockedValue({ $0.migrated }) {
+                await renew()
+            } else {
+                await migrate()
+            }
+            try? await Task.sleep(for: state.withLockedValue({ $0.migrated }) ? lease / 4 : .seconds(1))
+        }
+    }
+
+    func migrate() async {
+        do {
+            let applied = try await store.migrate()
+            if !applied.isEmpty { logger.notice("database schema migrated", metadata: ["versions": "\(applied)"]) }
+            contact()
+            state.withLockedValue { $0.migrated = true }
+        } catch {
+            failed(error, doing: "migrating the schema")
+        }
+    }
+
+    /// Renews every lease this replica holds and takes every free one, in one statement whatever the number of
+    /// projects (one round trip per `lease / 4`, also with the database far away).
+    func renew() async {
+        let projects = configuration.current.projects.ids
+        let sent = ContinuousClock.now
+        let held: [String: Int64]
+        do {
+            held = try await store.renew(projects.map(Self.leaseName), for: lease)
+            contact()
+        } catch {
+            failed(error, doing: "renewing the projects' leases")
+            standDownWhereLapsed()
+            return
+        }
+        var taken: [String] = []
+        var retaken: [String] = []
+        var lost: [String] = []
+        state.withLockedValue { state in
+            for project in projects {
+                let was = state.held[project]
+                guard let epoch = held[Self.leaseName(project)] else {
+                    // Held a moment ago (the claim may have lapsed meanwhile: this replica was paused), another's now.
+                    if state.held.removeValue(forKey: project) != nil { lost.append(project) }
+                    continue
+                }
+                if let was, was.epoch == epoch, was.until > sent {
+                    // Renewed.
+                } else {
+                    taken.append(project)
+                    if was != nil { retaken.append(project) }
+                    state.toSeed.insert(project)
+                }
+                state.held[project] = Claim(until: sent + lease / 2, epoch: epoch, confirmed: sent)
+            }
+        }
+        // Another replica holds it now (a claim that lapsed while this one was paused): nothing more is sent here.
+        standDown(lost, reason: "taken_over", "project lease lost to another replica: this replica stops delivering its events")
+        // Whatever an earlier claim of this replica's left running was decided under an older epoch.
+        for project in retaken { _ = engine.standDown(project: project) }
+        for project in taken {
+            logger.notice(
+                "project lease taken: this replica delivers its events",
+                metadata: ["project": "\(project)", "epoch": "\(held[Self.leaseName(project)] ?? 0)"])
+        }
+        if !taken.isEmpty {
+            let told = onTaken.withLockedValue { $0 }
+            for project in taken { told(project) }
+        }
+        for project in projects where held[Self.leaseName(project)] != nil { requestSweep(project) }
+        standDownWhereLapsed()
+        let now = ContinuousClock.now
+        metrics.leasesHeld(state.withLockedValue { $0.held.values.filter { $0.until > now }.count })
+    }
+
+    /// Stops the deliveries of each project whose claim lapsed (another replica holds it, or it could not be renewed
+    /// in time): the other replica delivers them from the outbox.
+    func standDownWhereLapsed() {
+        let now = ContinuousClock.now
+        let lapsed = state.withLockedValue { state in
+            let lapsed = state.held.filter { $0.value.until <= now }.map(\.key)
+            for project in lapsed { state.held[project] = nil }
+            return lapsed
+        }
+        standDown(lapsed, reason: "lapsed", "project lease lapsed: this replica stops delivering its events, which another replica delivers")
+    }
+
+    /// Stops the projects' deliveries here (each hands what is still due back to the outbox), counts and logs why.
+    func standDown(_ projects: [String], reason: String, _ message: Logger.Message, epoch: Int64? = nil) {
+        for project in projects {
+            let stopped = engine.standDown(project: project)
+            metrics.leaseStandDown(project: project, reason: reason)
+            var metadata: Logger.Metadata = ["project": "\(project)", "stopped": "\(stopped)"]
+            if let epoch { metadata["epoch"] = "\(epoch)" }
+            logger.warning(message, metadata: metadata)
+        }
+    }
+
+    /// Fencing, asked right before each FCM request of an event's delivery: the claim must still count, and when the
+    /// database has not confirmed its epoch for a third of the lease (the renewals are late: this replica was paused,
+    /// or the database is slow), the database is asked. A lease taken over stands the project down here, before any
+    /// request; a database that does not answer leaves the claim's own bound (half the lease, before anyone else can
+    /// take it).
+    func mayStart(project: String) async -> Bool {
+        guard fencing else { return true }
+        let now = ContinuousClock.now
+        guard let claim = state.withLockedValue({ $0.held[project] }), claim.until > now else {
+            // Lapsed or lost already (the renewal may have said so first): whatever still runs for it stops here.
+            standDownWhereLapsed()
+            _ = engine.standDown(project: project)
+            return false
+        }
+        guard now - claim.confirmed >= lease / 3 else { return true }
+        do {
+            let current = try await store.confirm(Self.leaseName(project), epoch: claim.epoch)
+            contact()
+            guard current else {
+                fenced(project, epoch: claim.epoch)
+                return false
+            }
+            state.withLockedValue { state in
+                if state.held[project]?.epoch == claim.epoch { state.held[project]?.confirmed = now }
+            }
+            return true
+        } catch {
+            return claim.until > ContinuousClock.now
+        }
+    }
+
+    /// The store refused work decided under `epoch`: another replica took the lease over. Nothing more is sent here.
+    func fenced(_ project: String, epoch: Int64) {
+        let dropped = state.withLockedValue { state in
+            guard state.held[project]?.epoch == epoch else { return false }
+            state.held[project] = nil
+            return true
+        }
+        guard dropped else {
+            _ = engine.standDown(project: project)
+            return
+        }
+        standDown(
+            [project], reason: "taken_over", "project lease lost to another replica: this stale holder stands down before sending anything more",
+            epoch: epoch)
+    }
+}
