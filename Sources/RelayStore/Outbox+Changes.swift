@@ -23,7 +23,7 @@ extension PostgresStore {
     package func flush(within limit: Duration) async -> Bool {
         let done = Settlement<Bool>()
         guard outbox.enqueue(.flush(done)) else { return true }
-        if let applied = await done.value(within: limit, on: SystemDeliveryClock()) { return applied }
+        if let applied = await done.value(within: limit, on: clock) { return applied }
         outbox.forget(done)
         return false
     }

@@ -21,11 +21,13 @@ package final class PostgresStore: Service, Sendable {
     /// Admissions waiting for the next round trip.
     let admissions = AdmissionBatcher()
 
+    /// Bounds every statement's wait (the application's clock, whose deadline sweep every part shares).
+    let clock: any DeliveryClock
     /// Told each statement's name, duration and failure, for metrics.
     let observe: @Sendable (_ statement: String, _ duration: Duration, _ failed: Bool) -> Void
 
     package init(
-        settings: StoreSettings, logger: Logger, holder: String? = nil,
+        settings: StoreSettings, logger: Logger, holder: String? = nil, clock: any DeliveryClock = SystemDeliveryClock(),
         observe: @escaping @Sendable (_ statement: String, _ duration: Duration, _ failed: Bool) -> Void = { _, _, _ in }
     ) throws {
         var configuration = PostgresClient.Configuration(
@@ -41,6 +43,7 @@ package final class PostgresStore: Service, Sendable {
             ("idle_in_transaction_session_timeout", "\(milliseconds * 2)"), ("application_name", "rc-relay"),
         ]
         self.settings = settings
+        self.clock = clock
         self.observe = observe
         self.logger = logger
         self.holder = holder ?? "\(ProcessInfo.processInfo.hostName)/\(getpid())/\(UInt32.random(in: 0...UInt32.max))"
@@ -60,12 +63,13 @@ package final class PostgresStore: Service, Sendable {
         }
     }
 
-    /// Runs the connection pool and applies the engine's changes until a graceful stop; then applies what is left
-    /// (the engine stops first and hands its deliveries over here) and closes.
+    /// The connection pool, a service of its own: it runs in the same service group as the store, before it, so a
+    /// graceful stop (which goes in reverse) reaches it only once the store has applied its last changes.
+    package var connections: some Service { client }
+
+    /// Applies the engine's changes until a graceful stop; then applies what is left (the engine stops first and hands
+    /// its deliveries over here). Its ``connections`` must run beside it.
     package func run() async throws {
-        // Not a child task: the client stops itself on a graceful stop, which would come before the last changes.
-        let pool = Task.detached { [client] in await client.run() }
-        defer { pool.cancel() }
         await withDiscardingTaskGroup { group in
             group.addTask { await self.applyChanges() }
             try? await gracefulShutdown()
@@ -140,7 +144,7 @@ package final class PostgresStore: Service, Sendable {
             }
         }
         // The bounded wait is a callback on the clock's shared sweep, not a timer task per statement.
-        let outcome = await answer.value(within: limit, on: SystemDeliveryClock()) ?? .failure(.unavailable("no answer within \(limit)"))
+        let outcome = await answer.value(within: limit, on: clock) ?? .failure(.unavailable("no answer within \(limit)"))
         work.cancel()
         observe(what, ContinuousClock.now - started, { if case .failure = outcome { true } else { false } }())
         switch outcome {

@@ -21,9 +21,21 @@ extension PostgresStore {
         } catch {
             throw .failed("the TLS settings cannot be used: \(error)")
         }
-        let pool = Task.detached { [client = store.client] in await client.run() }
-        defer { pool.cancel() }
-        return try await store.run("diagnose") { client, logger in
+        // The pool runs as a child task for as long as the questions take.
+        let result = await withTaskGroup(of: Void.self, returning: Result<StoreDiagnosis, StoreError>.self) { group in
+            group.addTask { await store.client.run() }
+            defer { group.cancelAll() }
+            do throws(StoreError) {
+                return .success(try await questions(store))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    private static func questions(_ store: PostgresStore) async throws(StoreError) -> StoreDiagnosis {
+        try await store.run("diagnose") { client, logger in
             var diagnosis = StoreDiagnosis(latestKnown: Migrations.latest)
             let tables = try await client.query(
                 "SELECT to_regclass('rc_relay_schema') IS NOT NULL, to_regclass('rc_relay_leases') IS NOT NULL", logger: logger)

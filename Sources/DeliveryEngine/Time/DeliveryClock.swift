@@ -20,11 +20,13 @@ public struct DeliveryTimer: Sendable, Hashable {
     let id: Int
 }
 
-/// The real clocks: `Date`, `ContinuousClock`, and the shared ``WaitDeadlines`` sweep for callbacks.
+/// The real clocks: `Date`, `ContinuousClock`, and a ``WaitDeadlines`` sweep for callbacks. Copies share the sweep: the
+/// application builds one clock and hands it to every part that waits.
 public struct SystemDeliveryClock: DeliveryClock {
     private static let origin = ContinuousClock.now
+    let deadlines: WaitDeadlines
 
-    public init() {}
+    public init(deadlines: WaitDeadlines = WaitDeadlines()) { self.deadlines = deadlines }
 
     public func now() -> Date { Date() }
 
@@ -33,10 +35,10 @@ public struct SystemDeliveryClock: DeliveryClock {
     public func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> DeliveryTimer {
         let (seconds, attoseconds) = delay.components
         return DeliveryTimer(
-            id: WaitDeadlines.shared.add(.now() + .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000), expire: action))
+            id: deadlines.add(.now() + .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000), expire: action))
     }
 
-    public func cancel(_ timer: DeliveryTimer) { WaitDeadlines.shared.cancel(timer.id) }
+    public func cancel(_ timer: DeliveryTimer) { deadlines.cancel(timer.id) }
 }
 
 /// Time that moves only when a test moves it. Callbacks due run inside ``advance(by:)``, in the order they fall due.

@@ -6,10 +6,10 @@ import NIOPosix
 /// waits whose deadline has passed. A timer per waiter, scheduled and then cancelled on an event loop from another
 /// thread, woke that loop twice per webhook and measured 3.5 % of the relay's CPU; this costs a lock instead. A wait
 /// ends at most one tick late.
-final class WaitDeadlines: Sendable {
-    /// The one every settlement uses.
-    static let shared = WaitDeadlines(tick: .milliseconds(10))
-
+///
+/// A part the application builds once (inside its ``SystemDeliveryClock``) and hands to whoever waits: the engine, the
+/// store, the probes.
+public final class WaitDeadlines: Sendable {
     private struct Entry {
         let deadline: NIODeadline
         let expire: @Sendable () -> Void
@@ -25,7 +25,7 @@ final class WaitDeadlines: Sendable {
     private let tick: TimeAmount
     private let loop: any EventLoop
 
-    init(tick: TimeAmount, loop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next()) {
+    public init(tick: TimeAmount = .milliseconds(10), loop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next()) {
         self.tick = tick
         self.loop = loop
     }

@@ -13,13 +13,17 @@ struct AdminController: Sendable {
     /// The delivery history the admin API reads: this process's, or every replica's on the shared store.
     var log: any DeliveryLog
     /// With a shared store: tells the replica that delivers a project to discard a ping.
-    var replicas: ProjectLeases? = nil
+    let replicas: ProjectLeases?
     /// The newest version relayed per project (catch-up polling's), reset with the marks.
-    var relayed: RelayedVersions? = nil
+    let relayed: RelayedVersions?
 
-    init(configuration: ConfigurationStore, engine: DeliveryEngine, planner: Planner, reloader: Reloader, log: (any DeliveryLog)? = nil) {
+    init(
+        configuration: ConfigurationStore, engine: DeliveryEngine, planner: Planner, reloader: Reloader, log: (any DeliveryLog)? = nil,
+        replicas: ProjectLeases? = nil, relayed: RelayedVersions? = nil
+    ) {
         (self.configuration, self.engine, self.planner, self.reloader) = (configuration, engine, planner, reloader)
         self.log = log ?? engine.history
+        (self.replicas, self.relayed) = (replicas, relayed)
     }
 
     var logger: Logger { RequestInfo.current?.logger ?? Logger(label: "rc-relay") }

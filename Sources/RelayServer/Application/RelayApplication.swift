@@ -42,7 +42,7 @@ public enum RelayApplication {
             store = ConfigurationStore(try await rebuild(settings), source: source)
             shared = try settings.store.map { storeSettings in
                 try PostgresStore(
-                    settings: storeSettings, logger: logger, observe: { metrics.storeStatement($0, duration: $1, failed: $2) })
+                    settings: storeSettings, logger: logger, clock: clock, observe: { metrics.storeStatement($0, duration: $1, failed: $2) })
             }
             engine = DeliveryEngine(
                 settings: engineSettings(settings), spool: try shared?.outbox ?? makeSpool(settings.spoolDirectory), metrics: metrics.factory,
@@ -58,18 +58,17 @@ public enum RelayApplication {
             ProjectLeases(store: $0, configuration: store, engine: engine, planner: planner, metrics: metrics, logger: logger)
         }
         if let replicas { engine.fence(with: replicas) }
-        var probes = Probes(configuration: store, drain: drain, engine: engine, metrics: metrics, cacheFor: settings.readinessCache)
-        probes.replicas = replicas
-        var admin = AdminController(
-            configuration: store, engine: engine, planner: planner, reloader: reloader, log: shared.map { SharedDeliveryLog(store: $0) })
-        admin.replicas = replicas
-        admin.relayed = relayed
+        let probes = Probes(
+            configuration: store, drain: drain, engine: engine, metrics: metrics, cacheFor: settings.readinessCache, replicas: replicas,
+            clock: clock)
+        let admin = AdminController(
+            configuration: store, engine: engine, planner: planner, reloader: reloader, log: shared.map { SharedDeliveryLog(store: $0) },
+            replicas: replicas, relayed: relayed)
         replicas?.whenReset { project in relayed.reset(project, logger: logger) }
         let api = RelayAPI(probes: probes, admin: admin)
-        var controller = WebhookController(
-            configuration: store, engine: engine, planner: planner, relayed: relayed, metrics: metrics,
+        let controller = WebhookController(
+            configuration: store, engine: engine, planner: planner, relayed: relayed, metrics: metrics, replicas: replicas,
             versions: VersionCheck(clock: clock, metrics: metrics))
-        controller.replicas = replicas
         let ingest = IngestRoutes(intake: WebhookIntake(configuration: store, drain: drain, metrics: metrics), controller: controller)
         let server = httpServer(settings)
         let console = ConsoleRoutes(admin: api.admin, probes: api.probes, configuration: store, sessions: ConsoleSessions())
@@ -80,7 +79,8 @@ public enum RelayApplication {
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "rc-relay"),
             // Shut down in reverse: the engine drains while the HTTP client is still up, and while the project leases
             // are still renewed; the leases are released once the engine's hand-overs are in the store, which closes last.
-            services: [shared as (any Service)?, replicas].compactMap { $0 } + [HTTPClientService(client: httpClient), engine]
+            // The store's connections first of all: they close after everything that uses them.
+            services: [shared?.connections as (any Service)?, shared, replicas].compactMap { $0 } + [HTTPClientService(client: httpClient), engine]
                 + poller(settings, store, engine, planner, relayed, clock, metrics, replicas, logger),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? settings.port) },
             logger: logger)

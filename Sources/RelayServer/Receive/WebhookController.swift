@@ -15,7 +15,7 @@ struct WebhookController: Sendable {
     let relayed: RelayedVersions
     let metrics: RelayMetrics
     /// The shared store's outbox and leases, with `store.postgres`; nil: this process alone.
-    var replicas: ProjectLeases? = nil
+    let replicas: ProjectLeases?
     /// Tells a version Remote Config could not have published (relayed, but moving no mark).
     let versions: VersionCheck
 

@@ -26,11 +26,17 @@ struct Probes: Sendable {
     var tokenCheckTimeout: Duration = .seconds(3)
     let tokenChecks: CachedResult<[ReadinessCheck]>
     /// The shared store, with `store.postgres`: reachable and migrated, or not ready.
-    var replicas: ProjectLeases? = nil
+    let replicas: ProjectLeases?
+    /// Bounds the checks' waits (the application's clock, whose deadline sweep every part shares).
+    let clock: any DeliveryClock
 
-    init(configuration: ConfigurationStore, drain: DrainState, engine: DeliveryEngine, metrics: RelayMetrics, cacheFor lifetime: Duration) {
+    init(
+        configuration: ConfigurationStore, drain: DrainState, engine: DeliveryEngine, metrics: RelayMetrics, cacheFor lifetime: Duration,
+        replicas: ProjectLeases?, clock: any DeliveryClock
+    ) {
         (self.configuration, self.drain, self.engine, self.metrics) = (configuration, drain, engine, metrics)
-        self.tokenChecks = CachedResult(lifetime: lifetime)
+        (self.replicas, self.clock) = (replicas, clock)
+        self.tokenChecks = CachedResult(lifetime: lifetime, clock: clock)
     }
 
     /// Every check with its details (the admin API's view): configuration loaded, a token obtainable per project (a
@@ -109,7 +115,7 @@ struct Probes: Sendable {
                 check.settle(.failure(error))
             }
         }
-        switch await check.value(within: tokenCheckTimeout, on: SystemDeliveryClock()) {
+        switch await check.value(within: tokenCheckTimeout, on: clock) {
         case .success(let cached)?: return .init(name: name, ok: true, detail: cached ? "cached" : "obtained")
         case .failure(let error)?: return .init(name: name, ok: false, detail: "no access token: \(error)")
         case nil: return .init(name: name, ok: false, detail: "no access token within \(tokenCheckTimeout)")
@@ -134,7 +140,10 @@ final class CachedResult<Value: Sendable>: Sendable {
     }
     private let state = NIOLockedValueBox(State())
 
-    init(lifetime: Duration) { self.lifetime = lifetime }
+    /// Bounds a waiter's wait.
+    let clock: any DeliveryClock
+
+    init(lifetime: Duration, clock: any DeliveryClock) { (self.lifetime, self.clock) = (lifetime, clock) }
 
     private enum Step {
         case cached(Value)
@@ -156,7 +165,7 @@ final class CachedResult<Value: Sendable>: Sendable {
             return value
         case .join(let settlement):
             // The computation is bounded by its own timeout; this bound only keeps a waiter from hanging forever.
-            if let value = await settlement.value(within: .seconds(60), on: SystemDeliveryClock()) { return value }
+            if let value = await settlement.value(within: .seconds(60), on: clock) { return value }
             return await compute()
         case .compute(let settlement):
             let value = await compute()
