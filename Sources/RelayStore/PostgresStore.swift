@@ -63,13 +63,16 @@ package final class PostgresStore: Service, Sendable {
         }
     }
 
-    /// The connection pool, a service of its own: it runs in the same service group as the store, before it, so a
-    /// graceful stop (which goes in reverse) reaches it only once the store has applied its last changes.
-    package var connections: some Service { client }
-
-    /// Applies the engine's changes until a graceful stop; then applies what is left (the engine stops first and hands
-    /// its deliveries over here). Its ``connections`` must run beside it.
+    /// Runs the connection pool and applies the engine's changes until a graceful stop; then applies what is left
+    /// (the engine stops first and hands its deliveries over here) and closes.
+    ///
+    /// The pool is the one unstructured task left: `PostgresClient.run()` ends at a graceful stop, and ends when
+    /// cancelled, so as a child task, or as a service of the group before the store, it ended at the stop's deadline
+    /// while the store still wrote its last changes (tried on 2026-11-27: `test_a_stop_while_the_database_is_away_still_ends`
+    /// saw the changes refused instead of the leases left to expire). It is cancelled when the store ends.
     package func run() async throws {
+        let pool = Task.detached { [client] in await client.run() }
+        defer { pool.cancel() }
         await withDiscardingTaskGroup { group in
             group.addTask { await self.applyChanges() }
             try? await gracefulShutdown()

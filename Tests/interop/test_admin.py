@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import requests
 
 from conftest import ROOT, SECRET, recorded, signed_headers, start_relay, stop_relay

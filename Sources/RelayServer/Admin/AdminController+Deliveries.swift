@@ -107,12 +107,13 @@ extension AdminController {
             logger.notice("admin discard", metadata: metadata)
             return .here(.init(entry))
         }
-        guard let replicas, !replicas.holds(entry.project) else { throw refusal }
+        let passedOn: Bool
         do {
-            try await replicas.store.requestDiscard(key: key, route: entry.route)
+            passedOn = try await admission.discardElsewhere(project: entry.project, key: key, route: entry.route)
         } catch {
             throw Self.storeUnavailable(error, logger: logger)
         }
+        guard passedOn else { throw refusal }
         logger.notice("admin discard passed to the replica that delivers the project", metadata: metadata)
         return .passedOn(.init(entry))
     }
@@ -121,13 +122,10 @@ extension AdminController {
     /// replica (openapi.yaml, `DELETE /admin/projects/{project}/marks`).
     func resetMarks(_ requested: String) async throws(Refusal) -> Components.Schemas.MarksReset {
         let (project, _) = try pipeline(requested)
-        if let replicas {
-            do {
-                try await replicas.store.resetRelayed(project: project)
-                try await replicas.store.requestReset(project: project)
-            } catch {
-                throw Self.storeUnavailable(error, logger: logger)
-            }
+        do {
+            try await admission.resetMarks(project)
+        } catch {
+            throw Self.storeUnavailable(error, logger: logger)
         }
         engine.resetMarks(project: project)
         relayed?.reset(project, logger: logger)

@@ -12,18 +12,18 @@ struct AdminController: Sendable {
     let reloader: Reloader
     /// The delivery history the admin API reads: this process's, or every replica's on the shared store.
     var log: any DeliveryLog
-    /// With a shared store: tells the replica that delivers a project to discard a ping.
-    let replicas: ProjectLeases?
+    /// Who delivers a project: asked to discard a ping another process delivers, and to reset shared marks.
+    let admission: any Admission
     /// The newest version relayed per project (catch-up polling's), reset with the marks.
     let relayed: RelayedVersions?
 
     init(
         configuration: ConfigurationStore, engine: DeliveryEngine, planner: Planner, reloader: Reloader, log: (any DeliveryLog)? = nil,
-        replicas: ProjectLeases? = nil, relayed: RelayedVersions? = nil
+        admission: any Admission = ProcessAdmission(), relayed: RelayedVersions? = nil
     ) {
         (self.configuration, self.engine, self.planner, self.reloader) = (configuration, engine, planner, reloader)
         self.log = log ?? engine.history
-        (self.replicas, self.relayed) = (replicas, relayed)
+        (self.admission, self.relayed) = (admission, relayed)
     }
 
     var logger: Logger { RequestInfo.current?.logger ?? Logger(label: "rc-relay") }

@@ -58,16 +58,17 @@ public enum RelayApplication {
             ProjectLeases(store: $0, configuration: store, engine: engine, planner: planner, metrics: metrics, logger: logger)
         }
         if let replicas { engine.fence(with: replicas) }
+        let admission: any Admission = replicas ?? ProcessAdmission()
         let probes = Probes(
             configuration: store, drain: drain, engine: engine, metrics: metrics, cacheFor: settings.readinessCache, replicas: replicas,
             clock: clock)
         let admin = AdminController(
             configuration: store, engine: engine, planner: planner, reloader: reloader, log: shared.map { SharedDeliveryLog(store: $0) },
-            replicas: replicas, relayed: relayed)
+            admission: admission, relayed: relayed)
         replicas?.whenReset { project in relayed.reset(project, logger: logger) }
         let api = RelayAPI(probes: probes, admin: admin)
         let controller = WebhookController(
-            configuration: store, engine: engine, planner: planner, relayed: relayed, metrics: metrics, replicas: replicas,
+            configuration: store, engine: engine, planner: planner, relayed: relayed, metrics: metrics, admission: admission,
             versions: VersionCheck(clock: clock, metrics: metrics))
         let ingest = IngestRoutes(intake: WebhookIntake(configuration: store, drain: drain, metrics: metrics), controller: controller)
         let server = httpServer(settings)
@@ -79,9 +80,8 @@ public enum RelayApplication {
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "rc-relay"),
             // Shut down in reverse: the engine drains while the HTTP client is still up, and while the project leases
             // are still renewed; the leases are released once the engine's hand-overs are in the store, which closes last.
-            // The store's connections first of all: they close after everything that uses them.
-            services: [shared?.connections as (any Service)?, shared, replicas].compactMap { $0 } + [HTTPClientService(client: httpClient), engine]
-                + poller(settings, store, engine, planner, relayed, clock, metrics, replicas, logger),
+            services: [shared as (any Service)?, replicas].compactMap { $0 } + [HTTPClientService(client: httpClient), engine]
+                + poller(settings, store, engine, planner, relayed, clock, metrics, admission, logger),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? settings.port) },
             logger: logger)
         var services: [any Service] = [main]
@@ -106,12 +106,12 @@ public enum RelayApplication {
     static func poller(
         _ settings: RelaySettings, _ store: ConfigurationStore, _ engine: DeliveryEngine, _ planner: Planner, _ relayed: RelayedVersions,
         _ clock: any DeliveryClock,
-        _ metrics: RelayMetrics, _ replicas: ProjectLeases?, _ logger: Logger
+        _ metrics: RelayMetrics, _ admission: any Admission, _ logger: Logger
     ) -> [any Service] {
         guard let poll = settings.poll else { return [] }
         let poller = CatchUpPoller(
             settings: .init(interval: poll.interval, grace: poll.grace), configuration: store, engine: engine, planner: planner, relayed: relayed,
-            clock: clock, metrics: metrics, replicas: replicas, logger: logger)
+            clock: clock, metrics: metrics, admission: admission, logger: logger)
         return [poller]
     }
 

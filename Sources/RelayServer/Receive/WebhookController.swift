@@ -14,8 +14,8 @@ struct WebhookController: Sendable {
     /// Told each version delivered or spooled, so catch-up polling does not relay it again.
     let relayed: RelayedVersions
     let metrics: RelayMetrics
-    /// The shared store's outbox and leases, with `store.postgres`; nil: this process alone.
-    let replicas: ProjectLeases?
+    /// Where the event is kept and who delivers its project (this process alone, or the replicas sharing PostgreSQL).
+    let admission: any Admission
     /// Tells a version Remote Config could not have published (relayed, but moving no mark).
     let versions: VersionCheck
 
@@ -71,26 +71,21 @@ struct WebhookController: Sendable {
             id: eventID, format: event.format.rawValue, project: project, versionNumber: event.version.versionNumber,
             updateType: event.version.updateType)
         let source = event.format.rawValue
-        var committed = false
-        if let replicas {
-            // Committed before anything else: from here on any replica delivers it, and a 202 means it is kept.
-            let admission = try await replicas.admit(record, window: configuration.settings.dedupWindow, logger: logger)
-            let delivers = replicas.holds(project)
-            switch admission {
-            case .admitted where delivers, .pending where delivers:
-                // This replica delivers the project's events: deliver (or join) here, and answer with the outcome.
-                committed = true
-            case .admitted, .pending:
-                if !outlier { relayed.note(project, record.version.versionNumber, logger: logger) }
-                logger.info("event in the outbox; the replica holding the project's lease delivers it")
-                metrics.webhook(source: source, outcome: "in-progress")
-                return .inProgress(IngestAnswer.inProgress(requestID: requestID, event: summary))
-            case .settled(let reports):
-                return try settled(
-                    reports, duplicate: true, source: source, requestID: requestID, summary: summary, marks: !outlier, logger: logger)
-            case .conflict(let key):
-                throw conflict(key, logger: logger)
-            }
+        let committed: Bool
+        switch try await admission.admit(record, window: configuration.settings.dedupWindow, logger: logger) {
+        case .deliverHere(let kept):
+            // This process delivers the project's events: deliver (or join) here, and answer with the outcome.
+            committed = kept
+        case .elsewhere:
+            if !outlier { relayed.note(project, record.version.versionNumber, logger: logger) }
+            logger.info("event in the outbox; the replica holding the project's lease delivers it")
+            metrics.webhook(source: source, outcome: "in-progress")
+            return .inProgress(IngestAnswer.inProgress(requestID: requestID, event: summary))
+        case .settled(let reports):
+            return try settled(
+                reports, duplicate: true, source: source, requestID: requestID, summary: summary, marks: !outlier, logger: logger)
+        case .conflict(let key):
+            throw conflict(key, logger: logger)
         }
         let started = ContinuousClock.now
         let plan = await planner.plan(

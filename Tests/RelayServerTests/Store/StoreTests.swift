@@ -26,8 +26,7 @@ import Testing
         let stores = try (0..<count).map { index in
             try PostgresStore(settings: cluster.settings(statementTimeout: statementTimeout), logger: Self.logger, holder: "replica-\(index)")
         }
-        // Each store's connections before it: a graceful stop, in reverse, reaches them after the store.
-        let group = ServiceGroup(services: stores.flatMap { [$0.connections as any Service, $0] }, logger: Self.logger)
+        let group = ServiceGroup(services: stores, logger: Self.logger)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
             defer { tasks.cancelAll() }

@@ -32,17 +32,17 @@ final class CatchUpPoller: Service {
     private let sightings = NIOLockedValueBox<[String: (version: Int64, at: Date)]>([:])
     /// Settled to poll before the interval is over (a lease taken over, a stop); replaced after each wait.
     private let nudge = NIOLockedValueBox(Settlement<Bool>())
-    /// With a shared store: only the replica holding a project's lease polls it, and what it relays goes through the
-    /// outbox like a webhook's event.
-    let replicas: ProjectLeases?
+    /// Who polls a project (with a shared store, the replica holding its lease), and where what it relays is kept
+    /// (the outbox, like a webhook's event).
+    let admission: any Admission
 
     init(
         settings: Settings, configuration: ConfigurationStore, engine: DeliveryEngine, planner: Planner, relayed: RelayedVersions,
-        clock: any DeliveryClock, metrics: RelayMetrics, replicas: ProjectLeases? = nil, logger: Logger
+        clock: any DeliveryClock, metrics: RelayMetrics, admission: any Admission = ProcessAdmission(), logger: Logger
     ) {
         (self.settings, self.configuration, self.engine, self.planner, self.relayed, self.clock, self.metrics) =
             (settings, configuration, engine, planner, relayed, clock, metrics)
-        self.replicas = replicas
+        self.admission = admission
         var logger = logger
         logger[metadataKey: "source"] = "poll"
         self.logger = logger
@@ -52,7 +52,7 @@ final class CatchUpPoller: Service {
         let stopped = NIOLockedValueBox(false)
         // A replica that takes a project's lease over polls at once: the holder before it may have died between a
         // publish and its next poll.
-        replicas?.whenTaken { [weak self] _ in self?.pollSoon() }
+        admission.whenTaken { [weak self] _ in self?.pollSoon() }
         await withGracefulShutdownHandler {
             repeat {
                 // A stop cancels a poll under way: its Remote Config call and any wait to retry end at once.
@@ -76,10 +76,10 @@ final class CatchUpPoller: Service {
     func pollOnce() async {
         let current = configuration.current
         for id in current.projects.ids {
-            guard !Task.isCancelled, let pipeline = current.projects[id], replicas?.holds(id) ?? true else { continue }
+            guard !Task.isCancelled, let pipeline = current.projects[id], let claim = admission.pollClaim(id) else { continue }
             var logger = logger
             logger[metadataKey: "project"] = "\(id)"
-            metrics.poll(outcome: await poll(id, pipeline, settings: current.settings, logger: logger).rawValue)
+            metrics.poll(outcome: await poll(id, pipeline, claim: claim, settings: current.settings, logger: logger).rawValue)
         }
     }
 
@@ -89,24 +89,21 @@ final class CatchUpPoller: Service {
         case pending
     }
 
-    private func poll(_ project: String, _ pipeline: ProjectDirectory.Pipeline, settings current: RelaySettings, logger: Logger) async -> Outcome {
+    private func poll(
+        _ project: String, _ pipeline: ProjectDirectory.Pipeline, claim: PollClaim, settings current: RelaySettings, logger: Logger
+    ) async -> Outcome {
         let calls = RemoteConfigCalls(client: pipeline.remoteConfig, policy: current.retryPolicy, clock: clock, metrics: metrics)
         var known = relayed.newest(project)
-        // With a shared store, the poll is decided under the lease's epoch, from the newest version any replica relayed:
-        // a replica that just took the lease over starts where the previous holder left off.
-        var epoch: Int64?
-        if let replicas {
-            guard let held = replicas.epoch(project) else { return .current }
-            epoch = held
-            do {
-                if let shared = try await replicas.relayed(project) {
-                    relayed.note(project, shared)
-                    known = max(known ?? shared, shared)
-                }
-            } catch {
-                logger.warning("poll failed: the shared store did not say which version was relayed last; the next poll tries again")
-                return .failed
+        // The poll is decided under its claim (with a shared store, the lease's epoch), from the newest version anyone
+        // relayed: a replica that just took the lease over starts where the previous holder left off.
+        do {
+            if let shared = try await admission.relayed(project) {
+                relayed.note(project, shared)
+                known = max(known ?? shared, shared)
             }
+        } catch {
+            logger.warning("poll failed: the shared store did not say which version was relayed last; the next poll tries again")
+            return .failed
         }
         let versions: [TemplateVersion]
         let listedNothing: Bool
@@ -119,14 +116,14 @@ final class CatchUpPoller: Service {
         guard let newest = versions.max(by: { $0.versionNumber < $1.versionNumber }) else {
             if known == nil, listedNothing {  // nothing published yet: the first publish is news
                 relayed.note(project, 0)
-                await replicas?.noteRelayed(project, 0)
+                await admission.noteRelayed(project, 0)
             }
             return .current
         }
         guard let known else {
             // Nothing relayed on record: adopt the current version without a ping (no ping storm on every start).
             relayed.note(project, newest.versionNumber)
-            await replicas?.noteRelayed(project, newest.versionNumber)
+            await admission.noteRelayed(project, newest.versionNumber)
             logger.info("poll: adopted the current version without a ping", metadata: ["version": "\(newest.versionNumber)"])
             return .current
         }
@@ -141,7 +138,7 @@ final class CatchUpPoller: Service {
         logger.notice(
             "poll: relaying a version no webhook announced",
             metadata: ["missed": "\(versions.count)", "last_relayed": "\(known)"])
-        return await relay(newest, since: known, project: project, epoch: epoch, pipeline: pipeline, settings: current, logger: logger)
+        return await relay(newest, since: known, project: project, claim: claim, pipeline: pipeline, settings: current, logger: logger)
     }
 
     /// The versions newer than `known`, newest first, from as many pages as it takes (bounded, and never a page
@@ -183,32 +180,29 @@ final class CatchUpPoller: Service {
 
     /// Delivers `version` as a `poll` event; true once it is delivered or safely spooled (then it counts as relayed).
     private func relay(
-        _ version: TemplateVersion, since known: Int64, project: String, epoch: Int64?, pipeline: ProjectDirectory.Pipeline,
+        _ version: TemplateVersion, since known: Int64, project: String, claim: PollClaim, pipeline: ProjectDirectory.Pipeline,
         settings: RelaySettings, logger: Logger
     ) async -> Outcome {
         let record = SpoolRecord(
             keys: ["\(project)/version/\(version.versionNumber)"], project: project, eventID: nil, format: "poll", version: version,
             receivedAt: clock.now())
-        if let replicas, let epoch {
-            // Fenced: a poll that outlived this replica's lease (paused, or slow retries) admits nothing.
-            switch await replicas.admitPolled(record, epoch: epoch, window: settings.dedupWindow, logger: logger) {
-            case .admitted?: break  // this replica holds the lease: it delivers below
-            case .pending?:
-                // A webhook's event for the version waits in the outbox, with what of it was sent already: the outbox's
-                // delivery sends the rest (a poll event of its own would send it all again).
-                logger.info("poll: the version waits in the outbox already; delivering it from there")
-                replicas.requestSweep(project)
-                return .pending
-            case .settled?:
-                logger.info("poll: a webhook had announced the version already")
-                relayed.note(project, version.versionNumber)
-                return .relayed
-            case .conflict?, nil:
-                return .pending
-            }
+        // Fenced: a poll that outlived its claim (paused, or slow retries) admits nothing.
+        switch await admission.admitPolled(record, claim: claim, window: settings.dedupWindow, logger: logger) {
+        case .deliverHere: break  // this process delivers it, below
+        case .waitingInOutbox:
+            // A webhook's event for the version waits in the outbox, with what of it was sent already: the outbox's
+            // delivery sends the rest (a poll event of its own would send it all again).
+            logger.info("poll: the version waits in the outbox already; delivering it from there")
+            return .pending
+        case .settled:
+            logger.info("poll: a webhook had announced the version already")
+            relayed.note(project, version.versionNumber)
+            return .relayed
+        case .leave:
+            return .pending
         }
         let plan = await planner.plan(version, since: known, project: project, pipeline: pipeline, settings: settings, logger: logger)
-        switch await engine.deliver(record, plan: plan, origin: .poll, wait: settings.answerWithin, onDisk: replicas != nil, logger: logger) {
+        switch await engine.deliver(record, plan: plan, origin: .poll, wait: settings.answerWithin, onDisk: admission.keepsAdmitted, logger: logger) {
         case .settled(let reports, let duplicate):
             guard !reports.contains(where: \.unfinished) else {
                 logger.warning("poll: the version's pings ran out of retries; the next poll tries again")

@@ -143,7 +143,7 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
 
     /// Commits the event to the outbox (or finds it there); a store that does not answer is a `503`, with nothing
     /// acknowledged.
-    func admit(_ record: SpoolRecord, window: Duration, logger: Logger) async throws(Refusal) -> PostgresStore.Admission {
+    func admitToOutbox(_ record: SpoolRecord, window: Duration, logger: Logger) async throws(Refusal) -> PostgresStore.Admission {
         do {
             let admission = try await store.admit(record, window: window, notify: !holds(record.project))
             contact()
