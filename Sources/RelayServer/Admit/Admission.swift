@@ -24,8 +24,8 @@ protocol Admission: Sendable {
     /// A version a poll found, under the claim the poll started with.
     func admitPolled(_ record: SpoolRecord, claim: PollClaim, window: Duration, logger: Logger) async -> PolledAdmission
 
-    /// Calls `body` with each project this process starts delivering (a lease taken over).
-    func whenTaken(_ body: @escaping @Sendable (String) -> Void)
+    /// Each project this process starts delivering (a lease taken over); one reader (catch-up polling).
+    var takeovers: AsyncStream<String> { get }
 
     /// Asks the process that delivers the event's project to discard a dead ping; false when no other process does.
     func discardElsewhere(project: String, key: String, route: String) async throws(StoreError) -> Bool
@@ -71,7 +71,8 @@ struct ProcessAdmission: Admission {
     func relayed(_ project: String) async throws(StoreError) -> Int64? { nil }
     func noteRelayed(_ project: String, _ version: Int64) async {}
     func admitPolled(_ record: SpoolRecord, claim: PollClaim, window: Duration, logger: Logger) async -> PolledAdmission { .deliverHere }
-    func whenTaken(_ body: @escaping @Sendable (String) -> Void) {}
+    /// This process delivers every project from the start: it takes nothing over.
+    var takeovers: AsyncStream<String> { AsyncStream { $0.finish() } }
     func discardElsewhere(project: String, key: String, route: String) async throws(StoreError) -> Bool { false }
     func resetMarks(_ project: String) async throws(StoreError) {}
 }

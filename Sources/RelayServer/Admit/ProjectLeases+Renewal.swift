@@ -77,10 +77,7 @@ extension ProjectLeases {
                 "project lease taken: this replica delivers its events",
                 metadata: ["project": "\(project)", "epoch": "\(held[Self.leaseName(project)] ?? 0)"])
         }
-        if !taken.isEmpty {
-            let told = onTaken.withLockedValue { $0 }
-            for project in taken { told(project) }
-        }
+        for project in taken { tookOver.yield(project) }
         for project in projects where held[Self.leaseName(project)] != nil { requestSweep(project) }
         standDownWhereLapsed()
         let now = ContinuousClock.now

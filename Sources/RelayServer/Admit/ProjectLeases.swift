@@ -56,10 +56,11 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
     }
 
     let state = NIOLockedValueBox(State())
-    /// Told of each project whose lease this replica takes (catch-up polling polls it at once).
-    let onTaken = NIOLockedValueBox<@Sendable (String) -> Void>({ _ in })
-    /// Told of each project whose marks an operator reset through any replica.
-    let onReset = NIOLockedValueBox<@Sendable (String) -> Void>({ _ in })
+    /// Each project whose lease this replica takes (catch-up polling polls it at once).
+    let takeovers: AsyncStream<String>
+    let tookOver: AsyncStream<String>.Continuation
+    /// The newest version relayed per project here, forgotten when an operator resets a project's marks anywhere.
+    let relayed: RelayedVersions
     let wake: AsyncStream<Void>.Continuation
     /// Sweep requests (ProjectLeases+Outbox.swift).
     let wakes: AsyncStream<Void>
@@ -69,10 +70,13 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
     let fencing: Bool
 
     init(
-        store: PostgresStore, configuration: ConfigurationStore, engine: DeliveryEngine, planner: Planner, metrics: RelayMetrics, logger: Logger,
+        store: PostgresStore, configuration: ConfigurationStore, engine: DeliveryEngine, planner: Planner, relayed: RelayedVersions,
+        metrics: RelayMetrics, logger: Logger,
         fencing: Bool = ProcessInfo.processInfo.environment["RC_RELAY_TESTING_DISABLE_FENCING"] != "1"
     ) {
         (self.store, self.configuration, self.engine, self.planner, self.metrics) = (store, configuration, engine, planner, metrics)
+        self.relayed = relayed
+        (takeovers, tookOver) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(100))
         self.fencing = fencing
         var logger = logger
         logger[metadataKey: "source"] = "store"
@@ -82,11 +86,6 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
 
     var lease: Duration { store.settings.lease }
 
-    /// Calls `body` with each project whose lease this replica takes from now on.
-    func whenTaken(_ body: @escaping @Sendable (String) -> Void) { onTaken.withLockedValue { $0 = body } }
-
-    /// Calls `body` with each project whose marks an operator reset (through any replica).
-    func whenReset(_ body: @escaping @Sendable (String) -> Void) { onReset.withLockedValue { $0 = body } }
 
     /// Whether this replica delivers the project's events now.
     func holds(_ project: String) -> Bool {
@@ -218,7 +217,7 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
     /// An operator's reset of the project's marks, asked through any replica: this one forgets them too.
     func resetApplied(_ project: String) {
         engine.resetMarks(project: project)
-        onReset.withLockedValue { $0 }(project)
+        relayed.reset(project, logger: logger)
         logger.notice("admin reset of the project's version marks applied", metadata: ["project": "\(project)"])
     }
 

@@ -55,7 +55,7 @@ public enum RelayApplication {
         let drain = DrainState()
         let reloader = Reloader(configuration: store, reader: reader, rebuild: rebuild)
         let replicas = shared.map {
-            ProjectLeases(store: $0, configuration: store, engine: engine, planner: planner, metrics: metrics, logger: logger)
+            ProjectLeases(store: $0, configuration: store, engine: engine, planner: planner, relayed: relayed, metrics: metrics, logger: logger)
         }
         if let replicas { engine.fence(with: replicas) }
         let admission: any Admission = replicas ?? ProcessAdmission()
@@ -65,7 +65,6 @@ public enum RelayApplication {
         let admin = AdminController(
             configuration: store, engine: engine, planner: planner, reloader: reloader, log: shared.map { SharedDeliveryLog(store: $0) },
             admission: admission, relayed: relayed)
-        replicas?.whenReset { project in relayed.reset(project, logger: logger) }
         let api = RelayAPI(probes: probes, admin: admin)
         let controller = WebhookController(
             configuration: store, engine: engine, planner: planner, relayed: relayed, metrics: metrics, admission: admission,

@@ -50,21 +50,26 @@ final class CatchUpPoller: Service {
 
     func run() async throws {
         let stopped = NIOLockedValueBox(false)
-        // A replica that takes a project's lease over polls at once: the holder before it may have died between a
-        // publish and its next poll.
-        admission.whenTaken { [weak self] _ in self?.pollSoon() }
-        await withGracefulShutdownHandler {
-            repeat {
-                // A stop cancels a poll under way: its Remote Config call and any wait to retry end at once.
-                await cancelWhenGracefulShutdown { await self.pollOnce() }
-                relayed.persist(logger: logger)
-                let wake = nudge.withLockedValue { $0 }
-                _ = await wake.value(within: settings.interval, on: clock)
-                nudge.withLockedValue { if $0 === wake { $0 = Settlement() } }
-            } while !stopped.withLockedValue({ $0 })
-        } onGracefulShutdown: {
-            stopped.withLockedValue { $0 = true }
-            self.pollSoon()
+        await withDiscardingTaskGroup { group in
+            // A replica that takes a project's lease over polls at once: the holder before it may have died between a
+            // publish and its next poll.
+            group.addTask { [admission] in
+                for await _ in admission.takeovers { self.pollSoon() }
+            }
+            await withGracefulShutdownHandler {
+                repeat {
+                    // A stop cancels a poll under way: its Remote Config call and any wait to retry end at once.
+                    await cancelWhenGracefulShutdown { await self.pollOnce() }
+                    relayed.persist(logger: logger)
+                    let wake = nudge.withLockedValue { $0 }
+                    _ = await wake.value(within: settings.interval, on: clock)
+                    nudge.withLockedValue { if $0 === wake { $0 = Settlement() } }
+                } while !stopped.withLockedValue({ $0 })
+            } onGracefulShutdown: {
+                stopped.withLockedValue { $0 = true }
+                self.pollSoon()
+            }
+            group.cancelAll()
         }
         relayed.persist(logger: logger)
     }
