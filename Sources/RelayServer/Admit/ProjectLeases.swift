@@ -86,7 +86,6 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
 
     var lease: Duration { store.settings.lease }
 
-
     /// Whether this replica delivers the project's events now.
     func holds(_ project: String) -> Bool {
         let now = ContinuousClock.now
