@@ -66,10 +66,10 @@ public enum FCMEmulatorServer {
             // `?scopes=a,b` as Cloud Run's metadata server takes it; without, the default cloud-platform scope.
             let asked = request.uri.queryParameters["scopes"].map { $0.split(separator: ",").map(String.init) } ?? []
             let scopes = asked.isEmpty ? ["https://www.googleapis.com/auth/cloud-platform"] : Set(asked)
-            guard let (token, lifetime, granted) = await state.issueToken(project: state.metadataProject, scopes: scopes) else {
+            guard let (token, lifetime) = await state.issueToken(project: state.metadataProject, scopes: scopes) else {
                 return GoogleErrors.oauth("invalid_scope", "None of the scopes asked for is among this instance's access scopes.")
             }
-            return GoogleErrors.json(TokenEndpoint.answer(token: token, lifetime: lifetime, scopes: granted))
+            return GoogleErrors.json(TokenEndpoint.answer(token: token, lifetime: lifetime))
         }
         // The instance's access scopes, one a line (every scope when the emulator was not told to limit them).
         router.get("/computeMetadata/v1/instance/service-accounts/default/scopes") { request, _ in

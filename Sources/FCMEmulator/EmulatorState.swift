@@ -164,25 +164,19 @@ public actor EmulatorState {
     func noteRemoteConfigRequest() { stats.remoteConfigRequests += 1 }
 
     /// Issues a token with the scopes asked for that the emulator grants (``grantableScopes``); nil when none is.
-    func issueToken(project: String, scopes asked: Set<String>) -> (token: String, lifetime: Int, scopes: Set<String>)? {
+    func issueToken(project: String, scopes asked: Set<String>) -> (token: String, lifetime: Int)? {
         let scopes = grantableScopes.map { asked.intersection($0) } ?? asked
         guard !scopes.isEmpty else { return nil }
         let token = "ya29.emulator-" + UUID().uuidString.lowercased()
         tokens[token] = (project, scopes, Date().addingTimeInterval(Double(tokenLifetime)))
         stats.tokensIssued += 1
-        return (token, tokenLifetime, scopes)
+        return (token, tokenLifetime)
     }
 
-    /// The project and scopes of a live token, or nil if unknown or expired.
-    func token(_ token: String) -> (project: String, scopes: Set<String>)? {
+    /// A live token's project, scopes and expiry, or nil if unknown or expired.
+    func token(_ token: String) -> (project: String, scopes: Set<String>, expiresAt: Date)? {
         guard let entry = tokens[token], entry.expiresAt > Date() else { return nil }
-        return (entry.project, entry.scopes)
-    }
-
-    /// A live token's scopes and expiry, for `GET /tokeninfo`.
-    func tokenInfo(_ token: String) -> (scopes: Set<String>, expiresAt: Date)? {
-        guard let entry = tokens[token], entry.expiresAt > Date() else { return nil }
-        return (entry.scopes, entry.expiresAt)
+        return entry
     }
 
     /// Makes every issued token stale at once, as if they had all expired.

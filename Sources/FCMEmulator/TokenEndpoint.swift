@@ -32,23 +32,23 @@ struct TokenEndpoint {
         case .failure(let reason):
             return GoogleErrors.oauth("invalid_grant", reason.reason)
         case .success(let (project, scopes)):
-            guard let (token, lifetime, granted) = await state.issueToken(project: project, scopes: scopes) else {
+            guard let (token, lifetime) = await state.issueToken(project: project, scopes: scopes) else {
                 return GoogleErrors.oauth("invalid_scope", "Invalid OAuth scope or ID token audience provided.")
             }
-            return GoogleErrors.json(Self.answer(token: token, lifetime: lifetime, scopes: granted))
+            return GoogleErrors.json(Self.answer(token: token, lifetime: lifetime))
         }
     }
 
     struct Refusal: Error { var reason: String }
 
     /// Google's token answer: it does not say which scopes were granted (`GET /tokeninfo` does).
-    static func answer(token: String, lifetime: Int, scopes: Set<String>) -> [String: Any] {
+    static func answer(token: String, lifetime: Int) -> [String: Any] {
         ["access_token": token, "expires_in": lifetime, "token_type": "Bearer"]
     }
 
     /// `GET /tokeninfo?access_token=…`, as Google's OAuth endpoint answers it: the token's scopes and how long it lives.
     func info(_ request: Request) async -> Response {
-        guard let value = request.uri.queryParameters["access_token"].map(String.init), let token = await state.tokenInfo(value) else {
+        guard let value = request.uri.queryParameters["access_token"].map(String.init), let token = await state.token(value) else {
             return GoogleErrors.oauth("invalid_token", "Invalid Value")
         }
         return GoogleErrors.json([

@@ -6,13 +6,10 @@ public struct AccessToken: Sendable, Equatable {
     public var expiresAt: Date
     /// The scopes granted, when the answer says (`scope`); `rc-relay doctor` shows them.
     public var scopes: [String]?
-    /// The token endpoint's clock (its `Date` header), for `rc-relay doctor`'s check of the host's clock.
-    public var serverDate: Date?
-    public init(value: String, expiresAt: Date, scopes: [String]? = nil, serverDate: Date? = nil) {
+    public init(value: String, expiresAt: Date, scopes: [String]? = nil) {
         self.value = value
         self.expiresAt = expiresAt
         self.scopes = scopes
-        self.serverDate = serverDate
     }
 }
 

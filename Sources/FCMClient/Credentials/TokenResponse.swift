@@ -24,11 +24,9 @@ enum TokenResponse {
     {
         let status: Int
         let body: ByteBuffer
-        let date: String?
         do {
             let response = try await httpClient.execute(request, timeout: timeout)
             status = Int(response.status.code)
-            date = response.headers.first(name: "Date")
             body = try await response.body.collect(upTo: 64 * 1024)
         } catch {
             throw .transport("\(error)")
@@ -47,7 +45,7 @@ enum TokenResponse {
         let lifetime = min(token.expires_in, maximumLifetime)
         return AccessToken(
             value: token.access_token, expiresAt: Date(timeIntervalSince1970: Double(issuedAt) + Double(lifetime)),
-            scopes: token.scope.map { $0.split(separator: " ").map(String.init) }, serverDate: date.flatMap(HTTPDate.parse))
+            scopes: token.scope.map { $0.split(separator: " ").map(String.init) })
     }
 }
 

@@ -94,65 +94,50 @@ struct JSONParser {
         index += utf8.count
     }
 
-    private mutating func nested<T>(_ body: (inout JSONParser) throws(Failure) -> T) throws(Failure) -> T {
+    /// Reads `[`…`]` or `{`…`}`: elements (each read by `element`) separated by commas, up to `closer`, nested at most
+    /// ``maximumDepth`` deep.
+    private mutating func elements<T>(
+        closer: Character, _ element: (inout JSONParser) throws(Failure) -> T
+    ) throws(Failure) -> [T] {
         depth += 1
         guard depth <= Self.maximumDepth else { throw Failure(offset: index) }
         defer { depth -= 1 }
-        return try body(&self)
+        index += 1
+        var found: [T] = []
+        skipSpace()
+        if index < bytes.count, bytes[index] == closer.asciiValue {
+            index += 1
+            return found
+        }
+        while true {
+            found.append(try element(&self))
+            skipSpace()
+            guard index < bytes.count else { throw Failure(offset: index) }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+                continue
+            }
+            guard bytes[index] == closer.asciiValue else { throw Failure(offset: index) }
+            index += 1
+            return found
+        }
     }
 
     private mutating func object() throws(Failure) -> JSONValue {
-        try nested { (p: inout JSONParser) throws(Failure) -> JSONValue in
-            p.index += 1
-            var members: [(key: String, value: JSONValue)] = []
-            p.skipSpace()
-            if p.index < p.bytes.count, p.bytes[p.index] == UInt8(ascii: "}") {
-                p.index += 1
-                return .object(members)
-            }
-            while true {
+        .object(
+            try elements(closer: "}") { (p: inout JSONParser) throws(Failure) -> (key: String, value: JSONValue) in
                 p.skipSpace()
                 guard p.index < p.bytes.count, p.bytes[p.index] == UInt8(ascii: "\"") else { throw Failure(offset: p.index) }
                 let key = try p.string()
                 p.skipSpace()
                 guard p.index < p.bytes.count, p.bytes[p.index] == UInt8(ascii: ":") else { throw Failure(offset: p.index) }
                 p.index += 1
-                members.append((key, try p.value()))
-                p.skipSpace()
-                guard p.index < p.bytes.count else { throw Failure(offset: p.index) }
-                if p.bytes[p.index] == UInt8(ascii: ",") {
-                    p.index += 1
-                    continue
-                }
-                guard p.bytes[p.index] == UInt8(ascii: "}") else { throw Failure(offset: p.index) }
-                p.index += 1
-                return .object(members)
-            }
-        }
+                return (key, try p.value())
+            })
     }
 
     private mutating func array() throws(Failure) -> JSONValue {
-        try nested { (p: inout JSONParser) throws(Failure) -> JSONValue in
-            p.index += 1
-            var items: [JSONValue] = []
-            p.skipSpace()
-            if p.index < p.bytes.count, p.bytes[p.index] == UInt8(ascii: "]") {
-                p.index += 1
-                return .array(items)
-            }
-            while true {
-                items.append(try p.value())
-                p.skipSpace()
-                guard p.index < p.bytes.count else { throw Failure(offset: p.index) }
-                if p.bytes[p.index] == UInt8(ascii: ",") {
-                    p.index += 1
-                    continue
-                }
-                guard p.bytes[p.index] == UInt8(ascii: "]") else { throw Failure(offset: p.index) }
-                p.index += 1
-                return .array(items)
-            }
-        }
+        .array(try elements(closer: "]") { (p: inout JSONParser) throws(Failure) -> JSONValue in try p.value() })
     }
 
     private mutating func string() throws(Failure) -> String {

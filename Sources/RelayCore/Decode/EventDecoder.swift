@@ -142,6 +142,8 @@ public enum EventDecoder {
             return try JSONDecoder().decode(T.self, from: body)
         } catch let error as DecodingError {
             throw map(error, prefix: dataPrefix)
+        } catch let error as DecodeError {
+            throw error  // a field given under both its names (ProtoJSON)
         } catch {
             throw .malformedJSON("\(error)")
         }
@@ -155,8 +157,6 @@ public enum EventDecoder {
             return .malformedJSON("'\(path.joined(separator: "."))' is missing")
         case .dataCorrupted(let context) where context.codingPath.isEmpty:
             return .malformedJSON("not valid JSON")
-        case .dataCorrupted(let context) where context.debugDescription.contains("given twice"):
-            return .fieldGivenTwice(context.debugDescription)
         case .dataCorrupted(let context):
             let path = context.codingPath.map(\.stringValue).joined(separator: ".")
             let int64s = ["versionNumber", "version_number", "rollbackSource", "rollback_source"]

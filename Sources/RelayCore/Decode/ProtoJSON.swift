@@ -23,9 +23,7 @@ enum ProtoJSON {
                 guard let field = names[key.stringValue] else { continue }
                 if let other = found[field] {
                     let names = [other.stringValue, key.stringValue].sorted()
-                    throw DecodingError.dataCorruptedError(
-                        forKey: key, in: container,
-                        debugDescription: "'\(field.rawValue)' is given twice, as '\(names[0])' and '\(names[1])'")
+                    throw DecodeError.fieldGivenTwice("'\(field.rawValue)' is given twice, as '\(names[0])' and '\(names[1])'")
                 }
                 found[field] = key
             }
@@ -85,6 +83,8 @@ enum ProtoJSON {
         }
         let offsetMinutes: Int
         if index + 1 == b.count, b[index] | 0x20 == UInt8(ascii: "z") {
+            // Already UTC as written (what Eventarc and Remote Config send): nothing to compute.
+            if b[index] == UInt8(ascii: "Z"), b[10] == UInt8(ascii: "T") { return text }
             offsetMinutes = 0
         } else if index + 6 == b.count, b[index] == UInt8(ascii: "+") || b[index] == UInt8(ascii: "-"),
             let hours = digits(index + 1, 2), b[index + 3] == UInt8(ascii: ":"), let minutes = digits(index + 4, 2), hours < 24, minutes < 60

@@ -129,6 +129,8 @@ struct AdminBodyRoutes: Sendable {
             }
             let field = path.map(\.stringValue).joined(separator: ".")
             throw Refusal(kind: .invalidRequest, detail: "the body does not match the schema at \(field.isEmpty ? "its top level" : field)")
+        } catch let error as DecodeError {
+            throw Refusal(kind: .invalidRequest, detail: "\(error)")  // a field given under both its names
         } catch {
             throw Refusal(kind: .invalidRequest, detail: "the body could not be read")
         }

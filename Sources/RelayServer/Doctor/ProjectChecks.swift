@@ -76,9 +76,8 @@ struct ProjectChecks {
         var exchange: (any TokenExchange)?
         /// Where a plain request shows Google's clock (the token endpoint, or the metadata server).
         var clockURL: String?
-        /// Where the token's scopes can be read when its answer does not name them: Google's `tokeninfo` beside the
-        /// token endpoint, or the metadata server's list of the instance's scopes.
-        var scopesURL: String?
+        /// Where the token's scopes can be read when its answer does not name them.
+        var scopesFrom: ScopesSource?
         var result: DoctorCheck.Result
         var detail: String
         var fix: String?
@@ -97,7 +96,9 @@ struct ProjectChecks {
             let configured = project.id ?? key.projectID
             var identity = Identity(
                 project: configured, email: key.clientEmail, exchange: exchange, clockURL: key.tokenURI,
-                scopesURL: URL(string: key.tokenURI).flatMap { URL(string: "/tokeninfo", relativeTo: $0)?.absoluteString }, result: .ok,
+                scopesFrom: URL(string: key.tokenURI).flatMap { URL(string: "/tokeninfo", relativeTo: $0)?.absoluteString }.map(
+                    ScopesSource.tokenInfo),
+                result: .ok,
                 detail: "key file \(path): \(key.clientEmail), project_id \(key.projectID ?? "(none)")")
             if let problem {
                 (identity.result, identity.fix) = (.fail, "download a new key in the Firebase console")
@@ -113,7 +114,7 @@ struct ProjectChecks {
             let metadata = MetadataServerExchange(baseURL: baseURL, httpClient: httpClient, timeout: settings.fcmTimeout)
             var identity = Identity(
                 project: project.id, exchange: metadata, clockURL: "\(baseURL)/computeMetadata/v1/",
-                scopesURL: "\(baseURL)/computeMetadata/v1/instance/service-accounts/default/scopes", result: .ok,
+                scopesFrom: .metadataServer("\(baseURL)/computeMetadata/v1/instance/service-accounts/default/scopes"), result: .ok,
                 detail: "the metadata server at \(baseURL)")
             do {
                 let reported = try await metadata.projectID()
@@ -166,7 +167,7 @@ struct ProjectChecks {
     func scopes(_ token: AccessToken, identity: Identity) async -> (DoctorCheck.Result, String, String?) {
         let lifetime = Int(token.expiresAt.timeIntervalSinceNow.rounded())
         var known = token.scopes
-        if known == nil, let url = identity.scopesURL { known = await grantedScopes(token, at: url) }
+        if known == nil, let source = identity.scopesFrom { known = await grantedScopes(token, from: source) }
         guard let scopes = known else { return (.ok, "issued, valid for \(lifetime) s (its scopes could not be read)", nil) }
         let granted = Set(scopes)
         var missing: [String] = []
@@ -185,23 +186,30 @@ struct ProjectChecks {
         return (.ok, detail, nil)
     }
 
-    /// `GET tokeninfo?access_token=…` (`{"scope": "a b"}`) or the metadata server's scope list (one a line).
-    func grantedScopes(_ token: AccessToken, at url: String) async -> [String]? {
-        let metadata = url.hasSuffix("/scopes")
-        var request = HTTPClientRequest(url: metadata ? url : "\(url)?access_token=\(token.value)")
-        if metadata { request.headers.add(name: "Metadata-Flavor", value: "Google") }
+    /// Where a token's scopes are read: Google's `tokeninfo` (`{"scope": "a b"}`) beside the token endpoint, or the
+    /// metadata server's list of the instance's scopes (one a line).
+    enum ScopesSource {
+        case tokenInfo(String)
+        case metadataServer(String)
+    }
+
+    func grantedScopes(_ token: AccessToken, from source: ScopesSource) async -> [String]? {
+        var request: HTTPClientRequest
+        switch source {
+        case .tokenInfo(let url): request = HTTPClientRequest(url: "\(url)?access_token=\(token.value)")
+        case .metadataServer(let url):
+            request = HTTPClientRequest(url: url)
+            request.headers.add(name: "Metadata-Flavor", value: "Google")
+        }
         guard let response = try? await httpClient.execute(request, timeout: .seconds(10)), response.status == .ok,
             let body = try? await response.body.collect(upTo: 64 * 1024)
         else { return nil }
-        let text: String
-        if metadata {
-            text = String(buffer: body)
-        } else {
-            guard let info = (try? JSONSerialization.jsonObject(with: Data(buffer: body))) as? [String: Any], let scope = info["scope"] as? String
-            else { return nil }
-            text = scope
+        let text: String?
+        switch source {
+        case .tokenInfo: text = ((try? JSONSerialization.jsonObject(with: Data(buffer: body))) as? [String: Any])?["scope"] as? String
+        case .metadataServer: text = String(buffer: body)
         }
-        let scopes = text.split(whereSeparator: { $0 == " " || $0 == "\n" }).map(String.init)
+        let scopes = (text ?? "").split(whereSeparator: { $0 == " " || $0 == "\n" }).map(String.init)
         return scopes.isEmpty ? nil : scopes
     }
 

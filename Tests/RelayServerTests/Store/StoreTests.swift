@@ -396,6 +396,24 @@ import Testing
         }
     }
 
+    @Test func theDoctorReadsTheSchemasVersionAndTheLeasesAndWritesNothing() async throws {
+        try await withPostgres { cluster in
+            let settings = cluster.settings(statementTimeout: .seconds(10))
+            // A database the relay never used: no tables, and the diagnosis creates none.
+            let fresh = try await PostgresStore.diagnose(settings, logger: Self.logger)
+            #expect(fresh == StoreDiagnosis(schemaVersion: nil, latestKnown: Migrations.latest, leases: nil, leasesHeld: nil))
+            #expect(try await PostgresStore.diagnose(settings, logger: Self.logger) == fresh)
+            try await withReplicas(cluster) { stores in
+                try await stores[0].migrate()
+                #expect(try await stores[0].acquire("project/demo", for: .seconds(60)))
+                #expect(try await stores[1].acquire("project/other", for: .seconds(60)))
+                try await stores[1].release("project/other")
+            }
+            let used = try await PostgresStore.diagnose(settings, logger: Self.logger)
+            #expect(used == StoreDiagnosis(schemaVersion: Migrations.latest, latestKnown: Migrations.latest, leases: 2, leasesHeld: 1))
+        }
+    }
+
     @Test func aLeaseHasOneHolderUntilReleasedOrExpired() async throws {
         try await withPostgres { cluster in
             try await withReplicas(cluster) { stores in
