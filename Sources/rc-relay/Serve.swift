@@ -12,7 +12,7 @@ struct Serve: AsyncParsableCommand {
 
     @Argument(
         parsing: .allUnrecognized,
-        help: "Settings over the file and the environment, named as the variables are, in lower case: --delivery-spool-directory DIR, --port 8080.")
+        help: "Settings over the file and the environment, named as the variables are, in lower case: --log-level debug, --port 8080.")
     var settings: [String] = []
 
     func run() async throws {

@@ -79,7 +79,7 @@ final class RecordingSpool: Spool, @unchecked Sendable {
 
     init(hold: DispatchSemaphore? = nil, files: [SpoolRecord] = []) {
         self.hold = hold
-        for record in files { self.files.withLockedValue { $0[record.fileName] = record } }
+        for record in files { self.files.withLockedValue { $0[record.keys.first ?? record.project] = record } }
     }
 
     func write(_ record: SpoolRecord) throws {
@@ -88,9 +88,9 @@ final class RecordingSpool: Spool, @unchecked Sendable {
             hold.wait()
         }
         writes.withLockedValue { $0 += 1 }
-        files.withLockedValue { $0[record.fileName] = record }
+        files.withLockedValue { $0[record.keys.first ?? record.project] = record }
     }
-    func remove(_ record: SpoolRecord) { files.withLockedValue { $0[record.fileName] = nil } }
+    func remove(_ record: SpoolRecord) { files.withLockedValue { $0[record.keys.first ?? record.project] = nil } }
     func recover() -> SpoolRecovery { SpoolRecovery(records: Array(files.withLockedValue { $0.values })) }
 }
 

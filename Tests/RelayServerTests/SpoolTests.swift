@@ -1,5 +1,6 @@
 import Foundation
 import RelayCore
+import RelayStore
 import Testing
 
 @testable import DeliveryEngine

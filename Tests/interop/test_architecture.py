@@ -109,3 +109,37 @@ def test_no_source_file_is_over_300_lines():
     long = {str(path.relative_to(ROOT)): n for path in (ROOT / "Sources").rglob("*.swift")
             if path.name != "GoogleDocuments.swift" and (n := len(path.read_text().splitlines())) > 300}
     assert long == {}
+
+
+# Where events are kept and who delivers a project are decided behind one seam (RelayServer/Admit/Admission.swift),
+# with its implementations side by side: in memory, the spool on disk, PostgreSQL (Admit/ and the RelayStore target).
+# The configuration names them too, since it reads the keys users write (`store.postgres`, `delivery.spoolDirectory`).
+STORAGE_WORDS = re.compile(r"\bpostgres|\blease|spool ?(?:file|dir)|FileSpool|OutboxSpool|\boutbox", re.I)
+STORAGE_PLACES = ("Sources/RelayStore/", "Sources/RelayServer/Admit/", "Sources/RelayServer/Configuration/")
+
+
+def test_no_file_outside_the_storage_names_one():
+    named = []
+    for source in sorted((ROOT / "Sources").rglob("*.swift")):
+        relative = source.relative_to(ROOT).as_posix()
+        if relative.startswith(STORAGE_PLACES):
+            continue
+        for number, line in enumerate(source.read_text().splitlines(), 1):
+            if STORAGE_WORDS.search(line):
+                named.append(f"{relative}:{number}: {line.strip()}")
+    assert named == [], "\n".join(named)
+
+
+def test_the_three_storages_sit_side_by_side():
+    admit = ROOT / "Sources/RelayServer/Admit"
+    seam = (admit / "Admission.swift").read_text()
+    assert re.search(r"^protocol Admission: Sendable", seam, re.M)
+    implementations = {"MemoryAdmission": admit / "MemoryAdmission.swift", "SpoolAdmission": admit / "SpoolAdmission.swift",
+                       "ProjectLeases": admit / "Postgres/ProjectLeases+Admission.swift"}
+    for name, path in implementations.items():
+        assert re.search(rf"^(?:struct {name}: \w+|extension {name}: Admission)", path.read_text(), re.M), name
+    # Only the storage (and the configuration) imports the store's target.
+    for source in (ROOT / "Sources").rglob("*.swift"):
+        relative = source.relative_to(ROOT).as_posix()
+        if "import RelayStore" in source.read_text():
+            assert relative.startswith(STORAGE_PLACES), relative

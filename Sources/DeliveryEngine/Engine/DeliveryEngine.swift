@@ -27,13 +27,15 @@ package final class DeliveryEngine: Service {
     /// The plan for a spooled event under the configuration in force (nil: its project is no longer configured).
     let replan: @Sendable (SpoolRecord) async -> DeliveryPlan?
     private let tasks = DeliveryTasks()
-    /// Set once by the shared store's leases (which are built after the engine).
-    private let fence = NIOLockedValueBox<(any DeliveryFence)?>(nil)
+    /// Asked before every FCM request of an event's delivery (not an operator's send or retry); nil: always yes.
+    private let fence: (any DeliveryFence)?
 
     package init(
         settings: EngineSettings, spool: (any Spool)?, metrics factory: any MetricsFactory, clock: any DeliveryClock = SystemDeliveryClock(),
-        logger: Logger, journal: (any DeliveryJournal)? = nil, replan: @escaping @Sendable (SpoolRecord) async -> DeliveryPlan?
+        logger: Logger, journal: (any DeliveryJournal)? = nil, fence: (any DeliveryFence)? = nil,
+        replan: @escaping @Sendable (SpoolRecord) async -> DeliveryPlan?
     ) {
+        self.fence = fence
         let metrics = DeliveryMetrics(factory: factory)
         self.settings = settings
         self.metrics = metrics
@@ -55,8 +57,6 @@ package final class DeliveryEngine: Service {
     package var parked: Int { recent.parked }
     /// Pings waiting for or in a `messages:send`.
     package var queueDepth: Int { metrics.queueDepth }
-    /// Whether acknowledged events can be kept on disk (a pending delivery can be answered 202).
-    package var hasSpool: Bool { recent.spool != nil }
 
     /// Starts the event's delivery (or joins the one under way) and waits up to `wait` for its first news.
     /// `onDisk`: the record comes from the spool, so it is acknowledged already.
@@ -91,10 +91,7 @@ package final class DeliveryEngine: Service {
     /// Whether the event is being delivered here, or was delivered within the deduplication window.
     package func knows(_ record: SpoolRecord) -> Bool { recent.knows(record) }
 
-    /// Asks `fence` before every FCM request of an event's delivery (not an operator's send or retry).
-    package func fence(with fence: any DeliveryFence) { self.fence.withLockedValue { $0 = fence } }
-
-    /// Seeds what FCM accepted per route and audience from another replica's history (a lease taken over), so an
+    /// Seeds what FCM accepted per route and audience from another replica's history (a project taken over), so an
     /// older version's ping does not follow a newer one there.
     package func noteAccepted(_ entries: [DeliveryHistory.Entry]) {
         for entry in entries where entry.report?.status == .accepted && !entry.validateOnly && !entry.toDevice {
@@ -110,7 +107,7 @@ package final class DeliveryEngine: Service {
         schedules.reset(project: project)
     }
 
-    /// Stops the deliveries of the project's events, which another replica delivers now (its lease moved): each hands
+    /// Stops the deliveries of the project's events, which another replica delivers now (it took the project over): each hands
     /// what is still due back to the spool, and nothing more is sent for them here. Returns how many were stopped.
     package func standDown(project: String) -> Int { recent.standDown(project: project) }
 
@@ -127,6 +124,14 @@ package final class DeliveryEngine: Service {
         await dispatcher(plan).deliver(pings, batch: batch, control: DeliveryControl(clock: clock), logger: logger)
     }
 
+    /// Asks the fence whether a request for the project's event may start; a refusal stands the project's deliveries here
+    /// down (each hands what it still owes back to the spool). Nil: it may.
+    private func refusal(project: String) async -> String? {
+        guard let fence, let refusal = await fence.refusal(project: project) else { return nil }
+        _ = standDown(project: project)
+        return refusal
+    }
+
     /// Replays the spool, runs deliveries until a stop, then drains and hands over.
     package func run() async throws {
         await withDiscardingTaskGroup { group in
@@ -139,9 +144,16 @@ package final class DeliveryEngine: Service {
     }
 
     private func dispatcher(_ plan: SendPlan) -> Dispatcher {
-        Dispatcher(
-            plan: plan, limit: limit, pacers: pacers, latest: latest, schedules: schedules, history: history, metrics: metrics, clock: clock,
-            fence: fence.withLockedValue { $0 })
+        var dispatcher = Dispatcher(
+            plan: plan, limit: limit, pacers: pacers, latest: latest, schedules: schedules, history: history, metrics: metrics, clock: clock)
+        if fence != nil {
+            let ask: @Sendable (String) async -> String? = { [weak self] project in
+                guard let self else { return nil }
+                return await self.refusal(project: project)
+            }
+            dispatcher.fence = ask
+        }
+        return dispatcher
     }
 
     /// Starts the delivery of every event left on disk (files that are not an event are moved aside, never trapped on).
@@ -149,7 +161,7 @@ package final class DeliveryEngine: Service {
         guard let spool = recent.spool else { return }
         let recovery = spool.recover()
         for (file, reason) in recovery.quarantined {
-            logger.error("spool file moved to quarantine/: it is not an event", metadata: ["file": "\(file)", "reason": "\(reason)"])
+            logger.error("spooled record moved to quarantine: it is not an event", metadata: ["file": "\(file)", "reason": "\(reason)"])
             metrics.spoolQuarantined.increment()
         }
         if recovery.temporaryFilesRemoved > 0 {

@@ -18,7 +18,7 @@ package struct SendPlan: Sendable {
 package struct DeliveryPlan: Sendable {
     package var pings: [Ping]
     package var send: SendPlan
-    /// Pings (by route name) that stand down without a request: a newer version waits in the outbox for the same
+    /// Pings (by route name) that stand down without a request: a newer version is kept, waiting, for the same
     /// audience, and its ping stands in for them (they end `superseded`).
     package var standDown: Set<String> = []
 
@@ -26,10 +26,12 @@ package struct DeliveryPlan: Sendable {
 }
 
 /// With several replicas on a shared store: whether this replica may still start a request to FCM for a project's
-/// event, asked right before every attempt. The lease holder that was paused, or lost its lease while a request was
-/// under way, is told no here before it sends anything more (docs/replicas.md, fencing).
+/// event, asked right before every attempt. A replica that was paused while another took the project over is told no
+/// here before it sends anything more (docs/replicas.md, fencing); the engine then stands the project's deliveries
+/// down, each handing what it still owes back to where events are kept.
 package protocol DeliveryFence: Sendable {
-    func mayStart(project: String) async -> Bool
+    /// Nil when a request may start now; else why not, as the ping's log line says it.
+    func refusal(project: String) async -> String?
 }
 
 /// The engine's bounds, fixed for its life (a reload changes routes and senders, not these).

@@ -16,7 +16,7 @@ final class DeliveryMetrics: Sendable {
     let attempts: Counter
     let retries: Counter
     let deadPings: Counter
-    /// Spool files moved aside on start because they were not an event.
+    /// Spooled records moved aside on start because they were not an event.
     let spoolQuarantined: Counter
     /// Acknowledged events whose pings FCM has not accepted yet (spooled, tried again).
     let undelivered: Gauge

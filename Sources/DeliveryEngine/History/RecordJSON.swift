@@ -1,8 +1,8 @@
 import Foundation
 import RelayCore
 
-// The JSON of what the shared store keeps (outbox records, reports, history entries), written by hand: through
-// `JSONEncoder` these were a fifth of the relay's own CPU per webhook with PostgreSQL (docs/performance.md). The text is
+// The JSON of what the shared store keeps (spooled records, reports, history entries), written by hand: through
+// `JSONEncoder` these were a fifth of the relay's own CPU per webhook with a shared store (docs/performance.md). The text is
 // what `JSONEncoder` writes, key order aside, and `JSONDecoder` reads it back as the same value; RecordJSONTests holds
 // every field to that.
 

@@ -15,7 +15,7 @@ final class DeliveryControl: Sendable {
     /// Called before each wait to retry, with the wait.
     let onRetry: @Sendable (Duration) -> Void
     /// Called when FCM accepted one of several pings of the event (a waved route's shard, or any ping while others are
-    /// due), with its name: the outbox or spool records it, so a hand-over or a crash does not send it again.
+    /// due), with its name: the spool records it, so a hand-over or a crash does not send it again.
     let onAccepted: @Sendable (String) -> Void
     /// What pauses are measured on.
     let clock: any DeliveryClock

@@ -13,7 +13,7 @@ import NIOConcurrencyHelpers
 ///
 /// State behind a lock, not an actor: every webhook looks up, starts and finishes a delivery here, and the actor hops
 /// (contended under load) cost more than the dictionary work they guarded. Nothing awaits and no file is touched while
-/// holding it: each delivery's spool file is written and removed under that delivery's own lock.
+/// holding it: each delivery's spooled record is written and removed under that delivery's own lock.
 package final class RecentEvents: Sendable {
     /// What a caller learns within its wait.
     package enum Outcome: Sendable {
@@ -59,14 +59,14 @@ package final class RecentEvents: Sendable {
         let disk: NIOLockedValueBox<Disk>
 
         struct Disk {
-            /// Its spool file exists: the event was acknowledged, so it must not be lost.
+            /// It is spooled: the event was acknowledged, so it must not be lost.
             var onDisk: Bool
             var settled: [DeliveryReport]?
             var handOver: HandOver?
             /// Its retries ran out and it waits to be tried again: nothing to wait for at shutdown.
             var parked = false
             /// Pings FCM accepted while others were due (`SpoolRecord.done`: waved shards, and the event's other routes),
-            /// kept in the file or the outbox from the acknowledgement on.
+            /// kept in the spool from the acknowledgement on.
             var done: [String]
         }
 
@@ -91,14 +91,14 @@ package final class RecentEvents: Sendable {
                 })
         }
 
-        /// The record as the spool file should hold it now.
+        /// The record as the spool should hold it now.
         func current(_ disk: Disk) -> SpoolRecord {
             var record = record
             record.done = disk.done.isEmpty ? nil : disk.done
             return record
         }
 
-        /// Whether the event has a spool file (it was acknowledged).
+        /// Whether the event is spooled (it was acknowledged).
         var isOnDisk: Bool { disk.withLockedValue { $0.onDisk } }
         var isParked: Bool { disk.withLockedValue { $0.parked } }
     }
@@ -223,7 +223,7 @@ package final class RecentEvents: Sendable {
     /// Writes a pending delivery to the spool before the sender is told 202. If it settled first, says so instead (a
     /// 202 is never answered with nothing on disk).
     func acknowledge(_ delivery: EventDelivery) throws -> Acknowledgement {
-        guard let spool else { throw SpoolError.cannotWrite("no spool is configured") }
+        guard let spool else { throw SpoolError.cannotWrite("the event (no spool is configured)") }
         return try delivery.disk.withLockedValue { disk in
             if disk.onDisk { return .spooled }
             if let settled = disk.settled { return .settled(settled) }
@@ -246,7 +246,7 @@ package final class RecentEvents: Sendable {
     }
 
     /// Discards the route's ping of the acknowledged event waiting under `key`: it is not tried again, and once no
-    /// route is due the spool file goes. False when no such event waits.
+    /// route is due it leaves the spool. False when no such event waits.
     func discard(key: String, route: String) -> Bool {
         guard let delivery = state.withLockedValue({ $0.inFlight[key] }), delivery.isOnDisk else { return false }
         delivery.control.discard(route)

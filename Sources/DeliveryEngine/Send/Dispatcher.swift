@@ -9,7 +9,8 @@ import RelayCore
 struct Dispatcher: Sendable {
     /// How an attempt ended: stood down before its request (fenced, or behind a version FCM accepted), or sent.
     private enum Attempt: Sendable {
-        case fenced, behind
+        case fenced(String)
+        case behind
         case sent(Result<String, SendFailure>)
     }
 
@@ -23,7 +24,8 @@ struct Dispatcher: Sendable {
     let metrics: DeliveryMetrics
     let clock: any DeliveryClock
     /// With several replicas: asked before each request of an event's delivery (nil: this process alone).
-    var fence: (any DeliveryFence)? = nil
+    /// Asked right before each request (``DeliveryFence``): nil, or why none may start.
+    var fence: (@Sendable (_ project: String) async -> String?)? = nil
 
     var sender: any MessageSender { plan.sender }
     var policy: RetryPolicy { plan.policy }
@@ -72,7 +74,7 @@ struct Dispatcher: Sendable {
         // Quiet periods and waves are for real deliveries: a dry run or an operator's send goes at once.
         let scheduled = realDelivery && !ping.schedule.isImmediate
         if batch.standDown.contains(ping.route) {
-            logger.notice("ping stands down: a newer version waits in the outbox for the same audience")
+            logger.notice("ping stands down: a newer version waits, kept, for the same audience")
             report = DeliveryReport(route: ping.route, status: .superseded, attempts: [])
         } else if scheduled,
             let ended = await waitForTurn(
@@ -167,7 +169,7 @@ struct Dispatcher: Sendable {
     ) async -> DeliveryReport {
         var logger = logger
         // A ping waiting to retry stands down for a newer version's ping under way to the same devices; no attempt
-        // starts where FCM accepted a newer version's ping already (a sender's late retry, an outbox replayed after a
+        // starts where FCM accepted a newer version's ping already (a sender's late retry, kept events replayed after a
         // database stall): an older version never follows a newer one there.
         // Keyed by route and audience: a newer version's ping stands in for an older one only if it reaches the same
         // devices (a narrowed ping must not silence a whole-audience one).
@@ -196,9 +198,9 @@ struct Dispatcher: Sendable {
             }
             logger[metadataKey: "attempt"] = "\(attempts.count + 1)"
             let outcome = await limit.run { () async -> Attempt in
-                // Right before the request: a replica that lost the project's lease (paused while another took over)
-                // sends nothing more, and no request starts for a version older than one FCM accepted already.
-                if let fence, await !fence.mayStart(project: ping.project) { return .fenced }
+                // Right before the request: a replica that another took the project over from (it was paused) sends
+                // nothing more, and no request starts for a version older than one FCM accepted already.
+                if let fence, let refusal = await fence(ping.project) { return .fenced(refusal) }
                 if supersedes, latest.isBehindAccepted(project: ping.project, route: audience, version: version) { return .behind }
                 let started = clock.instant()
                 defer { metrics.fcmLatency.record(duration: clock.instant() - started) }
@@ -210,8 +212,8 @@ struct Dispatcher: Sendable {
             }
             let result: Result<String, SendFailure>
             switch outcome {
-            case .fenced:
-                logger.warning("ping not sent: this replica no longer holds the project's lease; it is handed back to the outbox")
+            case .fenced(let refusal):
+                logger.warning("ping not sent: \(refusal)")
                 return DeliveryReport(route: ping.route, status: .interrupted, error: lastError, attempts: attempts)
             case .behind:
                 logger.notice("ping stands down: FCM accepted a newer version's ping to the same audience")

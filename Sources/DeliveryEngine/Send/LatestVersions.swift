@@ -12,8 +12,8 @@ final class LatestVersions: Sendable {
     let lifetime: TimeInterval
     private let latest = NIOLockedValueBox<[String: (version: Int64, at: Date)]>([:])
     /// The newest version FCM accepted per route and audience, kept until an operator resets the project: a ping of an
-    /// older version never follows it there, whenever it arrives (a sender's late retry, an outbox replayed out of
-    /// order after a database stall, a new lease holder).
+    /// older version never follows it there, whenever it arrives (a sender's late retry, kept events replayed
+    /// out of order after a database stall, a replica that takes a project over).
     private let accepted = NIOLockedValueBox<[String: Int64]>([:])
 
     init(lifetime: Duration = .seconds(900)) {
@@ -61,7 +61,7 @@ final class LatestVersions: Sendable {
 }
 
 extension Ping {
-    /// The route and the devices a ping reaches (`route|topic or condition`): what superseding and the outbox's "only
+    /// The route and the devices a ping reaches (`route|topic or condition`): what superseding and the spool's "only
     /// the newest version per audience" are keyed by.
     package var audience: String { Self.audience(route: route, target: message.target) }
 

@@ -19,7 +19,7 @@ struct AdminController: Sendable {
 
     init(
         configuration: ConfigurationStore, engine: DeliveryEngine, planner: Planner, reloader: Reloader, log: (any DeliveryLog)? = nil,
-        admission: any Admission = ProcessAdmission(), relayed: RelayedVersions? = nil
+        admission: any Admission, relayed: RelayedVersions? = nil
     ) {
         (self.configuration, self.engine, self.planner, self.reloader) = (configuration, engine, planner, reloader)
         self.log = log ?? engine.history

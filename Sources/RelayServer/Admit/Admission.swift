@@ -2,12 +2,17 @@ import DeliveryEngine
 import Logging
 import RelayStore
 
-/// Where an acknowledged event is kept and who delivers a project: this process alone (``ProcessAdmission``: its memory,
-/// or its spool on disk, which the engine keeps), or the replicas that share PostgreSQL (``ProjectLeases``). The webhook
-/// controller, catch-up polling and the admin API go through it, and never ask which one they have.
+/// Where an acknowledged event is kept and who delivers a project. Three implementations sit side by side in this
+/// folder, one per storage: ``MemoryAdmission`` (this process, nothing kept), ``SpoolAdmission`` (this process, events
+/// kept on its disk) and, in `Postgres/`, the replicas that share a database (``ProjectLeases``). The webhook controller,
+/// catch-up polling and the admin API go through it and never ask which one they have; no file outside `Admit/` and
+/// `RelayStore` names a storage (Tests/interop/test_architecture.py).
 protocol Admission: Sendable {
-    /// Whether an admitted event is already kept where a restart, or another replica, finds it (the shared outbox).
+    /// Whether an admitted event is already kept where a restart, or another replica, finds it.
     var keepsAdmitted: Bool { get }
+
+    /// A shared store's readiness (reachable, and its schema in place); nil when nothing is shared.
+    var readiness: (ok: Bool, detail: String)? { get }
 
     /// A webhook's event.
     func admit(_ record: SpoolRecord, window: Duration, logger: Logger) async throws(Refusal) -> Admitted
@@ -24,6 +29,9 @@ protocol Admission: Sendable {
     /// A version a poll found, under the claim the poll started with.
     func admitPolled(_ record: SpoolRecord, claim: PollClaim, window: Duration, logger: Logger) async -> PolledAdmission
 
+    /// Keeps a delivery that did not settle within its wait, so that the sender may be told 202: it survives a restart.
+    func keep(_ delivery: RecentEvents.EventDelivery, logger: Logger) -> Kept
+
     /// Each project this process starts delivering (a lease taken over); one reader (catch-up polling).
     var takeovers: AsyncStream<String> { get }
 
@@ -38,7 +46,7 @@ protocol Admission: Sendable {
 enum Admitted: Sendable, Equatable {
     /// This process delivers it; `committed`: it is already kept (in the shared outbox).
     case deliverHere(committed: Bool)
-    /// Another process delivers it (it holds the project's lease); the event is kept.
+    /// Another process delivers it (the one that holds the project now); the event is kept.
     case elsewhere
     /// Its first delivery settled it: a duplicate, answered from those reports.
     case settled([DeliveryReport])
@@ -46,7 +54,8 @@ enum Admitted: Sendable, Equatable {
     case conflict(String)
 }
 
-/// The claim a poll runs under: with a shared store, the lease's epoch (a poll that outlived it admits nothing).
+/// The claim a poll runs under: with a shared store, the epoch of the project's hold (a poll that outlived it admits
+/// nothing).
 struct PollClaim: Sendable, Equatable {
     var epoch: Int64?
 }
@@ -55,64 +64,20 @@ struct PollClaim: Sendable, Equatable {
 enum PolledAdmission: Sendable, Equatable {
     /// This process delivers it.
     case deliverHere
-    /// A webhook's event for it waits in the outbox: the outbox's delivery sends it.
-    case waitingInOutbox
+    /// A webhook's event for it is kept already, with what of it was sent: that event's delivery sends the rest.
+    case keptAlready
     /// A webhook had announced it already.
     case settled
     /// Not this poll's to relay (its claim lapsed, or its id belongs to another event): the next poll decides.
     case leave
 }
 
-/// This process alone: every event it admits, it delivers; nothing is shared.
-struct ProcessAdmission: Admission {
-    var keepsAdmitted: Bool { false }
-    func admit(_ record: SpoolRecord, window: Duration, logger: Logger) async throws(Refusal) -> Admitted { .deliverHere(committed: false) }
-    func pollClaim(_ project: String) -> PollClaim? { PollClaim(epoch: nil) }
-    func relayed(_ project: String) async throws(StoreError) -> Int64? { nil }
-    func noteRelayed(_ project: String, _ version: Int64) async {}
-    func admitPolled(_ record: SpoolRecord, claim: PollClaim, window: Duration, logger: Logger) async -> PolledAdmission { .deliverHere }
-    /// This process delivers every project from the start: it takes nothing over.
-    var takeovers: AsyncStream<String> { AsyncStream { $0.finish() } }
-    func discardElsewhere(project: String, key: String, route: String) async throws(StoreError) -> Bool { false }
-    func resetMarks(_ project: String) async throws(StoreError) {}
-}
-
-/// The replicas sharing PostgreSQL: the outbox admits, the project's lease holder delivers.
-extension ProjectLeases: Admission {
-    var keepsAdmitted: Bool { true }
-
-    func admit(_ record: SpoolRecord, window: Duration, logger: Logger) async throws(Refusal) -> Admitted {
-        // Committed before anything else: from here on any replica delivers it, and a 202 means it is kept.
-        let admission = try await admitToOutbox(record, window: window, logger: logger)
-        switch admission {
-        case .admitted, .pending: return holds(record.project) ? .deliverHere(committed: true) : .elsewhere
-        case .settled(let reports): return .settled(reports)
-        case .conflict(let key): return .conflict(key)
-        }
-    }
-
-    func pollClaim(_ project: String) -> PollClaim? { epoch(project).map { PollClaim(epoch: $0) } }
-
-    func admitPolled(_ record: SpoolRecord, claim: PollClaim, window: Duration, logger: Logger) async -> PolledAdmission {
-        guard let epoch = claim.epoch else { return .leave }
-        switch await admitPolled(record, epoch: epoch, window: window, logger: logger) {
-        case .admitted?: return .deliverHere
-        case .pending?:
-            requestSweep(record.project)
-            return .waitingInOutbox
-        case .settled?: return .settled
-        case .conflict?, nil: return .leave
-        }
-    }
-
-    func discardElsewhere(project: String, key: String, route: String) async throws(StoreError) -> Bool {
-        guard !holds(project) else { return false }
-        try await store.requestDiscard(key: key, route: route)
-        return true
-    }
-
-    func resetMarks(_ project: String) async throws(StoreError) {
-        try await store.resetRelayed(project: project)
-        try await store.requestReset(project: project)
-    }
+/// What keeping an undelivered event came to.
+enum Kept: Sendable {
+    /// It is kept: the sender is told 202, and its delivery goes on.
+    case kept
+    /// It settled first: the sender is answered with the outcome.
+    case settled([DeliveryReport])
+    /// Nothing keeps it: the sender is told to retry and join the delivery under way.
+    case notKept
 }

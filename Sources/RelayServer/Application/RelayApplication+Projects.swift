@@ -9,7 +9,6 @@ import NIOCore
 import NIOSSL
 import OpenAPIHummingbird
 import RelayCore
-import RelayStore
 import ServiceLifecycle
 
 /// Each project's credentials, token cache, sender and Remote Config client; and the ID-token verifier.

@@ -9,7 +9,6 @@ import NIOCore
 import NIOSSL
 import OpenAPIHummingbird
 import RelayCore
-import RelayStore
 import ServiceLifecycle
 
 /// Builds the relay from its settings: the one place where the parts are wired together.
@@ -35,18 +34,15 @@ public enum RelayApplication {
         }
         let store: ConfigurationStore
         let engine: DeliveryEngine
-        let shared: PostgresStore?
+        let storage: Storage
         let planner = Planner(changes: TemplateChanges(metrics: metrics), clock: clock, metrics: metrics)
-        let relayed = RelayedVersions(directory: settings.spoolDirectory, writesEachNote: settings.poll != nil, logger: logger)
         do {
             store = ConfigurationStore(try await rebuild(settings), source: source)
-            shared = try settings.store.map { storeSettings in
-                try PostgresStore(
-                    settings: storeSettings, logger: logger, clock: clock, observe: { metrics.storeStatement($0, duration: $1, failed: $2) })
-            }
+            storage = try Storage(settings: settings, metrics: metrics, clock: clock, logger: logger)
+            let relayed = storage.relayed
             engine = DeliveryEngine(
-                settings: engineSettings(settings), spool: try shared?.outbox ?? makeSpool(settings.spoolDirectory), metrics: metrics.factory,
-                clock: clock, logger: logger, journal: shared?.outbox,
+                settings: engineSettings(settings), spool: storage.spool, metrics: metrics.factory, clock: clock, logger: logger,
+                journal: storage.journal, fence: storage.fence,
                 replan: { await store.plan(for: $0, since: relayed.newest($0.project), planner: planner, logger: logger) })
         } catch {
             try? await httpClient.shutdown()
@@ -54,16 +50,13 @@ public enum RelayApplication {
         }
         let drain = DrainState()
         let reloader = Reloader(configuration: store, reader: reader, rebuild: rebuild)
-        let replicas = shared.map {
-            ProjectLeases(store: $0, configuration: store, engine: engine, planner: planner, relayed: relayed, metrics: metrics, logger: logger)
-        }
-        if let replicas { engine.fence(with: replicas) }
-        let admission: any Admission = replicas ?? ProcessAdmission()
+        let relayed = storage.relayed
+        let (admission, stored) = storage.admission(engine: engine, configuration: store, planner: planner)
         let probes = Probes(
-            configuration: store, drain: drain, engine: engine, metrics: metrics, cacheFor: settings.readinessCache, replicas: replicas,
+            configuration: store, drain: drain, engine: engine, metrics: metrics, cacheFor: settings.readinessCache, admission: admission,
             clock: clock)
         let admin = AdminController(
-            configuration: store, engine: engine, planner: planner, reloader: reloader, log: shared.map { SharedDeliveryLog(store: $0) },
+            configuration: store, engine: engine, planner: planner, reloader: reloader, log: storage.deliveryLog,
             admission: admission, relayed: relayed)
         let api = RelayAPI(probes: probes, admin: admin)
         let controller = WebhookController(
@@ -77,9 +70,9 @@ public enum RelayApplication {
                 api, ingest: ingest, console: console, configuration: store, listener: settings.adminPort == nil ? .only : .main, logger: logger),
             server: server,
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "rc-relay"),
-            // Shut down in reverse: the engine drains while the HTTP client is still up, and while the project leases
-            // are still renewed; the leases are released once the engine's hand-overs are in the store, which closes last.
-            services: [shared as (any Service)?, replicas].compactMap { $0 } + [HTTPClientService(client: httpClient), engine]
+            // Shut down in reverse: the engine drains while the HTTP client is still up, and while the storage still
+            // runs; the storage stops once the engine's hand-overs are written.
+            services: stored + [HTTPClientService(client: httpClient), engine]
                 + poller(settings, store, engine, planner, relayed, clock, metrics, admission, logger),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? settings.port) },
             logger: logger)
@@ -98,7 +91,9 @@ public enum RelayApplication {
             ReloadOnHangup(reloader: reloader, logger: logger),
             DrainGate(drain: drain, metrics: metrics, delay: settings.shutdownDelay, logger: logger, sleep: sleep),
         ]
-        return RelayProcess(services: services, logger: logger, stopWithin: settings.shutdownDelay + settings.drainGrace + RelayProcess.stopMargin)
+        return RelayProcess(
+            services: services, logger: logger, stopWithin: settings.shutdownDelay + settings.drainGrace + storage.stopBound + RelayProcess.stopMargin
+        )
     }
 
     /// Catch-up polling, when `poll.intervalSeconds` is set (stopped before the engine, which it feeds).
@@ -187,29 +182,18 @@ public enum RelayApplication {
             middlewares: [ProblemMiddleware()])
         return router
     }
-
-    static func makeSpool(_ directory: String?) throws -> (any Spool)? {
-        guard let directory else { return nil }
-        do {
-            return try FileSpool(directory: directory)
-        } catch {
-            throw ConfigurationError(
-                key: "delivery.spoolDirectory", problem: "\(directory) cannot be created",
-                fix: "point it at a writable directory on a persistent volume")
-        }
-    }
-
 }
 
 /// The relay as one service: its listeners and helpers in a group of their own, stopped in reverse order.
 public struct RelayProcess: Service {
     let services: [any Service]
     let logger: Logger
-    /// The most a graceful stop may take (`shutdownDelaySeconds + drainSeconds +` ``stopMargin``); past it, whatever
-    /// still runs (a request that will not finish) is cancelled. Spooled events stay on disk for the next start.
+    /// The most a graceful stop may take (`shutdownDelaySeconds + drainSeconds +` the storage's hand-over, `Storage.stopBound`,
+    /// `+` ``stopMargin``); past it, whatever still runs (a request that will not finish) is cancelled. Kept events stay
+    /// for the next start.
     let stopWithin: Duration
 
-    /// What a stop may take beyond the shutdown delay and the drain: closing listeners, spooling, the HTTP client.
+    /// What a stop may take beyond the shutdown delay and the drain: closing listeners, keeping what is undelivered, the HTTP client.
     public static let stopMargin: Duration = .seconds(3)
 
     public func run() async throws {

@@ -2,24 +2,23 @@ import DeliveryEngine
 import Foundation
 import Logging
 import RelayCore
-import RelayStore
 
 /// Route → deliver → answer, for an event ``WebhookIntake`` verified and decoded. Failures are thrown as
-/// ``Refusal``s; the answer is 200 (settled), 202 (spooled, still delivering) or a problem.
+/// ``Refusal``s; the answer is 200 (settled), 202 (kept, still delivering) or a problem.
 struct WebhookController: Sendable {
     let configuration: ConfigurationStore
     let engine: DeliveryEngine
     /// Routes the version (fetching what it changed when a route asks).
     let planner: Planner
-    /// Told each version delivered or spooled, so catch-up polling does not relay it again.
+    /// Told each version delivered or kept, so catch-up polling does not relay it again.
     let relayed: RelayedVersions
     let metrics: RelayMetrics
-    /// Where the event is kept and who delivers its project (this process alone, or the replicas sharing PostgreSQL).
+    /// Where the event is kept and who delivers its project (this process alone, or replicas sharing a store).
     let admission: any Admission
     /// Tells a version Remote Config could not have published (relayed, but moving no mark).
     let versions: VersionCheck
 
-    /// The answer's JSON body (``IngestAnswer``): `200` when settled, `202` when spooled and still delivering.
+    /// The answer's JSON body (``IngestAnswer``): `200` when settled, `202` when kept and still delivering.
     enum Answer {
         case delivered([UInt8])
         case inProgress([UInt8])
@@ -78,7 +77,7 @@ struct WebhookController: Sendable {
             committed = kept
         case .elsewhere:
             if !outlier { relayed.note(project, record.version.versionNumber, logger: logger) }
-            logger.info("event in the outbox; the replica holding the project's lease delivers it")
+            logger.info("event kept; the replica that delivers the project now delivers it")
             metrics.webhook(source: source, outcome: "in-progress")
             return .inProgress(IngestAnswer.inProgress(requestID: requestID, event: summary))
         case .settled(let reports):
@@ -109,24 +108,16 @@ struct WebhookController: Sendable {
             let inProgress = Refusal(
                 kind: .deliveryInProgress, detail: "the pings are still being delivered; retry to join the delivery under way",
                 retryAfter: min(max(1, seconds), 3600))
-            guard engine.hasSpool else {
+            switch admission.keep(delivery, logger: logger) {
+            case .notKept:
                 logger.info("delivery continues; the sender is asked to retry and join it", metadata: ["status": "503"])
                 throw inProgress
-            }
-            let acknowledgement: RecentEvents.Acknowledgement
-            do {
-                acknowledgement = try engine.acknowledge(delivery)
-            } catch {
-                logger.error("the event could not be spooled", metadata: ["error": "\(error)"])
-                throw inProgress
-            }
-            switch acknowledgement {
             case .settled(let reports):
                 return try settled(
                     reports, duplicate: false, source: source, requestID: requestID, summary: summary, marks: !outlier, logger: logger)
-            case .spooled:
+            case .kept:
                 if !outlier { relayed.note(project, record.version.versionNumber, logger: logger) }
-                logger.info("delivery continues in the background; the event is spooled")
+                logger.info("delivery continues in the background; the event is kept")
                 metrics.webhook(source: source, outcome: "in-progress")
                 return .inProgress(IngestAnswer.inProgress(requestID: requestID, event: summary))
             }

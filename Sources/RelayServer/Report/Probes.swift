@@ -25,17 +25,17 @@ struct Probes: Sendable {
     /// How long the token check may take before it counts as failed (a probe must answer quickly).
     var tokenCheckTimeout: Duration = .seconds(3)
     let tokenChecks: CachedResult<[ReadinessCheck]>
-    /// The shared store, with `store.postgres`: reachable and migrated, or not ready.
-    let replicas: ProjectLeases?
+    /// Where events are kept and who delivers: a shared store adds its own check (reachable, or not ready).
+    let admission: any Admission
     /// Bounds the checks' waits (the application's clock, whose deadline sweep every part shares).
     let clock: any DeliveryClock
 
     init(
         configuration: ConfigurationStore, drain: DrainState, engine: DeliveryEngine, metrics: RelayMetrics, cacheFor lifetime: Duration,
-        replicas: ProjectLeases?, clock: any DeliveryClock
+        admission: any Admission, clock: any DeliveryClock
     ) {
         (self.configuration, self.drain, self.engine, self.metrics) = (configuration, drain, engine, metrics)
-        (self.replicas, self.clock) = (replicas, clock)
+        (self.admission, self.clock) = (admission, clock)
         self.tokenChecks = CachedResult(lifetime: lifetime, clock: clock)
     }
 
@@ -52,8 +52,7 @@ struct Probes: Sendable {
         checks += await tokenChecks.value { await self.tokens(configuration) }
         let draining = drain.isDraining
         checks.append(.init(name: "draining", ok: !draining, detail: draining ? "draining after a stop signal" : "serving"))
-        if let replicas {
-            let store = replicas.readiness
+        if let store = admission.readiness {
             checks.append(.init(name: "store", ok: store.ok, detail: store.detail))
         }
         let depth = engine.queueDepth
@@ -66,7 +65,7 @@ struct Probes: Sendable {
                 name: "undelivered", ok: true,
                 detail: parked == 0
                     ? "no acknowledged event waits for FCM"
-                    : "\(parked) acknowledged event(s) wait for FCM, spooled and tried again every \(engine.settings.parkedRetryInterval)"))
+                    : "\(parked) acknowledged event(s) wait for FCM, kept and tried again every \(engine.settings.parkedRetryInterval)"))
         metrics.ready.record(checks.allSatisfy(\.ok) ? 1 : 0)
         return checks
     }
@@ -85,7 +84,8 @@ struct Probes: Sendable {
             // The store's detail names projects and the database's errors: the admin API has them.
             guard check.name == "store" else { return check }
             return ReadinessCheck(
-                name: "store", ok: check.ok, detail: check.ok ? "PostgreSQL reachable" : "PostgreSQL unreachable; GET /admin/info and the log say why"
+                name: "store", ok: check.ok,
+                detail: check.ok ? "the shared store is reachable" : "the shared store is unreachable; GET /admin/info and the log say why"
             )
         }
         view.insert(credentials, at: min(1, view.count))

@@ -13,7 +13,7 @@ public final class RelayMetrics: Sendable {
     let factory: PrometheusMetricsFactory
 
     let ready: CoreMetrics.Gauge
-    private let counter: LabelledCounters
+    let counter: LabelledCounters
     private let timers = NIOLockedValueBox<[String: CoreMetrics.Timer]>([:])
 
     public init() {
@@ -83,17 +83,6 @@ public final class RelayMetrics: Sendable {
             return timer
         }
         timer.record(duration: duration)
-    }
-
-    /// Projects whose lease this replica holds (it delivers and polls for them).
-    func leasesHeld(_ count: Int) {
-        CoreMetrics.Gauge(label: "rc_relay_store_leases_held", factory: factory).record(count)
-    }
-
-    /// This replica stood down from a project because another took its lease over (fencing refused its work), or its
-    /// claim lapsed: `reason` is `taken_over` or `lapsed`.
-    func leaseStandDown(project: String, reason: String) {
-        counter("rc_relay_store_lease_stand_downs_total", [("project", project), ("reason", reason)]).increment()
     }
 
     /// The Prometheus text exposition.

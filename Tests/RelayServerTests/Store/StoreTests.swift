@@ -26,7 +26,8 @@ import Testing
         let stores = try (0..<count).map { index in
             try PostgresStore(settings: cluster.settings(statementTimeout: statementTimeout), logger: Self.logger, holder: "replica-\(index)")
         }
-        let group = ServiceGroup(services: stores, logger: Self.logger)
+        // Each pool before its store, as the relay places them: a store writes its last changes before its pool stops.
+        let group = ServiceGroup(services: stores.flatMap { [$0.pool, $0] as [any Service] }, logger: Self.logger)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
             defer { tasks.cancelAll() }

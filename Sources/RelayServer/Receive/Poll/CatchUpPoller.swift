@@ -30,15 +30,15 @@ final class CatchUpPoller: Service {
     let metrics: RelayMetrics
     let logger: Logger
     private let sightings = NIOLockedValueBox<[String: (version: Int64, at: Date)]>([:])
-    /// Settled to poll before the interval is over (a lease taken over, a stop); replaced after each wait.
+    /// Settled to poll before the interval is over (a project taken over, a stop); replaced after each wait.
     private let nudge = NIOLockedValueBox(Settlement<Bool>())
-    /// Who polls a project (with a shared store, the replica holding its lease), and where what it relays is kept
-    /// (the outbox, like a webhook's event).
+    /// Who polls a project (with a shared store, the replica that holds it), and where what it relays is kept (like a
+    /// webhook's event).
     let admission: any Admission
 
     init(
         settings: Settings, configuration: ConfigurationStore, engine: DeliveryEngine, planner: Planner, relayed: RelayedVersions,
-        clock: any DeliveryClock, metrics: RelayMetrics, admission: any Admission = ProcessAdmission(), logger: Logger
+        clock: any DeliveryClock, metrics: RelayMetrics, admission: any Admission, logger: Logger
     ) {
         (self.settings, self.configuration, self.engine, self.planner, self.relayed, self.clock, self.metrics) =
             (settings, configuration, engine, planner, relayed, clock, metrics)
@@ -51,7 +51,7 @@ final class CatchUpPoller: Service {
     func run() async throws {
         let stopped = NIOLockedValueBox(false)
         await withDiscardingTaskGroup { group in
-            // A replica that takes a project's lease over polls at once: the holder before it may have died between a
+            // A replica that takes a project over polls at once: the holder before it may have died between a
             // publish and its next poll.
             group.addTask { [admission] in
                 for await _ in admission.takeovers { self.pollSoon() }
@@ -90,7 +90,7 @@ final class CatchUpPoller: Service {
 
     enum Outcome: String {
         case current, relayed, waiting, failed
-        /// Relayed, and its delivery still under way (no spool to hand it to), or not started yet: the next poll joins.
+        /// Relayed, and its delivery still under way (nothing to keep it), or not started yet: the next poll joins.
         case pending
     }
 
@@ -99,8 +99,8 @@ final class CatchUpPoller: Service {
     ) async -> Outcome {
         let calls = RemoteConfigCalls(client: pipeline.remoteConfig, policy: current.retryPolicy, clock: clock, metrics: metrics)
         var known = relayed.newest(project)
-        // The poll is decided under its claim (with a shared store, the lease's epoch), from the newest version anyone
-        // relayed: a replica that just took the lease over starts where the previous holder left off.
+        // The poll is decided under its claim (with a shared store, the epoch of the hold), from the newest version anyone
+        // relayed: a replica that just took the project over starts where the previous holder left off.
         do {
             if let shared = try await admission.relayed(project) {
                 relayed.note(project, shared)
@@ -183,7 +183,7 @@ final class CatchUpPoller: Service {
         return (found, listed == 0)
     }
 
-    /// Delivers `version` as a `poll` event; true once it is delivered or safely spooled (then it counts as relayed).
+    /// Delivers `version` as a `poll` event; true once it is delivered or safely kept (then it counts as relayed).
     private func relay(
         _ version: TemplateVersion, since known: Int64, project: String, claim: PollClaim, pipeline: ProjectDirectory.Pipeline,
         settings: RelaySettings, logger: Logger
@@ -194,10 +194,10 @@ final class CatchUpPoller: Service {
         // Fenced: a poll that outlived its claim (paused, or slow retries) admits nothing.
         switch await admission.admitPolled(record, claim: claim, window: settings.dedupWindow, logger: logger) {
         case .deliverHere: break  // this process delivers it, below
-        case .waitingInOutbox:
-            // A webhook's event for the version waits in the outbox, with what of it was sent already: the outbox's
-            // delivery sends the rest (a poll event of its own would send it all again).
-            logger.info("poll: the version waits in the outbox already; delivering it from there")
+        case .keptAlready:
+            // A webhook's event for the version is kept already, with what of it was sent: that event's delivery sends
+            // the rest (a poll event of its own would send it all again).
+            logger.info("poll: the version is kept already, with a webhook's event; delivering it from there")
             return .pending
         case .settled:
             logger.info("poll: a webhook had announced the version already")
@@ -217,13 +217,16 @@ final class CatchUpPoller: Service {
             relayed.note(project, version.versionNumber)
             return .relayed
         case .pending(let delivery, _):
-            guard engine.hasSpool, let acknowledgement = try? engine.acknowledge(delivery) else {
+            switch admission.keep(delivery, logger: logger) {
+            case .notKept:
                 logger.info("poll: the version's delivery continues; the next poll joins it")
                 return .pending
+            case .settled(let reports) where reports.contains(where: \.unfinished):
+                return .failed
+            case .settled, .kept:
+                relayed.note(project, version.versionNumber)
+                return .relayed
             }
-            if case .settled(let reports) = acknowledgement, reports.contains(where: \.unfinished) { return .failed }
-            relayed.note(project, version.versionNumber)
-            return .relayed
         case .conflict, .saturated, .stopping:
             logger.warning("poll: the delivery could not start now; the next poll tries again")
             return .pending

@@ -4,9 +4,9 @@ import Logging
 import NIOConcurrencyHelpers
 
 /// The newest template version relayed per project, whatever brought it (a webhook, a Pub/Sub push, a poll): what
-/// catch-up polling compares Remote Config's list with. Kept in `state/relayed-versions.json` under the spool
-/// directory when there is one, so a version published while the relay was down is pinged once on the next start;
-/// without one, a start adopts the current version unpinged (no ping storm on every restart).
+/// catch-up polling compares Remote Config's list with. Kept in `state/relayed-versions.json` under the directory
+/// acknowledged events are kept in, when there is one, so a version published while the relay was down is pinged once
+/// on the next start; without one, a start adopts the current version unpinged (no ping storm on every restart).
 final class RelayedVersions: Sendable {
     private struct State {
         var newest: [String: Int64] = [:]
@@ -20,7 +20,7 @@ final class RelayedVersions: Sendable {
     /// Projects kept at most (the configuration's; a bound against a file that grew by other hands).
     static let maximumProjects = 1000
 
-    /// `directory`: the spool directory, or nil. A file that cannot be read is logged and set aside, never trapped on.
+    /// `directory`: where acknowledged events are kept on disk, or nil. A file that cannot be read is logged and set aside, never trapped on.
     init(directory: String?, writesEachNote: Bool = false, logger: Logger) {
         self.writesEachNote = writesEachNote
         file = directory.map { URL(fileURLWithPath: $0).appendingPathComponent("state").appendingPathComponent("relayed-versions.json") }

@@ -63,22 +63,27 @@ package final class PostgresStore: Service, Sendable {
         }
     }
 
-    /// Runs the connection pool and applies the engine's changes until a graceful stop; then applies what is left
-    /// (the engine stops first and hands its deliveries over here) and closes.
-    ///
-    /// The pool is the one unstructured task left: `PostgresClient.run()` ends at a graceful stop, and ends when
-    /// cancelled, so as a child task, or as a service of the group before the store, it ended at the stop's deadline
-    /// while the store still wrote its last changes (tried on 2026-11-27: `test_a_stop_while_the_database_is_away_still_ends`
-    /// saw the changes refused instead of the leases left to expire). It is cancelled when the store ends.
+    /// Applies the engine's changes until a graceful stop; then applies what is left (the engine stops first and hands
+    /// its deliveries over here).
     package func run() async throws {
-        let pool = Task.detached { [client] in await client.run() }
-        defer { pool.cancel() }
         await withDiscardingTaskGroup { group in
             group.addTask { await self.applyChanges() }
             try? await gracefulShutdown()
             outbox.finish()
         }
     }
+
+    /// The connection pool, a service of its own: placed before the store in the service group, it stops after the
+    /// store has written its last changes (a graceful stop reaches it last), and at the stop's deadline with the rest.
+    package var pool: some Service { Pool(client: client) }
+
+    private struct Pool: Service {
+        let client: PostgresClient
+        func run() async { await client.run() }
+    }
+
+    /// The longest a stop waits for the changes still queued before the leases are released (or left to expire).
+    package var flushBound: Duration { min(settings.lease, .seconds(5)) }
 
     // MARK: - Schema
 

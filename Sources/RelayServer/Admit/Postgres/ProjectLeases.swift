@@ -20,42 +20,15 @@ import ServiceLifecycle
 /// locally for half the lease from before the statement that renewed it: a replica that cannot renew (the database is
 /// away) stops its deliveries of the project well before another replica can take the lease over.
 ///
-/// Fencing: every take-over raises the lease's epoch. Right before each FCM request of an event, ``mayStart(project:)``
-/// checks the claim, and asks the database when its epoch has not been confirmed for a third of the lease; a poll's
-/// admission carries the epoch it began under. A replica that was paused while another took over stands down before
-/// it sends anything more (docs/replicas.md, fencing).
-final class ProjectLeases: Service, DeliveryFence, Sendable {
-    let store: PostgresStore
+/// Fencing is ``LeaseClaims``', which the engine asks before every request.
+final class ProjectLeases: Service, Sendable {
+    let claims: LeaseClaims
     let configuration: ConfigurationStore
     let engine: DeliveryEngine
     let planner: Planner
     let metrics: RelayMetrics
     let logger: Logger
 
-    /// This replica's claim on a project's lease.
-    struct Claim {
-        /// The claim counts until then: half the lease from before the statement that renewed it.
-        var until: ContinuousClock.Instant
-        /// The lease's epoch when this replica took it: work decided under it is fenced by it.
-        var epoch: Int64
-        /// When the database last confirmed the epoch (the renewal's or a check's start).
-        var confirmed: ContinuousClock.Instant
-    }
-
-    struct State {
-        /// Projects whose lease this replica holds.
-        var held: [String: Claim] = [:]
-        var migrated = false
-        /// The last round trip that succeeded, for readiness.
-        var lastContact: ContinuousClock.Instant?
-        var lastError: String?
-        /// Projects whose outbox is to be swept.
-        var toSweep: Set<String> = []
-        /// Projects taken over since their last sweep: what FCM accepted for them is read from the shared history first.
-        var toSeed: Set<String> = []
-    }
-
-    let state = NIOLockedValueBox(State())
     /// Each project whose lease this replica takes (catch-up polling polls it at once).
     let takeovers: AsyncStream<String>
     let tookOver: AsyncStream<String>.Continuation
@@ -65,51 +38,26 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
     /// Sweep requests (ProjectLeases+Outbox.swift).
     let wakes: AsyncStream<Void>
 
-    /// `RC_RELAY_TESTING_DISABLE_FENCING=1` switches fencing off, for the fault campaign's test that its checker catches
-    /// a relay without it (Tests/interop/test_campaign.py). Never set it in production.
-    let fencing: Bool
-
     init(
-        store: PostgresStore, configuration: ConfigurationStore, engine: DeliveryEngine, planner: Planner, relayed: RelayedVersions,
-        metrics: RelayMetrics, logger: Logger,
-        fencing: Bool = ProcessInfo.processInfo.environment["RC_RELAY_TESTING_DISABLE_FENCING"] != "1"
+        claims: LeaseClaims, configuration: ConfigurationStore, engine: DeliveryEngine, planner: Planner, relayed: RelayedVersions
     ) {
-        (self.store, self.configuration, self.engine, self.planner, self.metrics) = (store, configuration, engine, planner, metrics)
+        (self.claims, self.configuration, self.engine, self.planner) = (claims, configuration, engine, planner)
+        (metrics, logger) = (claims.metrics, claims.logger)
         self.relayed = relayed
         (takeovers, tookOver) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(100))
-        self.fencing = fencing
-        var logger = logger
-        logger[metadataKey: "source"] = "store"
-        self.logger = logger
         (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
-    var lease: Duration { store.settings.lease }
-
-    /// Whether this replica delivers the project's events now.
-    func holds(_ project: String) -> Bool {
-        let now = ContinuousClock.now
-        return state.withLockedValue { ($0.held[project]?.until ?? now) > now }
-    }
-
-    /// The epoch of the project's lease while this replica holds it.
-    func epoch(_ project: String) -> Int64? {
-        let now = ContinuousClock.now
-        return state.withLockedValue { state in state.held[project].flatMap { $0.until > now ? $0.epoch : nil } }
-    }
-
-    /// For readiness: the schema is in place and the database answered within the lease.
-    var readiness: (ok: Bool, detail: String) {
-        let now = ContinuousClock.now
-        return state.withLockedValue { state in
-            guard state.migrated else { return (false, "the schema is not in place yet: \(state.lastError ?? "connecting")") }
-            guard let contact = state.lastContact, now - contact < lease else {
-                return (false, "PostgreSQL has not answered for over \(lease): \(state.lastError ?? "no answer")")
-            }
-            let held = state.held.filter { $0.value.until > now }.keys.sorted()
-            return (true, held.isEmpty ? "reachable; another replica delivers" : "reachable; delivering for \(held.joined(separator: ", "))")
-        }
-    }
+    var store: PostgresStore { claims.store }
+    var state: NIOLockedValueBox<LeaseClaims.State> { claims.state }
+    var fencing: Bool { claims.fencing }
+    var lease: Duration { claims.lease }
+    static func leaseName(_ project: String) -> String { LeaseClaims.leaseName(project) }
+    func holds(_ project: String) -> Bool { claims.holds(project) }
+    func epoch(_ project: String) -> Int64? { claims.epoch(project) }
+    var readiness: (ok: Bool, detail: String)? { claims.readiness }
+    func contact() { claims.contact() }
+    func failed(_ error: any Error, doing what: String) { claims.failed(error, doing: what) }
 
     func run() async throws {
         await withDiscardingTaskGroup { group in
@@ -123,7 +71,7 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
         }
         // The engine has stopped (it stops before this service): its hand-overs are queued. Once they are written,
         // another replica may take over at once; if the database does not take them in time, the leases expire instead.
-        guard await store.flushBeforeStop(within: min(lease, .seconds(5))) else {
+        guard await store.flushBeforeStop(within: store.flushBound) else {
             logger.warning("outbox changes not written before the stop: leases left to expire, another replica takes over then")
             return
         }
@@ -189,8 +137,6 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
         }
     }
 
-    static func leaseName(_ project: String) -> String { "project/\(project)" }
-
     // MARK: - The outbox (ProjectLeases+Outbox.swift)
 
     /// Asks for a sweep of the project's outbox; requests made while one runs are served by one more sweep.
@@ -218,17 +164,5 @@ final class ProjectLeases: Service, DeliveryFence, Sendable {
         engine.resetMarks(project: project)
         relayed.reset(project, logger: logger)
         logger.notice("admin reset of the project's version marks applied", metadata: ["project": "\(project)"])
-    }
-
-    func contact() {
-        state.withLockedValue {
-            $0.lastContact = ContinuousClock.now
-            $0.lastError = nil
-        }
-    }
-
-    func failed(_ error: any Error, doing what: String) {
-        state.withLockedValue { $0.lastError = "\(error)" }
-        logger.warning("PostgreSQL did not answer while \(what)", metadata: ["error": "\(error)"])
     }
 }

@@ -6,8 +6,7 @@ import NIOConcurrencyHelpers
 import RelayStore
 import ServiceLifecycle
 
-/// Renewing the leases in one statement, standing a project down when its lease is lost, and the fence each FCM request
-/// passes first (`mayStart`).
+/// Renewing the leases in one statement, and standing a project down when its lease is lost.
 extension ProjectLeases {
     // MARK: - Leases
 
@@ -65,7 +64,7 @@ extension ProjectLeases {
                     if was != nil { retaken.append(project) }
                     state.toSeed.insert(project)
                 }
-                state.held[project] = Claim(until: sent + lease / 2, epoch: epoch, confirmed: sent)
+                state.held[project] = LeaseClaims.Claim(until: sent + lease / 2, epoch: epoch, confirmed: sent)
             }
         }
         // Another replica holds it now (a claim that lapsed while this one was paused): nothing more is sent here.
@@ -107,50 +106,9 @@ extension ProjectLeases {
         }
     }
 
-    /// Fencing, asked right before each FCM request of an event's delivery: the claim must still count, and when the
-    /// database has not confirmed its epoch for a third of the lease (the renewals are late: this replica was paused,
-    /// or the database is slow), the database is asked. A lease taken over stands the project down here, before any
-    /// request; a database that does not answer leaves the claim's own bound (half the lease, before anyone else can
-    /// take it).
-    func mayStart(project: String) async -> Bool {
-        guard fencing else { return true }
-        let now = ContinuousClock.now
-        guard let claim = state.withLockedValue({ $0.held[project] }), claim.until > now else {
-            // Lapsed or lost already (the renewal may have said so first): whatever still runs for it stops here.
-            standDownWhereLapsed()
-            _ = engine.standDown(project: project)
-            return false
-        }
-        guard now - claim.confirmed >= lease / 3 else { return true }
-        do {
-            let current = try await store.confirm(Self.leaseName(project), epoch: claim.epoch)
-            contact()
-            guard current else {
-                fenced(project, epoch: claim.epoch)
-                return false
-            }
-            state.withLockedValue { state in
-                if state.held[project]?.epoch == claim.epoch { state.held[project]?.confirmed = now }
-            }
-            return true
-        } catch {
-            return claim.until > ContinuousClock.now
-        }
-    }
-
     /// The store refused work decided under `epoch`: another replica took the lease over. Nothing more is sent here.
     func fenced(_ project: String, epoch: Int64) {
-        let dropped = state.withLockedValue { state in
-            guard state.held[project]?.epoch == epoch else { return false }
-            state.held[project] = nil
-            return true
-        }
-        guard dropped else {
-            _ = engine.standDown(project: project)
-            return
-        }
-        standDown(
-            [project], reason: "taken_over", "project lease lost to another replica: this stale holder stands down before sending anything more",
-            epoch: epoch)
+        if claims.drop(project, epoch: epoch) { claims.lost(project, epoch: epoch) }
+        _ = engine.standDown(project: project)
     }
 }

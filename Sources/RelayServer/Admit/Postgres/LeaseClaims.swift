@@ -1,0 +1,144 @@
+import DeliveryEngine
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import RelayStore
+
+/// This replica's claims on the projects' leases, and the fence the delivery engine asks before every FCM request of
+/// an event. Built before the engine (which takes it as its ``DeliveryFence``); ``ProjectLeases`` renews the claims.
+///
+/// Fencing: every take-over raises the lease's epoch. Right before each FCM request of an event, ``refusal(project:)``
+/// checks the claim, and asks the database when its epoch has not been confirmed for a third of the lease; a poll's
+/// admission carries the epoch it began under. A replica that was paused while another took over stands down before
+/// it sends anything more (docs/replicas.md, fencing).
+final class LeaseClaims: DeliveryFence, Sendable {
+    let store: PostgresStore
+    let metrics: RelayMetrics
+    let logger: Logger
+
+    /// This replica's claim on a project's lease.
+    struct Claim {
+        /// The claim counts until then: half the lease from before the statement that renewed it.
+        var until: ContinuousClock.Instant
+        /// The lease's epoch when this replica took it: work decided under it is fenced by it.
+        var epoch: Int64
+        /// When the database last confirmed the epoch (the renewal's or a check's start).
+        var confirmed: ContinuousClock.Instant
+    }
+
+    struct State {
+        /// Projects whose lease this replica holds.
+        var held: [String: Claim] = [:]
+        var migrated = false
+        /// The last round trip that succeeded, for readiness.
+        var lastContact: ContinuousClock.Instant?
+        var lastError: String?
+        /// Projects whose outbox is to be swept.
+        var toSweep: Set<String> = []
+        /// Projects taken over since their last sweep: what FCM accepted for them is read from the shared history first.
+        var toSeed: Set<String> = []
+    }
+
+    let state = NIOLockedValueBox(State())
+
+    /// `RC_RELAY_TESTING_DISABLE_FENCING=1` switches fencing off, for the fault campaign's test that its checker catches
+    /// a relay without it (Tests/interop/test_campaign.py). Never set it in production.
+    let fencing: Bool
+
+    init(
+        store: PostgresStore, metrics: RelayMetrics, logger: Logger,
+        fencing: Bool = ProcessInfo.processInfo.environment["RC_RELAY_TESTING_DISABLE_FENCING"] != "1"
+    ) {
+        (self.store, self.metrics, self.fencing) = (store, metrics, fencing)
+        var logger = logger
+        logger[metadataKey: "source"] = "store"
+        self.logger = logger
+    }
+
+    var lease: Duration { store.settings.lease }
+
+    static func leaseName(_ project: String) -> String { "project/\(project)" }
+
+    /// Whether this replica delivers the project's events now.
+    func holds(_ project: String) -> Bool {
+        let now = ContinuousClock.now
+        return state.withLockedValue { ($0.held[project]?.until ?? now) > now }
+    }
+
+    /// The epoch of the project's lease while this replica holds it.
+    func epoch(_ project: String) -> Int64? {
+        let now = ContinuousClock.now
+        return state.withLockedValue { state in state.held[project].flatMap { $0.until > now ? $0.epoch : nil } }
+    }
+
+    /// For readiness: the schema is in place and the database answered within the lease.
+    var readiness: (ok: Bool, detail: String) {
+        let now = ContinuousClock.now
+        return state.withLockedValue { state in
+            guard state.migrated else { return (false, "the schema is not in place yet: \(state.lastError ?? "connecting")") }
+            guard let contact = state.lastContact, now - contact < lease else {
+                return (false, "PostgreSQL has not answered for over \(lease): \(state.lastError ?? "no answer")")
+            }
+            let held = state.held.filter { $0.value.until > now }.keys.sorted()
+            return (true, held.isEmpty ? "reachable; another replica delivers" : "reachable; delivering for \(held.joined(separator: ", "))")
+        }
+    }
+
+    static let notHeld = "this replica no longer holds the project's lease; it is handed back to the outbox"
+
+    /// Fencing, asked right before each FCM request of an event's delivery: the claim must still count, and when the
+    /// database has not confirmed its epoch for a third of the lease (the renewals are late: this replica was paused,
+    /// or the database is slow), the database is asked. A lease taken over is refused here, before any request (the
+    /// engine then stands the project down); a database that does not answer leaves the claim's own bound (half the
+    /// lease, before anyone else can take it).
+    func refusal(project: String) async -> String? {
+        guard fencing else { return nil }
+        let now = ContinuousClock.now
+        // Lapsed or lost already (the renewal may have said so first): whatever still runs for it stops here.
+        guard let claim = state.withLockedValue({ $0.held[project] }), claim.until > now else { return Self.notHeld }
+        guard now - claim.confirmed >= lease / 3 else { return nil }
+        do {
+            let current = try await store.confirm(Self.leaseName(project), epoch: claim.epoch)
+            contact()
+            guard current else {
+                if drop(project, epoch: claim.epoch) { lost(project, epoch: claim.epoch) }
+                return Self.notHeld
+            }
+            state.withLockedValue { state in
+                if state.held[project]?.epoch == claim.epoch { state.held[project]?.confirmed = now }
+            }
+            return nil
+        } catch {
+            return claim.until > ContinuousClock.now ? nil : Self.notHeld
+        }
+    }
+
+    /// Drops the claim taken under `epoch`; false when it was gone already (or is a newer one).
+    func drop(_ project: String, epoch: Int64) -> Bool {
+        state.withLockedValue { state in
+            guard state.held[project]?.epoch == epoch else { return false }
+            state.held[project] = nil
+            return true
+        }
+    }
+
+    /// Counts and logs a stand-down because the store refused work decided under `epoch`.
+    func lost(_ project: String, epoch: Int64) {
+        metrics.leaseStandDown(project: project, reason: "taken_over")
+        logger.warning(
+            "project lease lost to another replica: this stale holder stands down before sending anything more",
+            metadata: ["project": "\(project)", "epoch": "\(epoch)"])
+    }
+
+    func contact() {
+        state.withLockedValue {
+            $0.lastContact = ContinuousClock.now
+            $0.lastError = nil
+        }
+    }
+
+    func failed(_ error: any Error, doing what: String) {
+        state.withLockedValue { $0.lastError = "\(error)" }
+        logger.warning("PostgreSQL did not answer while \(what)", metadata: ["error": "\(error)"])
+    }
+}

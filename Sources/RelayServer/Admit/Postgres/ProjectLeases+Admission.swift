@@ -1,0 +1,48 @@
+import DeliveryEngine
+import Logging
+import RelayStore
+
+/// The replicas sharing PostgreSQL: the outbox admits, the project's lease holder delivers.
+extension ProjectLeases: Admission {
+    var keepsAdmitted: Bool { true }
+
+    func admit(_ record: SpoolRecord, window: Duration, logger: Logger) async throws(Refusal) -> Admitted {
+        // Committed before anything else: from here on any replica delivers it, and a 202 means it is kept.
+        let admission = try await admitToOutbox(record, window: window, logger: logger)
+        switch admission {
+        case .admitted, .pending: return holds(record.project) ? .deliverHere(committed: true) : .elsewhere
+        case .settled(let reports): return .settled(reports)
+        case .conflict(let key): return .conflict(key)
+        }
+    }
+
+    func pollClaim(_ project: String) -> PollClaim? { epoch(project).map { PollClaim(epoch: $0) } }
+
+    func admitPolled(_ record: SpoolRecord, claim: PollClaim, window: Duration, logger: Logger) async -> PolledAdmission {
+        guard let epoch = claim.epoch else { return .leave }
+        switch await admitPolled(record, epoch: epoch, window: window, logger: logger) {
+        case .admitted?: return .deliverHere
+        case .pending?:
+            requestSweep(record.project)
+            return .keptAlready
+        case .settled?: return .settled
+        case .conflict?, nil: return .leave
+        }
+    }
+
+    /// Admitted events are in the outbox from the start: the engine only marks them as kept, or answers settled.
+    func keep(_ delivery: RecentEvents.EventDelivery, logger: Logger) -> Kept {
+        keepInEngine(delivery, engine: engine, logger: logger)
+    }
+
+    func discardElsewhere(project: String, key: String, route: String) async throws(StoreError) -> Bool {
+        guard !holds(project) else { return false }
+        try await store.requestDiscard(key: key, route: route)
+        return true
+    }
+
+    func resetMarks(_ project: String) async throws(StoreError) {
+        try await store.resetRelayed(project: project)
+        try await store.requestReset(project: project)
+    }
+}
