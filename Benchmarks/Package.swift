@@ -20,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.0"),
     ],
     targets: [
         .executableTarget(
@@ -30,9 +31,10 @@ let package = Package(
             ],
             path: "Sources/Micro"
         ),
-        // The issue's yardstick: a bare Hummingbird + AsyncHTTPClient relay, measured by scripts/bench in the same run.
-        .executableTarget(
-            name: "bare-relay",
+        // The yardsticks scripts/bench measures rc-relay against in the same runs: what both share, the bare relay
+        // (issue #7: the minimum) and the fair floor (issue #35: the minimum plus the guarantees any relay owes).
+        .target(
+            name: "Yardstick",
             dependencies: [
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -41,7 +43,27 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
+            path: "Sources/Yardstick"
+        ),
+        .executableTarget(
+            name: "bare-relay",
+            dependencies: [
+                "Yardstick",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
             path: "Sources/BareRelay"
+        ),
+        .executableTarget(
+            name: "fair-floor",
+            dependencies: [
+                "Yardstick",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Sources/FairFloor"
         ),
     ]
 )

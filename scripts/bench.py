@@ -3,12 +3,15 @@
 
 The relay (a release build) and the FCM emulator run as separate processes on loopback. wrk replays pre-signed
 Standard Webhooks requests with distinct ids and version numbers, and is also pointed straight at the emulator's
-messages:send to measure the ceiling the relay's throughput is compared with. The bare Hummingbird + AsyncHTTPClient
-relay of issue #7 (Benchmarks/Sources/BareRelay) is measured the same way in the same runs. Afterwards the emulator's
-count of accepted messages must equal each relay's count of 2xx answers, or the run is void.
+messages:send to measure the ceiling the relay's throughput is compared with. Two yardsticks are measured the same
+way in the same runs: the bare Hummingbird + AsyncHTTPClient relay of issue #7 (Benchmarks/Sources/BareRelay: the
+minimum), and the fair floor of issue #35 (Benchmarks/Sources/FairFloor: the minimum plus the guarantees any production
+relay owes: an access and a decision log line per webhook, a read timeout, a bounded wait for the send). Afterwards the
+emulator's count of accepted messages must equal each relay's count of 2xx answers, or the run is void. Last, an idle
+relay (production configuration, nothing arriving) is watched for a minute: its threads' wake-ups and CPU ticks.
 
 Usage: scripts/bench [--bin PATH] [--duration 10] [--connections 32] [--runs 3] [--no-bare] [--micro] [--store] [--tls]
-                     [--flood]
+                     [--flood] [--idle-seconds 60]
 
 --tls: the emulator serves HTTPS with HTTP/2 (as fcm.googleapis.com does) on a certificate of a CA made for the run,
 which both relays trust as rc-relay's fcm.caFile says; run it beside a plaintext run to compare.
@@ -71,9 +74,24 @@ class Process:
             time.sleep(0.005)
         raise SystemExit(f"{path} never showed {needle!r}:\n{Path(path).read_text()}")
 
-    def cpu_seconds(self):
+    def cpu_ticks(self):
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return int(fields[11]) + int(fields[12])
+
+    def cpu_seconds(self):
+        return self.cpu_ticks() / os.sysconf("SC_CLK_TCK")
+
+    def context_switches(self):
+        """Voluntary and involuntary switches of all the process's threads: a thread that wakes up and sleeps again
+        counts one at least."""
+        total = 0
+        for status in Path(f"/proc/{self.proc.pid}/task").glob("*/status"):
+            try:
+                text = status.read_text()
+            except FileNotFoundError:  # the thread ended meanwhile
+                continue
+            total += sum(int(n) for n in re.findall(r"^(?:non)?voluntary_ctxt_switches:\s+(\d+)", text, re.M))
+        return total
 
     def memory_kb(self, field):
         match = re.search(rf"{field}:\s+(\d+) kB", Path(f"/proc/{self.proc.pid}/status").read_text())
@@ -128,16 +146,33 @@ delivery: {{answerWithinSeconds: 120, concurrency: 64}}
     return proc, f"http://{address}/webhooks/remote-config", started
 
 
-def start_bare(work, emulator_url, token, ca=None):
-    """The issue's yardstick (Benchmarks/Sources/BareRelay): bare Hummingbird + AsyncHTTPClient doing only the minimum."""
-    binary = ROOT / "Benchmarks" / ".build" / "release" / "bare-relay"
-    if not binary.exists():
-        subprocess.run(["swift", "build", "-c", "release", "--package-path", "Benchmarks", "--product", "bare-relay",
+def start_yardstick(name, work, emulator_url, token, ca=None):
+    """A yardstick (Benchmarks/): `bare-relay`, bare Hummingbird + AsyncHTTPClient doing only the minimum, or
+    `fair-floor`, the same plus the guarantees any production relay owes. Built (release) when missing or older than
+    its sources."""
+    binary = ROOT / "Benchmarks" / ".build" / "release" / name
+    sources = [p for p in (ROOT / "Benchmarks").rglob("*.swift") if ".build" not in p.parts]
+    if not binary.exists() or binary.stat().st_mtime < max(p.stat().st_mtime for p in sources):
+        subprocess.run(["swift", "build", "-c", "release", "--package-path", "Benchmarks", "--product", name,
                         "--static-swift-stdlib"], cwd=ROOT, check=True)
-    log = work / "bare-relay.log"
+    log = work / f"{name}.log"
     proc = Process([str(binary), "0", emulator_url, token, SECRET, *([str(ca)] if ca else [])], log)
-    text = proc.wait_for_line(log, "bare-relay listening")
+    text = proc.wait_for_line(log, f"{name} listening")
     return proc, re.search(r"listening on (http://\S+)", text).group(1) + "/webhooks/remote-config"
+
+
+def idle(binary, work, emulator_url, key, seconds):
+    """A relay on a production configuration (no poll, nothing arriving) for `seconds` after it settled: its threads'
+    wake-ups a second (context switches, all threads) and its CPU ticks."""
+    relay, url, _ = start_relay(binary, work, emulator_url, key, name="idle")
+    try:
+        first_accepted(url, time.monotonic())  # one webhook: the token is fetched and cached, as in production
+        time.sleep(5)  # what a start and a first webhook leave (the token's refresh timer, idle connections) settles
+        switches, ticks = relay.context_switches(), relay.cpu_ticks()
+        time.sleep(seconds)
+        return (relay.context_switches() - switches) / seconds, relay.cpu_ticks() - ticks
+    finally:
+        relay.stop()
 
 
 def checkpointing(cluster, began, ended):
@@ -294,6 +329,12 @@ def parse_wrk(output):
             "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1)), "p50_ms": ms("50"), "p99_ms": ms("99")}
 
 
+def mark(value, comparison, target):
+    """A ratio or figure with a ✓ or ✗ against its target."""
+    met = value >= target if comparison == ">=" else value <= target
+    return f"{value:.2f} {'✓' if met else '✗'}"
+
+
 def micro():
     """The micro-benchmarks of the hot path: nanoseconds per operation, by name."""
     result = subprocess.run(
@@ -319,7 +360,8 @@ def main():
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--no-bare", action="store_true", help="skip the bare Hummingbird + AsyncHTTPClient relay (the yardstick)")
+    parser.add_argument("--no-bare", action="store_true", help="skip the yardsticks (the bare relay and the fair floor)")
+    parser.add_argument("--idle-seconds", type=int, default=60, help="how long the idle relay is watched (0: not at all)")
     parser.add_argument("--micro", action="store_true", help="also run the micro-benchmarks (Benchmarks/, a release build of its own)")
     parser.add_argument("--store", action="store_true",
                         help="also run a relay on a throwaway PostgreSQL (store.postgres, default durability) in the same runs")
@@ -359,9 +401,10 @@ def main():
         # call), under the same load: what one inbound exchange costs before any webhook work.
         floor_script = work / "floor.lua"
         floor_script.write_text('wrk.method = "GET"\n')
-        bare = None
+        bare = fair = None
         if not args.no_bare:
-            bare, bare_url = start_bare(work, emulator_url, token, ca=ca)
+            bare, bare_url = start_yardstick("bare-relay", work, emulator_url, token, ca=ca)
+            fair, fair_url = start_yardstick("fair-floor", work, emulator_url, token, ca=ca)
         if args.store:
             sys.path.insert(0, str(ROOT / "Tests" / "interop"))
             from postgres import Cluster
@@ -376,6 +419,7 @@ def main():
                                                 extra=f'store: {{postgres: {{url: "{cluster.url}"}}}}\n')
             stored.wait_for_line(work / "store.log", "project lease taken")  # it delivers its own webhooks from here
         runs = {key: [] for key in ("relay", "ceiling", "ceiling_minimal", "cpu", "floor", "bare", "bare_cpu", "bare_floor",
+                                    "fair", "fair_cpu", "fair_floor",
                                     "store", "store_cpu", "store_db_cpu", "flood", "flood_cpu", "flood_probe",
                                     "bare_flood", "bare_flood_cpu")}
         version = 1000
@@ -446,6 +490,8 @@ def main():
             if bare:
                 bare_result, bare_cpu = load(bare, bare_url, "bare relay")
                 bare_floor = floor(bare, bare_url)
+                fair_result, fair_cpu = load(fair, fair_url, "fair floor")
+                fair_floor = floor(fair, fair_url)
             if stored:
                 db_before = cluster.cpu_seconds()
                 store_began = time.time()
@@ -479,8 +525,12 @@ def main():
                 runs["bare"].append(bare_result)
                 runs["bare_cpu"].append(bare_cpu)
                 runs["bare_floor"].append(bare_floor)
+                runs["fair"].append(fair_result)
+                runs["fair_cpu"].append(fair_cpu)
+                runs["fair_floor"].append(fair_floor)
         if bare:
             bare.stop()
+            fair.stop()
         if stored:
             stored.stop()
         # One connection: a webhook's own latency when nothing queues in front of it.
@@ -491,6 +541,12 @@ def main():
         emulator.stop()
         if cluster:
             cluster.destroy()
+    if args.idle_seconds:
+        emulator, emulator_url, key = start_emulator(args.bin, work, tls=tls)
+        try:
+            idle_wakeups, idle_ticks = idle(args.bin, work, emulator_url, key, args.idle_seconds)
+        finally:
+            emulator.stop()
 
     # Fan-out: one webhook to 1,000 routes, 50 ms of emulator latency, 64 requests in flight; after a warm-up, the
     # median of as many webhooks as there are runs.
@@ -547,6 +603,15 @@ def main():
             "bare_p99_ms": median("p99_ms", runs["bare"]),
             "bare_cpu_ms_per_webhook": statistics.median(runs["bare_cpu"]),
             "bare_floor_cpu_ms_per_healthz": statistics.median(runs["bare_floor"]),
+            "fair_webhooks_per_s": median("rps", runs["fair"]),
+            "fair_p50_ms": median("p50_ms", runs["fair"]),
+            "fair_p99_ms": median("p99_ms", runs["fair"]),
+            "fair_cpu_ms_per_webhook": statistics.median(runs["fair_cpu"]),
+            "fair_floor_cpu_ms_per_healthz": statistics.median(runs["fair_floor"]),
+            # Issue #35's targets: rc-relay in memory against the fair floor of the same runs.
+            "throughput_vs_fair": median("rps", relay_runs) / median("rps", runs["fair"]),
+            "cpu_vs_fair": statistics.median(runs["cpu"]) / statistics.median(runs["fair_cpu"]),
+            "p99_vs_fair": median("p99_ms", relay_runs) / median("p99_ms", runs["fair"]),
         }
     if runs["flood"]:
         probes = sorted(runs["flood_probe"])
@@ -570,8 +635,11 @@ def main():
             "store_p99_ms": median("p99_ms", runs["store"]),
             "store_cpu_ms_per_webhook": statistics.median(runs["store_cpu"]),
             "store_postgres_cpu_ms_per_webhook": statistics.median(runs["store_db_cpu"]),
-            "store_runs": [{"p99_ms": r["p99_ms"], "checkpoint": r["checkpoint"]} for r in runs["store"]],
+            "store_runs": [{"p99_ms": r["p99_ms"], "checkpoint": r["checkpoint"],
+                            "ratio_to_in_memory": r["rps"] / memory["rps"]} for r, memory in zip(runs["store"], relay_runs)],
         }
+    if args.idle_seconds:
+        figures |= {"idle_wakeups_per_s": idle_wakeups, "idle_cpu_ticks": idle_ticks, "idle_seconds": args.idle_seconds}
     machine = f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}"
     print(f"\nrc-relay benchmark — {args.runs} runs × {args.duration} s, {args.connections} connections, medians; "
           f"{figures['transport']} to the emulator; {machine}\n")
@@ -585,8 +653,10 @@ def main():
         ("CPU per webhook", f"{figures['cpu_ms_per_webhook']:.3f} ms"),
         ("emulator CPU per message, same runs", f"{figures['emulator_cpu_ms_per_message']:.3f} ms"),
         ("floor: CPU per GET /healthz, same load", f"{figures['floor_cpu_ms_per_healthz']:.3f} ms"),
-        ("RSS idle / peak", f"{figures['idle_rss_mb']:.1f} MB / {figures['peak_rss_mb']:.1f} MB"),
-        ("start to first accepted webhook", f"{figures['start_to_first_webhook_ms']:.0f} ms"),
+        ("RSS idle / peak (target: peak ≤ 45 MB)",
+         f"{figures['idle_rss_mb']:.1f} MB / {figures['peak_rss_mb']:.1f} MB {'✓' if figures['peak_rss_mb'] <= 45 else '✗'}"),
+        ("start to first accepted webhook (target ≤ 60 ms)",
+         f"{figures['start_to_first_webhook_ms']:.0f} ms {'✓' if figures['start_to_first_webhook_ms'] <= 60 else '✗'}"),
         ("fan-out, 1,000 routes at 50 ms", f"{figures['fanout_1000_s']:.2f} s (ideal {ideal:.2f} s, ×{figures['fanout_ratio']:.2f}); "
          f"{figures['fanout_connections']} connection(s), {figures['fanout_http2_sends']} HTTP/2 sends"),
     ]
@@ -596,6 +666,12 @@ def main():
             ("bare relay: latency p50 / p99", f"{figures['bare_p50_ms']:.2f} ms / {figures['bare_p99_ms']:.2f} ms"),
             ("bare relay: CPU per webhook", f"{figures['bare_cpu_ms_per_webhook']:.3f} ms"),
             ("bare relay: CPU per GET /healthz", f"{figures['bare_floor_cpu_ms_per_healthz']:.3f} ms"),
+            ("fair floor: webhooks/s", f"{figures['fair_webhooks_per_s']:.0f}"),
+            ("fair floor: latency p50 / p99", f"{figures['fair_p50_ms']:.2f} ms / {figures['fair_p99_ms']:.2f} ms"),
+            ("fair floor: CPU per webhook", f"{figures['fair_cpu_ms_per_webhook']:.3f} ms"),
+            ("rc-relay ÷ fair floor: throughput (target ≥ 0.9)", mark(figures["throughput_vs_fair"], ">=", 0.9)),
+            ("rc-relay ÷ fair floor: CPU per webhook (target ≤ 1.2)", mark(figures["cpu_vs_fair"], "<=", 1.2)),
+            ("rc-relay ÷ fair floor: p99 (target ≤ 1.2)", mark(figures["p99_vs_fair"], "<=", 1.2)),
         ]
     if runs["flood"]:
         rows += [
@@ -612,9 +688,16 @@ def main():
             ("with PostgreSQL: latency p50 / p99", f"{figures['store_p50_ms']:.2f} ms / {figures['store_p99_ms']:.2f} ms"),
             ("with PostgreSQL: CPU per webhook, relay / PostgreSQL",
              f"{figures['store_cpu_ms_per_webhook']:.3f} ms / {figures['store_postgres_cpu_ms_per_webhook']:.3f} ms"),
-            ("with PostgreSQL: each run's p99 (* a checkpoint under way)",
-             ", ".join(f"{r['p99_ms']:.2f}{' *' if r['checkpoint'] else ''}" for r in figures["store_runs"]) + " ms"),
+            ("with PostgreSQL: each run's p99 (* a checkpoint under way; target ≤ 25)",
+             ", ".join(f"{r['p99_ms']:.2f}{' *' if r['checkpoint'] else ''}" for r in figures["store_runs"]) + " ms"
+             + (" ✓" if all(r["p99_ms"] <= 25 for r in figures["store_runs"]) else " ✗")),
+            ("with PostgreSQL: each run's ÷ in-memory (target ≥ 0.6)",
+             ", ".join(f"{r['ratio_to_in_memory']:.2f}" for r in figures["store_runs"])
+             + (" ✓" if all(r["ratio_to_in_memory"] >= 0.6 for r in figures["store_runs"]) else " ✗")),
         ]
+    if args.idle_seconds:
+        rows += [(f"idle, {args.idle_seconds} s: wake-ups a second, all threads (target ≤ 2); CPU ticks (target 0)",
+                  f"{mark(figures['idle_wakeups_per_s'], '<=', 2)}; {idle_ticks} {'✓' if idle_ticks == 0 else '✗'}")]
     if args.micro:
         figures["micro_ns"] = micro()
         rows += [(f"micro: {name}", f"{ns / 1000:.2f} µs") for name, ns in figures["micro_ns"].items()]
