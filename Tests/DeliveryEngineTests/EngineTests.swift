@@ -194,3 +194,54 @@ private func withEngine(
         #expect(engine.history.list(.init()).map(\.origin) == [.spool])
     }
 }
+
+/// A fence that answers as told, and counts its questions.
+private final class ToggledFence: DeliveryFence {
+    let refusing = NIOLockedValueBox(false)
+    let asked = NIOLockedValueBox(0)
+
+    func refusal(project: String) async -> String? {
+        asked.withLockedValue { $0 += 1 }
+        return refusing.withLockedValue { $0 } ? "another replica delivers \(project) now" : nil
+    }
+}
+
+/// The fence the engine is built with is asked right before every attempt of an event's delivery; a refusal sends
+/// nothing, and the engine stands the project's deliveries down by itself: what is still due goes back to the spool.
+@Test func aFenceThatRefusesStandsTheProjectDownBeforeAnyRequest() async throws {
+    let clock = ManualDeliveryClock()
+    let spool = RecordingSpool()
+    let fence = ToggledFence()
+    let sender = ScriptedSender([nil, ScriptedSender.unavailable(retryAfter: "600")])  // one route accepted, one waits
+    let engine = DeliveryEngine(
+        settings: EngineSettings(), spool: spool, metrics: noMetrics, clock: clock, logger: logger, fence: fence, replan: { _ in nil })
+    let group = ServiceGroup(services: [engine], gracefulShutdownSignals: [], logger: logger)
+    async let running: Void = group.run()
+    guard case .pending(let delivery, _) = await engine.deliver(record(3), plan: plan(sender, routes: ["a", "b"]), wait: .seconds(5), logger: logger)
+    else {
+        Issue.record("expected one route to wait to retry")
+        return
+    }
+    guard case .spooled = try engine.acknowledge(delivery) else {
+        Issue.record("expected it spooled for its 202")
+        return
+    }
+    #expect(fence.asked.withLockedValue { $0 } == 2, "asked before each of the two first attempts")
+    await clock.waitForPending { $0.contains(.seconds(600)) }
+    let waiting = spool.files.withLockedValue { $0.values.first?.done } == ["a"] ? "b" : "a"
+    fence.refusing.withLockedValue { $0 = true }
+    clock.advance(by: .seconds(600))
+    try await eventually("the refused ping is handed back to the spool, still due") {
+        spool.files.withLockedValue { Array($0.values) }.map(\.routes) == [[waiting]]
+    }
+    #expect(fence.asked.withLockedValue { $0 } == 3)
+    #expect(sender.sent.count == 2, "no request after the refusal")
+    #expect(engine.history.list(.init()).first?.report?.status == .interrupted)
+    // An operator's send is not an event's delivery: it is not fenced.
+    let sent = await engine.send(
+        [ping("c")], batch: DeliveryBatch(version: record(4).version, eventID: nil, origin: .send, receivedAt: Date()),
+        plan: SendPlan(sender: sender, policy: RetryPolicy()), logger: logger)
+    #expect(sent.map(\.status) == [.accepted])
+    await group.triggerGracefulShutdown()
+    try await running
+}

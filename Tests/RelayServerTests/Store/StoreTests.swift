@@ -508,4 +508,22 @@ import Testing
             }
         }
     }
+
+    /// A stop whose changes cannot all be written says so: the flush reports false, and the leases are then left to
+    /// expire rather than released over an outbox that lacks them (docs/replicas.md).
+    @Test func aStopWhileTheDatabaseIsAwayReportsItsChangesNotWritten() async throws {
+        try await withPostgres { cluster in
+            try await withReplicas(cluster, count: 1, statementTimeout: .seconds(1)) { stores in
+                let store = stores[0]
+                try await store.migrate()
+                #expect(try await store.admit(record(version: 1, id: nil), window: .seconds(600)) == .admitted)
+                #expect(await store.flushBeforeStop(within: .seconds(30)), "nothing queued: all written")
+                try cluster.stopServer()
+                store.outbox.settle(record(version: 1, id: nil), reports: [])
+                // Stopping, the change is tried six times (a second each at most), then given up: well within the bound.
+                #expect(await store.flushBeforeStop(within: .seconds(60)) == false)
+                try cluster.startServer()
+            }
+        }
+    }
 }
