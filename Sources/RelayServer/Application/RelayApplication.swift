@@ -65,11 +65,10 @@ public enum RelayApplication {
         let ingest = IngestRoutes(intake: WebhookIntake(configuration: store, drain: drain, metrics: metrics), controller: controller)
         let server = httpServer(settings)
         let console = ConsoleRoutes(admin: api.admin, probes: api.probes, configuration: store, sessions: ConsoleSessions())
-        let main = Application(
+        let main = Listener(
             router: try makeRouter(
                 api, ingest: ingest, console: console, configuration: store, listener: settings.adminPort == nil ? .only : .main, logger: logger),
-            server: server,
-            configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "rc-relay"),
+            server: server, address: .hostname(settings.host, port: settings.port), serverName: "rc-relay",
             // Shut down in reverse: the engine drains while the HTTP client is still up, and while the storage still
             // runs; the storage stops once the engine's hand-overs are written.
             services: stored + [HTTPClientService(client: httpClient), engine]
@@ -79,10 +78,9 @@ public enum RelayApplication {
         var services: [any Service] = [main]
         if let adminPort = settings.adminPort {
             services.append(
-                Application(
+                Listener(
                     router: try makeRouter(api, ingest: ingest, console: console, configuration: store, listener: .admin, logger: logger),
-                    server: server,
-                    configuration: .init(address: .hostname(settings.adminHost, port: adminPort), serverName: "rc-relay-admin"),
+                    server: server, address: .hostname(settings.adminHost, port: adminPort), serverName: "rc-relay-admin",
                     onServerRunning: { channel in await onAdminRunning(channel.localAddress?.port ?? adminPort) },
                     logger: logger))
         }
