@@ -25,7 +25,7 @@ let answerWithin = Duration.seconds(10)
 
 /// How the caller's wait for the send ended.
 enum Waited: Sendable {
-    case answered(status: HTTPResponse.Status, body: ByteBuffer)
+    case answered(status: UInt, body: ByteBuffer)
     case failed
     case stillSending
 }
@@ -36,7 +36,7 @@ func sendOnItsOwn(_ version: String) -> Task<Waited, Never> {
         do {
             let response = try await client.execute(yardstick.send(version), timeout: .seconds(10))
             let body = try await response.body.collect(upTo: 1 << 16)
-            return .answered(status: response.status, body: body)
+            return .answered(status: response.status.code, body: body)
         } catch {
             return .failed
         }
@@ -64,7 +64,7 @@ router.post("/webhooks/remote-config") { request, _ -> Response in
             return first
         }
         switch waited {
-        case .answered(let answer, let body) where answer == .ok:
+        case .answered(let answer, let body) where answer == 200:
             logger.info("webhook delivered", metadata: ["version": "\(version)", "status": "200"])
             response = Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: body))
         case .stillSending:
