@@ -82,16 +82,16 @@ class Process:
         return self.cpu_ticks() / os.sysconf("SC_CLK_TCK")
 
     def context_switches(self):
-        """Voluntary and involuntary switches of all the process's threads: a thread that wakes up and sleeps again
+        """Each thread's voluntary and involuntary switches, by thread id: a thread that wakes up and sleeps again
         counts one at least."""
-        total = 0
+        counts = {}
         for status in Path(f"/proc/{self.proc.pid}/task").glob("*/status"):
             try:
                 text = status.read_text()
             except FileNotFoundError:  # the thread ended meanwhile
                 continue
-            total += sum(int(n) for n in re.findall(r"^(?:non)?voluntary_ctxt_switches:\s+(\d+)", text, re.M))
-        return total
+            counts[status.parent.name] = sum(int(n) for n in re.findall(r"^(?:non)?voluntary_ctxt_switches:\s+(\d+)", text, re.M))
+        return counts
 
     def memory_kb(self, field):
         match = re.search(rf"{field}:\s+(\d+) kB", Path(f"/proc/{self.proc.pid}/status").read_text())
@@ -113,9 +113,10 @@ def certificates(work):
     return make_certificates(work / "tls", ca_name="rc-relay benchmark CA")
 
 
-def start_emulator(binary, work, latency_ms=0, tls=None):
-    log = work / f"emulator-{latency_ms}.log"
-    key = work / f"key-{latency_ms}.json"
+def start_emulator(binary, work, latency_ms=0, tls=None, name=None):
+    name = name or f"emulator-{latency_ms}"
+    log = work / f"{name}.log"
+    key = work / f"key-{name}.json"  # a key file of its own: an emulator keeps the one it finds, with its token URI
     options = ["--tls-cert", str(tls["cert"]), "--tls-key", str(tls["key"])] if tls else []
     proc = Process([binary, "emulator", "--port", "0", "--key-file", str(key), "--latency-ms", str(latency_ms), *options], log)
     text = proc.wait_for_line(log, "fcm-emulator listening")
@@ -170,7 +171,10 @@ def idle(binary, work, emulator_url, key, seconds):
         time.sleep(5)  # what a start and a first webhook leave (the token's refresh timer, idle connections) settles
         switches, ticks = relay.context_switches(), relay.cpu_ticks()
         time.sleep(seconds)
-        return (relay.context_switches() - switches) / seconds, relay.cpu_ticks() - ticks
+        after = relay.context_switches()
+        # Threads that ended meanwhile take their counts with them; threads started meanwhile count from zero.
+        woken = sum(count - switches.get(thread, 0) for thread, count in after.items())
+        return woken / seconds, relay.cpu_ticks() - ticks
     finally:
         relay.stop()
 
@@ -294,7 +298,9 @@ def accepted(emulator_url):
 def superseded(relay_url):
     """The pings the relay ended `superseded` so far (rc_relay_pings_total): a webhook whose version FCM had already
     accepted a newer ping of, for the same audience, is answered 2xx without a message of its own (issue 32)."""
-    _, body = http("GET", relay_url + "/metrics")
+    status, body = http("GET", relay_url.split("/webhooks/")[0] + "/metrics")
+    if status != 200:  # the bare relay and the fair floor have no /metrics: none stood down
+        return 0
     return sum(float(line.rsplit(" ", 1)[1]) for line in body.decode().splitlines()
                if line.startswith("rc_relay_pings_total{") and 'outcome="superseded"' in line)
 
@@ -542,7 +548,7 @@ def main():
         if cluster:
             cluster.destroy()
     if args.idle_seconds:
-        emulator, emulator_url, key = start_emulator(args.bin, work, tls=tls)
+        emulator, emulator_url, key = start_emulator(args.bin, work, tls=tls, name="emulator-idle")
         try:
             idle_wakeups, idle_ticks = idle(args.bin, work, emulator_url, key, args.idle_seconds)
         finally:
@@ -594,6 +600,7 @@ def main():
         "fanout_http2_sends": fanout_stats["http2Sends"],
         "transport": "TLS, HTTP/2 by ALPN" if args.tls else "plaintext HTTP/1.1",
         "non2xx": sum(r["non2xx"] for r in relay_runs),
+        "superseded_share": sum(r["superseded"] for r in relay_runs) / max(sum(r["ok"] for r in relay_runs), 1),
     }
     if runs["bare"]:
         figures |= {
@@ -651,6 +658,7 @@ def main():
         ("latency p50 / p99", f"{figures['p50_ms']:.2f} ms / {figures['p99_ms']:.2f} ms"),
         ("latency p50 / p99, one connection", f"{figures['p50_ms_one_connection']:.2f} ms / {figures['p99_ms_one_connection']:.2f} ms"),
         ("CPU per webhook", f"{figures['cpu_ms_per_webhook']:.3f} ms"),
+        ("2xx whose ping stood down for a newer version FCM had accepted (no request)", f"{figures['superseded_share'] * 100:.1f} %"),
         ("emulator CPU per message, same runs", f"{figures['emulator_cpu_ms_per_message']:.3f} ms"),
         ("floor: CPU per GET /healthz, same load", f"{figures['floor_cpu_ms_per_healthz']:.3f} ms"),
         ("RSS idle / peak (target: peak ≤ 45 MB)",

@@ -39,7 +39,7 @@ package struct EngineSettings: Sendable {
     /// How long a settled event's answer is remembered for its duplicates.
     package var dedupWindow: Duration = .seconds(600)
     /// Settled events remembered at most.
-    package var dedupCapacity = 10_000
+    package var dedupCapacity = 1_000
     /// Deliveries under way at most; more are refused until some settle.
     package var maxInFlight = 10_000
     /// FCM requests at once, across all pings.

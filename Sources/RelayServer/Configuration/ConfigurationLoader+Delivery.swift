@@ -38,9 +38,9 @@ extension ConfigurationLoader {
     }
 
     func dedupMaxEvents(_ delivery: ConfigurationFile.Delivery?) throws(ConfigurationError) -> Int {
-        let count = delivery?.dedupMaxEvents ?? 10_000
+        let count = delivery?.dedupMaxEvents ?? 1_000
         guard (0...1_000_000).contains(count) else {
-            throw ConfigurationError(key: "delivery.dedupMaxEvents", problem: "\(count) is outside 0 to 1000000", fix: "use 10000 (a few MB at most)")
+            throw ConfigurationError(key: "delivery.dedupMaxEvents", problem: "\(count) is outside 0 to 1000000", fix: "use 1000 (about 1.6 MB)")
         }
         return count
     }

@@ -139,7 +139,7 @@ extension ConfigurationLoader {
             store: problems.check(nil) { () throws(ConfigurationError) in try resolveStore(file) },
             drainGrace: duration(file.delivery?.drainSeconds, "delivery.drainSeconds", 20, 0...600),
             dedupWindow: duration(file.delivery?.dedupWindowSeconds, "delivery.dedupWindowSeconds", 600, 0...86_400),
-            dedupMaxEvents: problems.check(10_000) { () throws(ConfigurationError) in try dedupMaxEvents(file.delivery) },
+            dedupMaxEvents: problems.check(1_000) { () throws(ConfigurationError) in try dedupMaxEvents(file.delivery) },
             logLevel: level,
             logFormat: format, logPings: file.log?.pings ?? false)
         settings.outboundCAFile = problems.check(nil) { () throws(ConfigurationError) in try resolveCAFile(file.fcm?.caFile) }
