@@ -38,9 +38,6 @@ extension PostgresStore {
     func apply(_ changes: [OutboxSpool.Change]) async {
         var settlements: [(SpoolRecord, [DeliveryReport])] = []
         var entries = JournalBatch()
-        // A flush reports whether every change before it was written (one given up means the stop leaves its leases to
-        // expire rather than hand over what the database does not have).
-        var written = true
         for change in changes {
             switch change {
             case .settle(let record, let reports):
@@ -51,39 +48,44 @@ extension PostgresStore {
                 continue
             case .flush, .update: break
             }
-            written = await settleAll(settlements) && written
+            await settleAll(settlements)
             settlements = []
-            written = await journalAll(entries) && written
+            await journalAll(entries)
             entries = JournalBatch()
             switch change {
-            case .flush(let waiter): waiter.settle(written)
-            case .update(let record): written = await applying("update") { () throws(StoreError) in try await self.update(record) } && written
+            // Whether every change since the last flush was written, in this round or an earlier one (one given up
+            // means the stop leaves its leases to expire rather than hand over what the database does not have).
+            case .flush(let waiter):
+                waiter.settle(
+                    !givenUp.withLockedValue { given in
+                        defer { given = false }
+                        return given
+                    })
+            case .update(let record): await applying("update") { () throws(StoreError) in try await self.update(record) }
             case .settle, .journal: break
             }
         }
-        _ = await settleAll(settlements)
-        _ = await journalAll(entries)
+        await settleAll(settlements)
+        await journalAll(entries)
     }
 
     /// Settles the events in one statement; if the database refuses it, one by one (so only the refused one is lost).
-    /// False when one was given up.
-    func settleAll(_ settlements: [(SpoolRecord, [DeliveryReport])]) async -> Bool {
-        guard !settlements.isEmpty else { return true }
+    func settleAll(_ settlements: [(SpoolRecord, [DeliveryReport])]) async {
+        guard !settlements.isEmpty else { return }
         if settlements.count > 1 {
             do {
                 try await settle(settlements)
-                return true
+                return
             } catch {
                 if case .unavailable = error {
-                    return await applying("settle") { () throws(StoreError) in try await self.settle(settlements) }
+                    await applying("settle") { () throws(StoreError) in try await self.settle(settlements) }
+                    return
                 }
             }
         }
-        var written = true
         for (record, reports) in settlements {
-            written = await applying("settle") { () throws(StoreError) in try await self.settle(record, reports: reports) } && written
+            await applying("settle") { () throws(StoreError) in try await self.settle(record, reports: reports) }
         }
-        return written
     }
 
     /// Settles several events in one statement.
@@ -117,22 +119,21 @@ extension PostgresStore {
 
     /// Writes the history copies in one statement; if the database refuses it, they are logged and dropped (the
     /// history is for reading: it never holds up the outbox).
-    func journalAll(_ batch: JournalBatch) async -> Bool {
-        guard !batch.entries.isEmpty else { return true }
-        return await applying("journal") { () throws(StoreError) in try await self.journal(batch.entries) }
+    func journalAll(_ batch: JournalBatch) async {
+        guard !batch.entries.isEmpty else { return }
+        await applying("journal") { () throws(StoreError) in try await self.journal(batch.entries) }
     }
 
-    /// Runs one change until the database takes it, refuses it for good, or the relay stops while it is away. True when
-    /// it was written.
-    @discardableResult
-    func applying(_ what: String, _ change: () async throws(StoreError) -> Void) async -> Bool {
+    /// Runs one change until the database takes it, refuses it for good, or the relay stops while it is away; one not
+    /// written is noted for the next flush (``givenUp``).
+    func applying(_ what: String, _ change: () async throws(StoreError) -> Void) async {
         var delay = Duration.milliseconds(100)
         var attempts = 0
         while true {
             attempts += 1
             do {
                 try await change()
-                return true
+                return
             } catch {
                 if case .failed = error {
                     // The database refused it (not a lost connection): trying again cannot help, and every later
@@ -140,13 +141,15 @@ extension PostgresStore {
                     logger.error(
                         "outbox change refused by PostgreSQL: the event will be delivered again",
                         metadata: ["change": "\(what)", "error": "\(error)"])
-                    return false
+                    givenUp.withLockedValue { $0 = true }
+                    return
                 }
                 logger.warning("outbox change not applied yet; retrying", metadata: ["change": "\(what)", "error": "\(error)"])
                 // Stopping: a few tries (about 3 s), then it is given up and the stop goes on.
                 if outbox.isStopping, attempts >= 6 {
                     logger.error("outbox change not applied before the stop: the event will be delivered again", metadata: ["error": "\(error)"])
-                    return false
+                    givenUp.withLockedValue { $0 = true }
+                    return
                 }
                 try? await Task.sleep(for: delay)
                 // At most a quarter of the lease apart: once the database is back, this replica's progress (a hand-over

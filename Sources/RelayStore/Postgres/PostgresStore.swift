@@ -1,6 +1,7 @@
 import DeliveryEngine
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import NIOSSL
 import PostgresNIO
 import ServiceLifecycle
@@ -20,6 +21,8 @@ package final class PostgresStore: Service, Sendable {
     package let outbox: OutboxSpool
     /// Admissions waiting for the next round trip.
     let admissions = AdmissionBatcher()
+    /// Whether a change was given up (not written) since the last flush: the flush then reports false.
+    let givenUp = NIOLockedValueBox(false)
 
     /// Bounds every statement's wait (the application's clock, whose deadline sweep every part shares).
     let clock: any DeliveryClock
