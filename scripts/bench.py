@@ -542,6 +542,11 @@ def main():
         # One connection: a webhook's own latency when nothing queues in front of it.
         single, _ = load(relay, url, "rc-relay, one connection", connections=1, threads=1)
         peak_rss = relay.memory_kb("VmHWM")
+        # What the resident memory is, after the loads: anonymous (heap, buffers) or file-backed (the binary's code,
+        # shared with any other process running it, and reclaimable).
+        rollup = Path(f"/proc/{relay.proc.pid}/smaps_rollup").read_text()
+        anonymous_kb = int(re.search(r"^Anonymous:\s+(\d+)", rollup, re.M).group(1))
+        file_kb = int(re.search(r"^Rss:\s+(\d+)", rollup, re.M).group(1)) - anonymous_kb
     finally:
         relay.stop()
         emulator.stop()
@@ -591,6 +596,8 @@ def main():
         "emulator_cpu_ms_per_message": median("emulator_cpu_ms", relay_runs),
         "floor_cpu_ms_per_healthz": statistics.median(runs["floor"]),
         "peak_rss_mb": peak_rss / 1024,
+        "after_loads_anonymous_mb": anonymous_kb / 1024,
+        "after_loads_file_backed_mb": file_kb / 1024,
         "idle_rss_mb": idle_rss / 1024,
         "start_to_first_webhook_ms": startup * 1000,
         "fanout_1000_s": fanout,
@@ -663,6 +670,8 @@ def main():
         ("floor: CPU per GET /healthz, same load", f"{figures['floor_cpu_ms_per_healthz']:.3f} ms"),
         ("RSS idle / peak (target: peak ≤ 45 MB)",
          f"{figures['idle_rss_mb']:.1f} MB / {figures['peak_rss_mb']:.1f} MB {'✓' if figures['peak_rss_mb'] <= 45 else '✗'}"),
+        ("RSS after the loads: anonymous / file-backed (code)",
+         f"{figures['after_loads_anonymous_mb']:.1f} MB / {figures['after_loads_file_backed_mb']:.1f} MB"),
         ("start to first accepted webhook (target ≤ 60 ms)",
          f"{figures['start_to_first_webhook_ms']:.0f} ms {'✓' if figures['start_to_first_webhook_ms'] <= 60 else '✗'}"),
         ("fan-out, 1,000 routes at 50 ms", f"{figures['fanout_1000_s']:.2f} s (ideal {ideal:.2f} s, ×{figures['fanout_ratio']:.2f}); "
