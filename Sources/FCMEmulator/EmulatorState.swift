@@ -121,7 +121,9 @@ public actor EmulatorState {
     public let messagesKept: Int
     private var recorded: Deque<Recorded> = []
     /// The newest ``messagesKept`` messages, oldest first.
-    public var messages: [Recorded] { Array(recorded) }
+    /// An empty deque is not copied: `Array(_:)` of one writes the count into the runtime's shared empty-array storage,
+    /// which the thread sanitizer reports as a race when two emulators do it at once (scripts/soak, run 4 of 2026-11-27).
+    public var messages: [Recorded] { recorded.isEmpty ? [] : Array(recorded) }
     public private(set) var stats = Stats()
     /// The raw JWT assertions received at the token endpoint, for tests that check them independently.
     public private(set) var assertions: [String] = []
