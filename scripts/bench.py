@@ -147,6 +147,13 @@ delivery: {{answerWithinSeconds: 120, concurrency: 64}}
     return proc, f"http://{address}/webhooks/remote-config", started
 
 
+def access_token(emulator_url):
+    """An access token from the emulator's metadata server, for the yardsticks (which fetch none themselves)."""
+    _, body = http("GET", emulator_url + "/computeMetadata/v1/instance/service-accounts/default/token",
+                   headers={"Metadata-Flavor": "Google"})
+    return json.loads(body)["access_token"]
+
+
 def start_yardstick(name, work, emulator_url, token, ca=None):
     """A yardstick (Benchmarks/): `bare-relay`, bare Hummingbird + AsyncHTTPClient doing only the minimum, or
     `fair-floor`, the same plus the guarantees any production relay owes. Built (release) when missing or older than
@@ -389,9 +396,7 @@ def main():
         startup = first_accepted(url, started)
         idle_rss = relay.memory_kb("VmRSS")
         # The ceiling: the same generator straight at the emulator's messages:send.
-        _, token_body = http("GET", emulator_url + "/computeMetadata/v1/instance/service-accounts/default/token",
-                             headers={"Metadata-Flavor": "Google"})
-        token = json.loads(token_body)["access_token"]
+        token = access_token(emulator_url)
         # Two ceilings: the message rc-relay sends (its default route: data plus the silent-push blocks for Android,
         # Apple and web, as the emulator recorded it) and a minimal topic-and-data message. The emulator's work per
         # message depends on the message, so the ratio is taken against the first: the same FCM-side work.

@@ -27,6 +27,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -34,6 +35,7 @@ import bench  # noqa: E402  (same folder: the benchmark's processes and load)
 
 LAYERS = [
     ("rc-relay", re.compile(r"\$s(11RelayServer|9RelayCore|14DeliveryEngine|9FCMClient|10RelayStore)")),
+    ("fair floor", re.compile(r"\$s(9Yardstick|9FairFloor)")),
     ("PostgresNIO", re.compile(r"11PostgresNIO")),
     ("AsyncHTTPClient", re.compile(r"15AsyncHTTPClient")),
     ("Hummingbird", re.compile(r"(11Hummingbird|15HummingbirdCore|12NIOHTTPTypes|17NIOHTTPTypesHTTP1)")),
@@ -65,7 +67,9 @@ def main():
     parser.add_argument("--bin", help="the rc-relay binary (default: the checkout's release build, brought up to date first)")
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--connections", type=int, default=32)
-    parser.add_argument("--store", action="store_true", help="the relay on a throwaway PostgreSQL cluster")
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--store", action="store_true", help="the relay on a throwaway PostgreSQL cluster")
+    target.add_argument("--fair-floor", action="store_true", help="profile the fair floor instead, under the same load")
     args = parser.parse_args()
     args.bin = args.bin or bench.release_binary()
     work = Path(tempfile.mkdtemp(prefix="rc-relay-profile-"))
@@ -79,6 +83,10 @@ def main():
         relay, url, started = bench.start_relay(args.bin, work, emulator_url, key, name="store",
                                                 extra=f'store: {{postgres: {{url: "{cluster.url}"}}}}\n')
         relay.wait_for_line(work / "store.log", "project lease taken")
+    elif args.fair_floor:
+        token = bench.access_token(emulator_url)
+        started = time.monotonic()
+        relay, url = bench.start_yardstick("fair-floor", work, emulator_url, token)
     else:
         relay, url, started = bench.start_relay(args.bin, work, emulator_url, key)
     script, requests = work / "relay.lua", work / "requests.tsv"
@@ -110,7 +118,8 @@ def main():
     output = subprocess.run(["perf", "script", "-i", str(perf_data), "-F", "comm,ip,sym"],
                             capture_output=True, text=True, check=True).stdout
     layers, kernel, total = attribute(output)
-    print(f"\nrc-relay profile: {result['rps']:.0f} webhooks/s, {cpu_ms:.3f} ms CPU per webhook, {total} samples "
+    name = "fair floor" if args.fair_floor else "rc-relay"
+    print(f"\n{name} profile: {result['rps']:.0f} webhooks/s, {cpu_ms:.3f} ms CPU per webhook, {total} samples "
           f"(perf data: {perf_data})\n")
     print("| layer | share | ms per webhook | of which in the kernel |\n|---|---|---|---|")
     figures = {}
@@ -118,7 +127,7 @@ def main():
         share = count / total
         figures[name] = {"share": share, "ms_per_webhook": share * cpu_ms, "kernel_share": kernel[name] / total}
         print(f"| {name} | {share:.1%} | {share * cpu_ms:.3f} | {kernel[name] / total:.1%} |")
-    print("\n" + json.dumps({"profile": "rc-relay", "webhooks_per_s": result["rps"], "cpu_ms_per_webhook": cpu_ms,
+    print("\n" + json.dumps({"profile": name, "webhooks_per_s": result["rps"], "cpu_ms_per_webhook": cpu_ms,
                              "samples": total, "layers": figures}))
 
 
