@@ -10,9 +10,14 @@ relay owes: an access and a decision log line per webhook, a read timeout, a bou
 emulator's count of accepted messages must equal each relay's count of 2xx answers, or the run is void. Last, an idle
 relay (production configuration, nothing arriving) is watched for a minute: its threads' wake-ups and CPU ticks.
 
-Usage: scripts/bench [--bin PATH] [--duration 10] [--connections 32] [--runs 3] [--no-bare] [--micro] [--store] [--tls]
-                     [--flood] [--idle-seconds 60]
+Usage: scripts/bench [--bin PATH] [--duration 10] [--connections 32] [--runs 3] [--projects 32] [--no-bare] [--micro]
+                     [--store] [--tls] [--flood] [--idle-seconds 60]
 
+--projects N (default 32): the webhooks name N projects in turn (binary-mode CloudEvents, `ce-source`), each with the
+same credentials and route. With one project, 32 connections of consecutive versions overtake each other, and rc-relay
+lets about a third of its pings stand down for a newer version FCM accepted already (no request): less work than the
+yardsticks do, which send every one. Spread over 32 projects, a project's consecutive versions are 32 requests apart
+and almost every webhook is sent, as the yardsticks' are; the share that stood down is a row of the table either way.
 --tls: the emulator serves HTTPS with HTTP/2 (as fcm.googleapis.com does) on a certificate of a CA made for the run,
 which both relays trust as rc-relay's fcm.caFile says; run it beside a plaintext run to compare.
 --flood: also measure refusals of an unauthenticated flood, and signed webhooks answered during it.
@@ -65,11 +70,11 @@ class Process:
         self.started = time.monotonic()
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
 
-    def wait_for_line(self, path, needle, timeout=30):
+    def wait_for_line(self, path, needle, timeout=30, count=1):
         deadline = time.time() + timeout
         while time.time() < deadline:
             text = Path(path).read_text()
-            if needle in text:
+            if text.count(needle) >= count:
                 return text
             time.sleep(0.005)
         raise SystemExit(f"{path} never showed {needle!r}:\n{Path(path).read_text()}")
@@ -113,22 +118,31 @@ def certificates(work):
     return make_certificates(work / "tls", ca_name="rc-relay benchmark CA")
 
 
-def start_emulator(binary, work, latency_ms=0, tls=None, name=None):
+def bench_projects(count):
+    """The projects of the many-project load: the key's own, then others its account may also send for."""
+    return ["demo-project"] + [f"bench-project-{n}" for n in range(1, count)]
+
+
+def start_emulator(binary, work, latency_ms=0, tls=None, name=None, projects=1):
     name = name or f"emulator-{latency_ms}"
     log = work / f"{name}.log"
     key = work / f"key-{name}.json"  # a key file of its own: an emulator keeps the one it finds, with its token URI
     options = ["--tls-cert", str(tls["cert"]), "--tls-key", str(tls["key"])] if tls else []
+    if projects > 1:
+        options += ["--also-sends-for", ",".join(bench_projects(projects)[1:])]
     proc = Process([binary, "emulator", "--port", "0", "--key-file", str(key), "--latency-ms", str(latency_ms), *options], log)
     text = proc.wait_for_line(log, "fcm-emulator listening")
     url = re.search(r"listening on (https?://\S+)", text).group(1)
     return proc, url, key
 
 
-def start_relay(binary, work, emulator_url, key, routes=None, name="relay", extra="", ca=None):
+def start_relay(binary, work, emulator_url, key, routes=None, name="relay", extra="", ca=None, projects=1):
     config = work / f"{name}.yaml"
     route_yaml = ""
     if routes:
         route_yaml = "routes:\n" + "".join(f"  - {{name: r{i}, topic: t{i}}}\n" for i in range(routes))
+    if projects > 1:  # each with the top-level credentials and routes
+        route_yaml += "projects:\n" + "".join(f"  - {{id: {project}}}\n" for project in bench_projects(projects))
     config.write_text(f"""
 server: {{port: 0}}
 webhook: {{secrets: ["{SECRET}"]}}
@@ -212,13 +226,21 @@ def first_accepted(url, started):
 
 
 LUA = r"""
--- One request per line: id, timestamp, signature, body (tab-separated); a table literal this large overflows LuaJIT.
+-- One request per line: id, timestamp, signature, project ("-": a bare version), body (tab-separated); a table literal
+-- this large overflows LuaJIT.
 local requests = {}
 for line in io.lines("%s") do
-  local id, ts, sig, body = line:match("([^\t]+)\t([^\t]+)\t([^\t]+)\t(.+)")
-  requests[#requests + 1] = wrk.format("POST", "%s", {
+  local id, ts, sig, project, body = line:match("([^\t]+)\t([^\t]+)\t([^\t]+)\t([^\t]+)\t(.+)")
+  local headers = {
     ["Content-Type"] = "application/json", ["webhook-id"] = id, ["webhook-timestamp"] = ts, ["webhook-signature"] = sig,
-  }, body)
+  }
+  if project ~= "-" then
+    headers["ce-specversion"] = "1.0"
+    headers["ce-type"] = "google.firebase.remoteconfig.remoteConfig.v1.updated"
+    headers["ce-source"] = "//firebaseremoteconfig.googleapis.com/projects/" .. project
+    headers["ce-id"] = id
+  end
+  requests[#requests + 1] = wrk.format("POST", "%s", headers, body)
 end
 local count = #requests
 local next_id = 1
@@ -312,12 +334,17 @@ def superseded(relay_url):
                if line.startswith("rc_relay_pings_total{") and 'outcome="superseded"' in line)
 
 
-def write_requests(path, count, first_version):
+def write_requests(path, count, first_version, projects=1):
+    """Signed bare versions; with several projects, binary-mode CloudEvents (Eventarc's form) whose `ce-source` names
+    them in turn. The yardsticks read the same requests and ignore the `ce-` headers."""
+    names = bench_projects(projects)
     with open(path, "w") as out:
         for n in range(count):
-            body = json.dumps({"versionNumber": str(first_version + n), "updateType": "INCREMENTAL_UPDATE"}, separators=(",", ":"))
-            headers = signed(body.encode(), f"msg_{first_version + n}")
-            out.write(f"{headers['webhook-id']}\t{headers['webhook-timestamp']}\t{headers['webhook-signature']}\t{body}\n")
+            version = first_version + n
+            body = json.dumps({"versionNumber": str(version), "updateType": "INCREMENTAL_UPDATE"}, separators=(",", ":"))
+            headers = signed(body.encode(), f"msg_{version}")
+            project = names[version % projects] if projects > 1 else "-"
+            out.write(f"{headers['webhook-id']}\t{headers['webhook-timestamp']}\t{headers['webhook-signature']}\t{project}\t{body}\n")
 
 
 def wrk(script, url, connections, duration, threads=2):
@@ -373,6 +400,8 @@ def main():
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--projects", type=int, default=32,
+                        help="spread the webhooks over this many projects (1: one project, as before 2026-11-27); see below")
     parser.add_argument("--no-bare", action="store_true", help="skip the yardsticks (the bare relay and the fair floor)")
     parser.add_argument("--idle-seconds", type=int, default=60, help="how long the idle relay is watched (0: not at all)")
     parser.add_argument("--micro", action="store_true", help="also run the micro-benchmarks (Benchmarks/, a release build of its own)")
@@ -389,8 +418,8 @@ def main():
     ca = tls["ca"] if tls else None
     if tls:
         TLS_CONTEXT = ssl.create_default_context(cafile=str(ca))
-    emulator, emulator_url, key = start_emulator(args.bin, work, tls=tls)
-    relay, url, started = start_relay(args.bin, work, emulator_url, key, ca=ca)
+    emulator, emulator_url, key = start_emulator(args.bin, work, tls=tls, projects=args.projects)
+    relay, url, started = start_relay(args.bin, work, emulator_url, key, ca=ca, projects=args.projects)
     cluster = stored = None
     try:
         startup = first_accepted(url, started)
@@ -426,23 +455,26 @@ def main():
             cluster.sql("ALTER SYSTEM SET log_checkpoints = on")
             cluster.sql("ALTER SYSTEM SET log_timezone = 'UTC'")
             cluster.sql("SELECT pg_reload_conf()")
-            stored, stored_url, _ = start_relay(args.bin, work, emulator_url, key, name="store", ca=ca,
+            stored, stored_url, _ = start_relay(args.bin, work, emulator_url, key, name="store", ca=ca, projects=args.projects,
                                                 extra=f'store: {{postgres: {{url: "{cluster.url}"}}}}\n')
-            stored.wait_for_line(work / "store.log", "project lease taken")  # it delivers its own webhooks from here
+            # It delivers its own webhooks once it holds every project's lease.
+            stored.wait_for_line(work / "store.log", "project lease taken", count=args.projects)
         runs = {key: [] for key in ("relay", "ceiling", "ceiling_minimal", "cpu", "floor", "bare", "bare_cpu", "bare_floor",
                                     "fair", "fair_cpu", "fair_floor",
                                     "store", "store_cpu", "store_db_cpu", "flood", "flood_cpu", "flood_probe",
                                     "bare_flood", "bare_flood_cpu")}
-        version = 1000
+        # Each target's versions follow the last one it was sent: a relay that saw another's load in between would
+        # meet a jump of more than 100,000 past the newest it relayed, which makes every version of the run an
+        # outlier (docs/webhook.md) with a warning line each, a different workload (it did, before 2026-11-27).
+        versions = {}
         script = work / "relay.lua"
         requests_file = work / "requests.tsv"
 
         def load(process, target, label, connections=args.connections, threads=2):
             """One wrk run of fresh signed webhooks; void unless every 2xx has its FCM message. Returns (wrk, CPU ms)."""
-            nonlocal version
             count = 25000 * args.duration  # more than either relay answers in the time (the bare relay has made 12,260/s)
-            write_requests(requests_file, count, version)
-            first = version
+            first = versions.get(target, 1000)
+            write_requests(requests_file, count, first, projects=args.projects)
             script.write_text(LUA % (requests_file, "/webhooks/remote-config", threads, threads))
             accepted_before = accepted(emulator_url)
             superseded_before = superseded(target)  # the bare relay has no /metrics: 0
@@ -463,10 +495,9 @@ def main():
                 raise SystemExit(
                     f"void run ({label}): {result['ok']} × 2xx and {result['non2xx']} × other "
                     f"({result['socket_errors']} socket errors), emulator accepted {sent}; see {work}")
-            # The next load's versions follow the last one sent: a jump of more than 100,000 past the newest relayed
-            # would make them outliers (docs/webhook.md), which move no mark and are routed more cheaply.
-            # wrk's threads take every other request and need not keep pace with each other: leave room past them.
-            version = first + int(1.5 * (result["ok"] + result["non2xx"])) + 2 * connections
+            # The target's next load follows the last version sent. wrk's threads take every other request and need
+            # not keep pace with each other: leave room past them (well within the 100,000 an outlier is beyond).
+            versions[target] = first + int(1.5 * (result["ok"] + result["non2xx"])) + 2 * connections
             return result, cpu / max(result["ok"], 1) * 1000
 
         flood_script = work / "flood.lua"
@@ -476,8 +507,8 @@ def main():
 
         def probe():
             """One signed webhook, on a connection of its own; its latency in seconds."""
-            nonlocal version
-            version += 1
+            version = versions.get(url, 1000)
+            versions[url] = version + 1
             body = json.dumps({"versionNumber": str(version)}).encode()
             began = time.monotonic()
             status, _ = http("POST", url, body, signed(body, f"msg_probe_{version}"))
@@ -611,6 +642,7 @@ def main():
         "fanout_connections": fanout_stats["sendConnections"],
         "fanout_http2_sends": fanout_stats["http2Sends"],
         "transport": "TLS, HTTP/2 by ALPN" if args.tls else "plaintext HTTP/1.1",
+        "projects": args.projects,
         "non2xx": sum(r["non2xx"] for r in relay_runs),
         "superseded_share": sum(r["superseded"] for r in relay_runs) / max(sum(r["ok"] for r in relay_runs), 1),
     }
@@ -627,6 +659,12 @@ def main():
             "fair_p99_ms": median("p99_ms", runs["fair"]),
             "fair_cpu_ms_per_webhook": statistics.median(runs["fair_cpu"]),
             "fair_floor_cpu_ms_per_healthz": statistics.median(runs["fair_floor"]),
+            # The FCM side's CPU per message in the fair floor's runs: it sends a minimal message, rc-relay its route's
+            # silent-push message, and on this machine both share the cores with the emulator.
+            "fair_emulator_cpu_ms_per_message": median("emulator_cpu_ms", runs["fair"]),
+            # Run by run, to show the spread the medians hide (each pair measured a minute apart at most).
+            "cpu_vs_fair_by_run": [round(a / b, 2) for a, b in zip(runs["cpu"], runs["fair_cpu"])],
+            "throughput_vs_fair_by_run": [round(a["rps"] / b["rps"], 2) for a, b in zip(relay_runs, runs["fair"])],
             # Issue #35's targets: rc-relay in memory against the fair floor of the same runs.
             "throughput_vs_fair": median("rps", relay_runs) / median("rps", runs["fair"]),
             "cpu_vs_fair": statistics.median(runs["cpu"]) / statistics.median(runs["fair_cpu"]),
@@ -660,8 +698,10 @@ def main():
     if args.idle_seconds:
         figures |= {"idle_wakeups_per_s": idle_wakeups, "idle_cpu_ticks": idle_ticks, "idle_seconds": args.idle_seconds}
     machine = f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}"
+    load = (f"webhooks spread over {args.projects} projects (CloudEvents, binary mode)" if args.projects > 1
+            else "one project (bare versions)")
     print(f"\nrc-relay benchmark — {args.runs} runs × {args.duration} s, {args.connections} connections, medians; "
-          f"{figures['transport']} to the emulator; {machine}\n")
+          f"{load}; {figures['transport']} to the emulator; {machine}\n")
     rows = [
         ("webhooks/s end to end", f"{figures['webhooks_per_s']:.0f}"),
         ("emulator ceiling, requests/s (rc-relay's message)", f"{figures['ceiling_per_s']:.0f}"),
@@ -691,6 +731,10 @@ def main():
             ("fair floor: webhooks/s", f"{figures['fair_webhooks_per_s']:.0f}"),
             ("fair floor: latency p50 / p99", f"{figures['fair_p50_ms']:.2f} ms / {figures['fair_p99_ms']:.2f} ms"),
             ("fair floor: CPU per webhook", f"{figures['fair_cpu_ms_per_webhook']:.3f} ms"),
+            ("fair floor: CPU per GET /healthz", f"{figures['fair_floor_cpu_ms_per_healthz']:.3f} ms"),
+            ("fair floor: emulator CPU per message (a minimal message)", f"{figures['fair_emulator_cpu_ms_per_message']:.3f} ms"),
+            ("rc-relay ÷ fair floor, run by run: throughput; CPU",
+             f"{', '.join(map(str, figures['throughput_vs_fair_by_run']))}; {', '.join(map(str, figures['cpu_vs_fair_by_run']))}"),
             ("rc-relay ÷ fair floor: throughput (target ≥ 0.9)", mark(figures["throughput_vs_fair"], ">=", 0.9)),
             ("rc-relay ÷ fair floor: CPU per webhook (target ≤ 1.2)", mark(figures["cpu_vs_fair"], "<=", 1.2)),
             ("rc-relay ÷ fair floor: p99 (target ≤ 1.2)", mark(figures["p99_vs_fair"], "<=", 1.2)),

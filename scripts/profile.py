@@ -16,7 +16,7 @@ NIO work a layer calls is its own:
 
 Prints a table (share of samples, and milliseconds per webhook from the relay's CPU in /proc) and a JSON line.
 
-Usage: scripts/profile [--bin PATH] [--duration 10] [--connections 32] [--store]
+Usage: scripts/profile [--bin PATH] [--duration 10] [--connections 32] [--projects 32] [--store | --fair-floor]
 
 --store: the relay runs on a throwaway PostgreSQL cluster (store.postgres), as scripts/bench --store runs it.
 """
@@ -35,7 +35,7 @@ import bench  # noqa: E402  (same folder: the benchmark's processes and load)
 
 LAYERS = [
     ("rc-relay", re.compile(r"\$s(11RelayServer|9RelayCore|14DeliveryEngine|9FCMClient|10RelayStore)")),
-    ("fair floor", re.compile(r"\$s(9Yardstick|9FairFloor)")),
+    ("fair floor", re.compile(r"\$s(9Yardstick|10fair_floor)")),
     ("PostgresNIO", re.compile(r"11PostgresNIO")),
     ("AsyncHTTPClient", re.compile(r"15AsyncHTTPClient")),
     ("Hummingbird", re.compile(r"(11Hummingbird|15HummingbirdCore|12NIOHTTPTypes|17NIOHTTPTypesHTTP1)")),
@@ -67,6 +67,7 @@ def main():
     parser.add_argument("--bin", help="the rc-relay binary (default: the checkout's release build, brought up to date first)")
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--projects", type=int, default=32, help="spread the webhooks over this many projects, as scripts/bench does")
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--store", action="store_true", help="the relay on a throwaway PostgreSQL cluster")
     target.add_argument("--fair-floor", action="store_true", help="profile the fair floor instead, under the same load")
@@ -74,28 +75,28 @@ def main():
     args.bin = args.bin or bench.release_binary()
     work = Path(tempfile.mkdtemp(prefix="rc-relay-profile-"))
     cluster = None
-    emulator, emulator_url, key = bench.start_emulator(args.bin, work)
+    emulator, emulator_url, key = bench.start_emulator(args.bin, work, projects=args.projects)
     if args.store:
         sys.path.insert(0, str(bench.ROOT / "Tests" / "interop"))
         from postgres import Cluster
 
         cluster = Cluster(durable=True)
-        relay, url, started = bench.start_relay(args.bin, work, emulator_url, key, name="store",
+        relay, url, started = bench.start_relay(args.bin, work, emulator_url, key, name="store", projects=args.projects,
                                                 extra=f'store: {{postgres: {{url: "{cluster.url}"}}}}\n')
-        relay.wait_for_line(work / "store.log", "project lease taken")
+        relay.wait_for_line(work / "store.log", "project lease taken", count=args.projects)
     elif args.fair_floor:
         token = bench.access_token(emulator_url)
         started = time.monotonic()
         relay, url = bench.start_yardstick("fair-floor", work, emulator_url, token)
     else:
-        relay, url, started = bench.start_relay(args.bin, work, emulator_url, key)
+        relay, url, started = bench.start_relay(args.bin, work, emulator_url, key, projects=args.projects)
     script, requests = work / "relay.lua", work / "requests.tsv"
     perf_data = work / "perf.data"
     try:
         bench.first_accepted(url, started)
         version = 1000
         for seconds, record in ((5, False), (args.duration, True)):  # a warm-up, then the recorded run
-            bench.write_requests(requests, 12000 * seconds, version)
+            bench.write_requests(requests, 12000 * seconds, version, projects=args.projects)
             version += 12000 * seconds
             script.write_text(bench.LUA % (requests, "/webhooks/remote-config", 2, 2))
             cpu_before = relay.cpu_seconds()
@@ -118,8 +119,8 @@ def main():
     output = subprocess.run(["perf", "script", "-i", str(perf_data), "-F", "comm,ip,sym"],
                             capture_output=True, text=True, check=True).stdout
     layers, kernel, total = attribute(output)
-    name = "fair floor" if args.fair_floor else "rc-relay"
-    print(f"\n{name} profile: {result['rps']:.0f} webhooks/s, {cpu_ms:.3f} ms CPU per webhook, {total} samples "
+    target_name = "fair floor" if args.fair_floor else "rc-relay"
+    print(f"\n{target_name} profile: {result['rps']:.0f} webhooks/s, {cpu_ms:.3f} ms CPU per webhook, {total} samples "
           f"(perf data: {perf_data})\n")
     print("| layer | share | ms per webhook | of which in the kernel |\n|---|---|---|---|")
     figures = {}
@@ -127,7 +128,7 @@ def main():
         share = count / total
         figures[name] = {"share": share, "ms_per_webhook": share * cpu_ms, "kernel_share": kernel[name] / total}
         print(f"| {name} | {share:.1%} | {share * cpu_ms:.3f} | {kernel[name] / total:.1%} |")
-    print("\n" + json.dumps({"profile": name, "webhooks_per_s": result["rps"], "cpu_ms_per_webhook": cpu_ms,
+    print("\n" + json.dumps({"profile": target_name, "webhooks_per_s": result["rps"], "cpu_ms_per_webhook": cpu_ms,
                              "samples": total, "layers": figures}))
 
 

@@ -238,4 +238,13 @@ public actor EmulatorState {
     }
 
     public func setMaxConnectionAge(_ age: Duration?) { maxConnectionAge = age }
+
+    /// Projects besides its own that every service account may send for, as a role granted on another project allows
+    /// (the benchmark's many-project load).
+    public private(set) var grantedProjects: Set<String> = []
+
+    public func grant(projects: Set<String>) { grantedProjects = projects }
+
+    /// Whether a token of `tokenProject` may send for `project`.
+    func maySend(tokenProject: String, for project: String) -> Bool { tokenProject == project || grantedProjects.contains(project) }
 }

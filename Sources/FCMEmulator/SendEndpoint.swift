@@ -54,7 +54,7 @@ struct SendEndpoint {
         guard !token.scopes.isDisjoint(with: Self.scopes) else {
             return GoogleErrors.google(403, status: "PERMISSION_DENIED", message: "Request had insufficient authentication scopes.")
         }
-        guard token.project == project else {
+        guard await state.maySend(tokenProject: token.project, for: project) else {
             return GoogleErrors.fcm(
                 403, status: "PERMISSION_DENIED", message: "SenderId mismatch", errorCode: "SENDER_ID_MISMATCH")
         }

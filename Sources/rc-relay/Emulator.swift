@@ -22,6 +22,8 @@ struct Emulator: AsyncParsableCommand {
     var maxConnectionAge: Double?
     @Option(help: "Messages kept for GET /emulator/messages, the newest (the counts in /emulator/stats cover all).")
     var messagesKept = EmulatorState.defaultMessagesKept
+    @Option(help: "Other projects every service account may send for (comma-separated), as a role granted on them allows.")
+    var alsoSendsFor: String?
 
     func validate() throws {
         guard messagesKept >= 1 else { throw ValidationError("--messages-kept must be at least 1") }
@@ -40,6 +42,7 @@ struct Emulator: AsyncParsableCommand {
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let tls = tlsCert.map { EmulatorTLS(certificateFile: $0, keyFile: tlsKey ?? "") }
         await state.setMaxConnectionAge(maxConnectionAge.map { .milliseconds(Int64($0 * 1000)) })
+        await state.grant(projects: Set((alsoSendsFor ?? "").split(separator: ",").map { String($0) }))
         let app = try FCMEmulatorServer.buildApplication(state: state, host: host, port: port, tls: tls, logger: logger) {
             continuation.yield($0)
         }

@@ -100,6 +100,11 @@ private let invalidMessages: [(String, String)] = [
         let otherProject = try await send(relay, #"{"message":{"topic":"a"}}"#, project: "someone-else")
         #expect(otherProject.status == 403)
         #expect(await relay.emulator.messages.isEmpty)
+        // A role granted on another project (`--also-sends-for`) lets the account send for it, and for no third one.
+        await relay.emulator.grant(projects: ["someone-else"])
+        #expect(try await send(relay, #"{"message":{"topic":"a"}}"#, project: "someone-else").status == 200)
+        #expect(try await send(relay, #"{"message":{"topic":"a"}}"#, project: "a-third-one").status == 403)
+        #expect(await relay.emulator.messages.count == 1)
     }
 }
 

@@ -89,7 +89,8 @@ extension RecentEvents {
 
     func remember(_ record: SpoolRecord, _ reports: [DeliveryReport], at now: Date, in state: inout State) {
         guard capacity > 0 else { return }
-        for key in record.keys { state.done[key] = Remembered(fingerprint: record.fingerprint, reports: reports, at: now) }
+        let remembered = Remembered(fingerprint: record.fingerprint, reports: reports, at: now)
+        for key in record.keys { state.done[key] = remembered }
         state.order.append((record.keys, now))
         while state.order.count - state.head > capacity { forgetOldest(&state) }
     }

@@ -27,22 +27,25 @@ struct AdminGate: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let path = request.uri.path
         // Decided on segments, as the router matches them: `//admin/info` and `/metrics/` are the same routes.
-        let segments = path.split(separator: "/")
-        let isAdmin = segments.first == "admin"
+        let first = Self.firstSegment(of: path)
+        let isAdmin = first == "admin"
         // The operator's page lives with the admin API, and signs in with its own session (ConsoleRoutes).
-        let isConsole = segments.first == "console"
-        let onAdminListener = isAdmin || isConsole || segments == ["metrics"]
+        let isConsole = first == "console"
+        let onAdminListener = isAdmin || isConsole || (first == "metrics" && path.split(separator: "/").count == 1)
         // Answered here, not thrown: a path this listener does not serve is not there at all (404), whatever the method.
-        let notHere = Problem(.notFound, detail: "\(request.method) \(path) is not served here", requestID: RequestInfo.current?.id ?? "")
+        // Made only when answered: every webhook passes here (issue #35).
+        func notHere() -> Problem {
+            Problem(.notFound, detail: "\(request.method) \(path) is not served here", requestID: RequestInfo.current?.id ?? "")
+        }
         switch listener {
         case .main where onAdminListener, .admin where !onAdminListener:
-            return notHere.response()
+            return notHere().response()
         default:
             break
         }
         guard isAdmin || isConsole else { return try await next(request, context) }
         let tokens = configuration.current.settings.adminTokens
-        guard !tokens.isEmpty else { return notHere.response() }
+        guard !tokens.isEmpty else { return notHere().response() }
         // The console signs in with its own session (ConsoleRoutes); the admin API needs a bearer token.
         if isAdmin, await !authorized(request, context: context, tokens: tokens) {
             let id = RequestInfo.current?.id ?? ""
@@ -62,6 +65,12 @@ struct AdminGate: RouterMiddleware {
             return tooLarge.response()
         }
         return try await next(request, context)
+    }
+
+    /// The path's first non-empty segment (`//admin/info` → `admin`), without splitting the whole path.
+    static func firstSegment(of path: String) -> Substring {
+        let rest = path.drop { $0 == "/" }
+        return rest.prefix { $0 != "/" }
     }
 
     /// Whether the request carries an admin token, checked after the wait the client's earlier wrong tokens earned

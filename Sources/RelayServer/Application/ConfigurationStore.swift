@@ -7,11 +7,19 @@ import RelayCore
 
 /// Everything built from the settings that a reload replaces at once: routes, credentials, verifiers, tokens.
 /// Deliveries under way keep the configuration they started with.
-struct RelayConfiguration: Sendable {
+///
+/// A class, not a struct: every request reads the configuration in force a few times, and a copy of the struct
+/// retained and released each of its settings' dozens of strings and arrays (issue #35's profile); a copy of this is
+/// one reference.
+final class RelayConfiguration: Sendable {
     let settings: RelaySettings
     let projects: ProjectDirectory
     let idTokens: IDTokenVerifier?
     let loadedAt: Date
+
+    init(settings: RelaySettings, projects: ProjectDirectory, idTokens: IDTokenVerifier?, loadedAt: Date) {
+        (self.settings, self.projects, self.idTokens, self.loadedAt) = (settings, projects, idTokens, loadedAt)
+    }
 }
 
 /// The configuration in force, swapped whole on reload, with where it came from. What the parts that read the

@@ -46,7 +46,26 @@ public struct LineLogHandler: LogHandler {
             case .json: Self.jsonLine(event, fields: fields, label: label)
             case .text: Self.textLine(event, fields: fields, label: label, timestamp: Self.localTimestamp())
             }
-        output.write(Data(line))
+        Self.writeWhole(line, to: output.fileDescriptor)
+    }
+
+    /// The whole line in one `write(2)` as a rule (as `FileHandle.write` would, without first copying it into `Data`),
+    /// continuing after a partial write or an interruption. A line that cannot be written is dropped: a full disk or a
+    /// closed pipe must not stop the relay.
+    static func writeWhole(_ line: [UInt8], to descriptor: Int32) {
+        line.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if written > 0 {
+                    offset += written
+                } else if written < 0, errno == EINTR {
+                    continue
+                } else {
+                    return
+                }
+            }
+        }
     }
 
     /// The handler's metadata, then the event's, then its error, as `StreamLogHandler` merges them.
