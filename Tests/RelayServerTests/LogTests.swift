@@ -84,3 +84,33 @@ import Testing
     }
     #expect(LineLogHandler.localTimestamp().wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}/) != nil)
 }
+
+/// Keys set, replaced and removed one at a time (as a request sets them) leave the same fields, in the same order, as
+/// `StreamLogHandler` keeps: the handler's sorted array is bookkeeping of its own, so it is checked against theirs.
+@Test func metadataSetKeyByKeyIsKeptAsStreamLogHandlerKeepsIt() {
+    final class Captured: TextOutputStream, @unchecked Sendable {
+        var text = ""
+        func write(_ string: String) { text += string }
+    }
+    var generator = SystemRandomNumberGenerator()
+    let keys = ["request_id", "client", "event_id", "project", "version", "format", "route", "a", "zz", "Z", "é"]
+    for _ in 0..<200 {
+        let captured = Captured()
+        var reference = StreamLogHandler(label: "rc-relay", stream: captured, metadataProvider: nil)
+        var ours = LineLogHandler(label: "rc-relay", format: .text)
+        for _ in 0..<Int.random(in: 0...12, using: &generator) {
+            let key = keys.randomElement(using: &generator)!
+            let value: Logger.MetadataValue? = Bool.random(using: &generator) ? nil : "\(Int.random(in: 0...9, using: &generator))"
+            reference[metadataKey: key] = value
+            ours[metadataKey: key] = value
+            #expect(ours[metadataKey: key]?.description == value?.description)
+        }
+        #expect(ours.metadata.mapValues(\.description) == reference.metadata.mapValues(\.description))
+        let event = LogEvent(
+            level: .info, message: "line", metadata: ["version": "event's", "b": "1"], source: "RelayServer", file: "", function: "", line: 0)
+        reference.log(event: event)
+        let fields = ours.fields(for: event)
+        let line = String(decoding: LineLogHandler.textLine(event, fields: fields, label: "rc-relay", timestamp: "T"), as: UTF8.self)
+        #expect(line.dropFirst(1) == captured.text.drop { $0 != " " })
+    }
+}

@@ -103,7 +103,10 @@ extension RecentEvents {
     func forgetOldest(_ state: inout State) {
         // A key remembered again since has a newer time: that entry stays.
         let (keys, at) = state.order[state.head]
-        for key in keys where state.done[key]?.at == at { state.done[key] = nil }
+        for key in keys {
+            // Found once, removed by its index: each lookup hashes the key again.
+            if let index = state.done.index(forKey: key), state.done[index].value.at == at { state.done.remove(at: index) }
+        }
         state.head += 1
         if state.head * 2 >= state.order.count {
             state.order.removeFirst(state.head)

@@ -19,10 +19,16 @@ import RelayCore
 /// Written by hand: every webhook logs a few lines, and `JSONSerialization` with a date formatter were a measurable
 /// share of its CPU; `StreamLogHandler` sorts and formats the whole metadata again each time one key is set, and
 /// rc-relay sets several per request, which was a tenth of a webhook's CPU (docs/performance.md). Here the metadata is
-/// formatted once, when a line is written.
+/// formatted once, when a line is written. It is kept as a short array sorted by key, not a dictionary: a request sets
+/// a handful of keys, and each line merges them with its own; copying, hashing and merging dictionaries for that was
+/// most of the log's CPU besides the write itself (issue #35's profile).
 public struct LineLogHandler: LogHandler {
+    /// A metadata key and its value.
+    public typealias Field = (key: String, value: Logger.MetadataValue)
+
     public var logLevel: Logger.Level
-    public var metadata: Logger.Metadata = [:]
+    /// The handler's metadata, sorted by key, each key once.
+    private var sorted: [Field] = []
     let label: String
     let format: RelaySettings.LogFormat
     let output: FileHandle
@@ -34,13 +40,21 @@ public struct LineLogHandler: LogHandler {
         self.output = output
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
+    public var metadata: Logger.Metadata {
+        get { Dictionary(sorted, uniquingKeysWith: { $1 }) }
+        set { sorted = Self.sortedFields(newValue) }
     }
 
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { sorted.first { $0.key == key }?.value }
+        set { Self.set(key, newValue, in: &sorted) }
+    }
+
+    /// The fields of a line for `event`: this handler's metadata, then the event's.
+    func fields(for event: LogEvent) -> [Field] { Self.fields(event, sorted: sorted) }
+
     public func log(event: LogEvent) {
-        let fields = Self.fields(event, metadata: metadata)
+        let fields = fields(for: event)
         let line =
             switch format {
             case .json: Self.jsonLine(event, fields: fields, label: label)
@@ -68,18 +82,53 @@ public struct LineLogHandler: LogHandler {
         }
     }
 
-    /// The handler's metadata, then the event's, then its error, as `StreamLogHandler` merges them.
-    static func fields(_ event: LogEvent, metadata base: Logger.Metadata) -> Logger.Metadata {
-        var fields = base
-        if let extra = event.metadata, !extra.isEmpty { fields.merge(extra) { $1 } }
+    /// The handler's metadata, then the event's, then its error, as `StreamLogHandler` merges them: sorted by key,
+    /// a later value replacing an earlier one.
+    static func fields(_ event: LogEvent, metadata base: Logger.Metadata) -> [Field] { fields(event, sorted: sortedFields(base)) }
+
+    static func fields(_ event: LogEvent, sorted base: [Field]) -> [Field] {
+        var extra = event.metadata.map(sortedFields) ?? []
         if let error = event.error {
-            fields["error.message"] = "\(error)"
-            fields["error.type"] = "\(String(reflecting: type(of: error)))"
+            set("error.message", "\(error)", in: &extra)
+            set("error.type", "\(String(reflecting: type(of: error)))", in: &extra)
         }
-        return fields
+        guard !extra.isEmpty else { return base }
+        guard !base.isEmpty else { return extra }
+        var merged: [Field] = []
+        merged.reserveCapacity(base.count + extra.count)
+        var (i, j) = (0, 0)
+        while i < base.count, j < extra.count {
+            if base[i].key < extra[j].key {
+                merged.append(base[i])
+                i += 1
+            } else {
+                if base[i].key == extra[j].key { i += 1 }  // the event's value wins
+                merged.append(extra[j])
+                j += 1
+            }
+        }
+        merged += base[i...]
+        merged += extra[j...]
+        return merged
     }
 
-    static func jsonLine(_ event: LogEvent, fields: Logger.Metadata, label: String) -> [UInt8] {
+    static func sortedFields(_ metadata: Logger.Metadata) -> [Field] {
+        metadata.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) }
+    }
+
+    /// Sets, replaces or (nil) removes `key` in fields sorted by key, keeping them sorted.
+    static func set(_ key: String, _ value: Logger.MetadataValue?, in fields: inout [Field]) {
+        let index = fields.firstIndex { $0.key >= key } ?? fields.endIndex
+        let present = index < fields.endIndex && fields[index].key == key
+        switch (value, present) {
+        case (let value?, true): fields[index].value = value
+        case (let value?, false): fields.insert((key: key, value: value), at: index)
+        case (nil, true): fields.remove(at: index)
+        case (nil, false): break
+        }
+    }
+
+    static func jsonLine(_ event: LogEvent, fields: [Field], label: String) -> [UInt8] {
         var line: [UInt8] = []
         line.reserveCapacity(256)
         line.append(contentsOf: #"{"ts":""#.utf8)
@@ -90,17 +139,17 @@ public struct LineLogHandler: LogHandler {
         JSONBytes.appendString(event.message.description, to: &line)
         line.append(contentsOf: #","logger":"#.utf8)
         JSONBytes.appendString(label, to: &line)
-        for key in fields.keys.sorted() where !Self.reserved.contains(key) {
+        for (key, value) in fields where !Self.reserved.contains(key) {
             line.append(UInt8(ascii: ","))
             JSONBytes.appendString(key, to: &line)
             line.append(UInt8(ascii: ":"))
-            JSONBytes.appendString(fields[key]!.description, to: &line)
+            JSONBytes.appendString(value.description, to: &line)
         }
         line.append(contentsOf: "}\n".utf8)
         return line
     }
 
-    static func textLine(_ event: LogEvent, fields: Logger.Metadata, label: String, timestamp: String) -> [UInt8] {
+    static func textLine(_ event: LogEvent, fields: [Field], label: String, timestamp: String) -> [UInt8] {
         var line: [UInt8] = []
         line.reserveCapacity(256)
         line.append(contentsOf: timestamp.utf8)
@@ -111,11 +160,11 @@ public struct LineLogHandler: LogHandler {
             line.append(contentsOf: label.utf8)
         }
         line.append(UInt8(ascii: ":"))
-        for key in fields.keys.sorted() {
+        for (key, value) in fields {
             line.append(UInt8(ascii: " "))
             line.append(contentsOf: key.utf8)
             line.append(UInt8(ascii: "="))
-            line.append(contentsOf: fields[key]!.description.utf8)
+            line.append(contentsOf: value.description.utf8)
         }
         line.append(contentsOf: " [".utf8)
         line.append(contentsOf: event.source.utf8)
