@@ -228,3 +228,26 @@ fcm: {{metadataURL: "http://127.0.0.1:{listener.getsockname()[1]}", timeoutSecon
     finally:
         relay.stop()
         listener.close()
+
+
+def test_a_webhooks_log_is_its_access_line_and_its_decision(relay):
+    """docs/operations.md, Logs: besides its access line, a webhook's log at `info` is its decision (a line per ping FCM
+    accepted), every line about it carries `event_id`, `project`, `version` and `format`, and the ping's line its
+    `route`, `delivery_id`, `attempt` and `fcm_message`. The line that says a webhook was accepted is at `debug`."""
+    body = json.dumps({"versionNumber": "5", "updateType": "INCREMENTAL_UPDATE"}).encode()
+    headers = {"content-type": "application/json", "X-Request-Id": "log-test-1", **signed_headers(body, "msg_log_1")}
+    answer = requests.post(relay["webhook"], data=body, headers=headers, timeout=30)
+    assert answer.status_code == 200, answer.text
+    proc = relay["proc"]
+    proc.wait_for(lambda l: '"msg":"request"' in l and "log-test-1" in l)
+    lines = [json.loads(line) for line in proc.lines if '"log-test-1"' in line]
+    logged = [line for line in lines if line["level"] != "debug"]
+    assert [line["msg"] for line in logged] == ["ping accepted by FCM", "request"], logged
+    decision, access = logged
+    assert {k: decision[k] for k in ("event_id", "project", "version", "format")} == {
+        "event_id": "msg_log_1", "project": "demo-project", "version": "5", "format": "template-version"}
+    assert decision["route"] == "default" and decision["attempt"] == "1"
+    assert decision["delivery_id"] and decision["fcm_message"].startswith("projects/demo-project/messages/")
+    assert {k: access[k] for k in ("method", "path", "status")} == {"method": "POST", "path": "/webhooks/remote-config", "status": "200"}
+    assert access["client"] == access["peer"] == "127.0.0.1" and float(access["duration_ms"]) > 0
+    assert [line["msg"] for line in lines if line["level"] == "debug"] == ["webhook accepted"]

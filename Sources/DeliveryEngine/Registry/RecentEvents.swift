@@ -154,7 +154,8 @@ package final class RecentEvents: Sendable {
         self.spool = spool
         // Room for three keys per remembered event at a low load: a removal from a crowded table moves (and hashes
         // again) every key after it in its run, which was half of what settling an event cost (issue #35's profile).
-        state.withLockedValue { $0.done.reserveCapacity(min(capacity, 100_000) * 6) }
+        // Up to the default's 1,000 events (about 400 KB); a larger memory grows its table as it fills.
+        state.withLockedValue { $0.done.reserveCapacity(min(capacity, 1000) * 6) }
     }
 
     /// Acknowledged events whose pings FCM has not accepted yet, waiting to be tried again.
