@@ -147,7 +147,7 @@ import Testing
     ) { relay in
         await relay.emulator.inject(.init(latencyMs: 400, count: 24))
         let answer = try await relay.post(#"{"versionNumber":30}"#)
-        #expect(answer.status == 200)
+        #expect(answer.status == 200, "\(answer.text)")
         #expect(await relay.emulator.stats.maxConcurrentSends > 8)
         #expect(await relay.emulator.stats.maxConcurrentSends <= 16)
     }

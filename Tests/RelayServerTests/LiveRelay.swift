@@ -209,10 +209,13 @@ struct RelaySetup: Sendable {
                 \(extraSections(partial))
                 """
             // "EMULATOR" and "KEYFILE" in a variable stand for the emulator's URL and key file, known only once it runs.
-            // Retries are quick in tests unless a test says otherwise.
+            // Retries are quick in tests unless a test says otherwise. The read timeout for FCM is long: a test that
+            // holds FCM's answers a few hundred milliseconds expects no timeout, and a soak run beside busy loops and
+            // another suite made such answers take seconds (issue #34); a test of timeouts sets its own.
             let fastRetries = [
                 "RC_RELAY_DELIVERY_BASE_DELAY_SECONDS": "0.02", "RC_RELAY_DELIVERY_MAX_DELAY_SECONDS": "0.2",
                 "RC_RELAY_DELIVERY_QUOTA_DELAY_SECONDS": "0.3", "RC_RELAY_DELIVERY_MAX_ATTEMPTS": "3",
+                "RC_RELAY_FCM_TIMEOUT_SECONDS": "60",
             ]
             let resolved = fastRetries.merging(variables) { $1 }
                 .mapValues { $0 == "EMULATOR" ? emulatorURL : $0 == "KEYFILE" ? keyFile.path : $0 }

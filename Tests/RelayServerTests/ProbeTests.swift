@@ -66,12 +66,11 @@ import Testing
 
     @Test func readinessFailsWhileTheQueueIsFullAndRecoversWhenItDrains() async throws {
         // FCM holds both pings for 8 s: readiness is asked while they wait, however slow the machine is to get there.
-        // The relay's FCM read timeout is far beyond those 8 s: at the default 10 s, a soak run beside two busy loops
-        // and another suite timed the request out, and the retry made the answer a 503.
+        // The harness's FCM read timeout (60 s) is far beyond those 8 s: at the default 10 s, a soak run beside two busy
+        // loops and another suite timed the request out, and the retry made the answer a 503.
         try await withLiveRelay(
             .standard.environment([
                 "RC_RELAY_DELIVERY_MAX_QUEUED_PINGS": "2", "RC_RELAY_READINESS_CACHE_SECONDS": "0", "RC_RELAY_DELIVERY_ANSWER_WITHIN_SECONDS": "60",
-                "RC_RELAY_FCM_TIMEOUT_SECONDS": "50",
             ])
         ) { relay in
             await relay.emulator.inject(.init(latencyMs: 8000, count: 2))
