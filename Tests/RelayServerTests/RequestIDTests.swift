@@ -16,7 +16,8 @@ import Testing
     let sequential = (0..<1_000).map { _ in RequestLogMiddleware.makeID() }
     for half in [0, 16] {
         let differing = zip(sequential, sequential.dropFirst()).map { a, b in
-            let x = UInt64(a.dropFirst(half).prefix(16), radix: 16)!, y = UInt64(b.dropFirst(half).prefix(16), radix: 16)!
+            let x = UInt64(a.dropFirst(half).prefix(16), radix: 16)!
+            let y = UInt64(b.dropFirst(half).prefix(16), radix: 16)!
             return (x ^ y).nonzeroBitCount
         }
         let mean = Double(differing.reduce(0, +)) / Double(differing.count)
