@@ -85,14 +85,28 @@ import Testing
     #expect(LineLogHandler.localTimestamp().wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}/) != nil)
 }
 
+/// SplitMix64: a generator a failure's seed reproduces.
+private struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
 /// Keys set, replaced and removed one at a time (as a request sets them) leave the same fields, in the same order, as
 /// `StreamLogHandler` keeps: the handler's sorted array is bookkeeping of its own, so it is checked against theirs.
-@Test func metadataSetKeyByKeyIsKeptAsStreamLogHandlerKeepsIt() {
+/// A fixed seed and a new one each run; a failure names its seed.
+@Test(arguments: [20_261_127, UInt64.random(in: 0...UInt64.max)])
+func metadataSetKeyByKeyIsKeptAsStreamLogHandlerKeepsIt(seed: UInt64) {
     final class Captured: TextOutputStream, @unchecked Sendable {
         var text = ""
         func write(_ string: String) { text += string }
     }
-    var generator = SystemRandomNumberGenerator()
+    var generator = SeededGenerator(state: seed)
     let keys = ["request_id", "client", "event_id", "project", "version", "format", "route", "a", "zz", "Z", "é"]
     for _ in 0..<200 {
         let captured = Captured()
@@ -103,14 +117,14 @@ import Testing
             let value: Logger.MetadataValue? = Bool.random(using: &generator) ? nil : "\(Int.random(in: 0...9, using: &generator))"
             reference[metadataKey: key] = value
             ours[metadataKey: key] = value
-            #expect(ours[metadataKey: key]?.description == value?.description)
+            #expect(ours[metadataKey: key]?.description == value?.description, "seed \(seed)")
         }
-        #expect(ours.metadata.mapValues(\.description) == reference.metadata.mapValues(\.description))
+        #expect(ours.metadata.mapValues(\.description) == reference.metadata.mapValues(\.description), "seed \(seed)")
         let event = LogEvent(
             level: .info, message: "line", metadata: ["version": "event's", "b": "1"], source: "RelayServer", file: "", function: "", line: 0)
         reference.log(event: event)
         let fields = ours.fields(for: event)
         let line = String(decoding: LineLogHandler.textLine(event, fields: fields, label: "rc-relay", timestamp: "T"), as: UTF8.self)
-        #expect(line.dropFirst(1) == captured.text.drop { $0 != " " })
+        #expect(line.dropFirst(1) == captured.text.drop { $0 != " " }, "seed \(seed)")
     }
 }
