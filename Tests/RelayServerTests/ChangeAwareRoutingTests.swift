@@ -26,8 +26,12 @@ import Testing
         }
     }
 
+    /// Remote Config at the emulator, and a minute for the webhook's answer: template fetches end within half of it,
+    /// and under the thread sanitizer on a loaded machine the default's 2.5 s ran out once (a soak run, stop 40).
+    static let remoteConfig = ["RC_RELAY_REMOTE_CONFIG_BASE_URL": "EMULATOR", "RC_RELAY_DELIVERY_ANSWER_WITHIN_SECONDS": "60"]
+
     static func setup(_ edits: [(inout [String: Any]) -> Void]) -> RelaySetup {
-        RelaySetup.standard.routes(routes).environment(["RC_RELAY_REMOTE_CONFIG_BASE_URL": "EMULATOR"]).seed(publishing(edits))
+        RelaySetup.standard.routes(routes).environment(remoteConfig).seed(publishing(edits))
     }
 
     static func japaneseGreeting(_ object: inout [String: Any]) {
@@ -165,7 +169,8 @@ import Testing
             """
         let setup = RelaySetup.standard.routes(routes).environment(["RC_RELAY_REMOTE_CONFIG_BASE_URL": "EMULATOR"])
         // 2: one parameter's Japanese value; 3: the conditions re-ordered (any parameter may resolve otherwise).
-        try await withLiveRelay(setup.seed(Self.publishing([Self.japaneseGreeting, Self.reorderedConditions]))) { relay in
+        try await withLiveRelay(setup.environment(Self.remoteConfig).seed(Self.publishing([Self.japaneseGreeting, Self.reorderedConditions]))) {
+            relay in
             try await Self.publishWebhook(relay, version: 2)
             try await Self.publishWebhook(relay, version: 3)
             let data = await relay.recordedMessages().map { ($0["data"] as? [String: String])?["CHANGED"] }
@@ -212,7 +217,7 @@ import Testing
     }
 
     @Test func explainFetchesTheChangeOnlyWhenAsked() async throws {
-        let setup = RelaySetup.standard.environment(["RC_RELAY_REMOTE_CONFIG_BASE_URL": "EMULATOR"]).seed(Self.publishing([Self.japaneseGreeting]))
+        let setup = RelaySetup.standard.environment(Self.remoteConfig).seed(Self.publishing([Self.japaneseGreeting]))
         try await withLiveRelay(setup) { relay in
             let plain = try await relay.admin(.POST, "/admin/preview", json: #"{"version": {"versionNumber": "2"}}"#).decode(Contract.Preview.self)
             #expect(plain.change == nil && plain.routes.first?.reason == "no change rule")
