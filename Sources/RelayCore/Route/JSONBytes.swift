@@ -110,23 +110,30 @@ public struct JSONBytes {
         if needsComma { bytes.append(UInt8(ascii: ",")) }
     }
 
-    /// A JSON string literal (RFC 8259): quotes, backslashes and control characters escaped, the rest as UTF-8.
+    /// A JSON string literal (RFC 8259): quotes, backslashes and control characters escaped, the rest as UTF-8. The
+    /// runs between escapes are copied whole (a byte-by-byte append measured 2.4 µs a webhook, `scripts/profile`).
     public static func appendString(_ text: String, to line: inout [UInt8]) {
         line.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): line.append(contentsOf: #"\""#.utf8)
-            case UInt8(ascii: "\\"): line.append(contentsOf: #"\\"#.utf8)
-            case UInt8(ascii: "\n"): line.append(contentsOf: #"\n"#.utf8)
-            case UInt8(ascii: "\r"): line.append(contentsOf: #"\r"#.utf8)
-            case UInt8(ascii: "\t"): line.append(contentsOf: #"\t"#.utf8)
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                line.append(contentsOf: #"\u00"#.utf8)
-                line.append(hex[Int(byte >> 4)])
-                line.append(hex[Int(byte & 0xF)])
-            default: line.append(byte)
+        var text = text
+        text.withUTF8 { utf8 in
+            var run = 0
+            for (index, byte) in utf8.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                line.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[run..<index]))
+                run = index + 1
+                switch byte {
+                case UInt8(ascii: "\""): line.append(contentsOf: #"\""#.utf8)
+                case UInt8(ascii: "\\"): line.append(contentsOf: #"\\"#.utf8)
+                case UInt8(ascii: "\n"): line.append(contentsOf: #"\n"#.utf8)
+                case UInt8(ascii: "\r"): line.append(contentsOf: #"\r"#.utf8)
+                case UInt8(ascii: "\t"): line.append(contentsOf: #"\t"#.utf8)
+                default:
+                    let hex = Array("0123456789abcdef".utf8)
+                    line.append(contentsOf: #"\u00"#.utf8)
+                    line.append(hex[Int(byte >> 4)])
+                    line.append(hex[Int(byte & 0xF)])
+                }
             }
+            line.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[run...]))
         }
         line.append(UInt8(ascii: "\""))
     }
