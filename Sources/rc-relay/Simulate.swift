@@ -3,7 +3,7 @@ import Foundation
 import RelayCore
 
 /// `rc-relay simulate`: the expected Remote Config fetch rate after a publish, with and without staged waves and a
-/// client-side delay, drawn as an SVG chart and summed up in text (docs/waves.md has the model).
+/// client-side delay, drawn as a chart (SVG or PNG) and summed up in text (docs/waves.md has the model).
 struct Simulate: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Chart the expected device fetch rate after a publish, to choose waves and client delay before a launch.")
@@ -23,28 +23,31 @@ struct Simulate: ParsableCommand {
     @Option(help: "Seconds FCM takes to deliver a topic ping to every device (the fan-out), assumed uniform.")
     var delivery: Double = 10
 
-    @Option(help: "The SVG file to write.")
+    @Option(help: "A fetch rate your backend should stay under, per second: drawn as a line, the time above it shaded.")
+    var limit: Double?
+
+    @Option(help: "The chart file to write: SVG, or PNG when its name ends in .png.")
     var out: String = "fetch-load.svg"
 
     func run() throws {
         let model = FetchLoadModel(devices: devices, shards: shards, spread: spread, clientDelay: clientDelay, delivery: delivery)
         if let problem = model.problem { throw ValidationError(problem) }
-        let compared = FetchLoadChart.compared(model)
-        let svg = FetchLoadChart(series: compared).svg()
+        if let limit, !(limit > 0 && limit <= 1e12) { throw ValidationError("limit must be more than 0 and at most 1,000,000,000,000 fetches/s") }
+        let chart = FetchLoadChart(model: model, limit: limit)
         do {
-            try Data(svg.utf8).write(to: URL(fileURLWithPath: out), options: .atomic)
+            let bytes = out.lowercased().hasSuffix(".png") ? Data(chart.png()) : Data(chart.svg().utf8)
+            try bytes.write(to: URL(fileURLWithPath: out), options: .atomic)
         } catch {
             throw ValidationError("cannot write \(out): \(error.localizedDescription)")
         }
-        print(
-            "\(FetchLoadChart.number(devices)) devices, \(shards) shard(s) over \(FetchLoadChart.number(spread)) s, client delay up to \(FetchLoadChart.number(clientDelay)) s, "
-                + "FCM delivery over \(FetchLoadChart.number(delivery)) s")
-        for (name, series) in compared {
+        print(chart.title)
+        for (name, series) in FetchLoadChart.compared(model) {
             let peak = series.peak
             print(
                 "peak \(name): \(FetchLoadChart.number(peak.rate)) fetches/s at \(FetchLoadChart.number(peak.at)) s; all fetched by \(FetchLoadChart.number(series.end)) s"
             )
         }
+        if let sentence = chart.limitSentence { print(sentence) }
         print("chart: \(out)")
     }
 }

@@ -236,7 +236,10 @@ private final class ToggledFence: DeliveryFence {
     }
     #expect(fence.asked.withLockedValue { $0 } == 3)
     #expect(sender.sent.count == 2, "no request after the refusal")
-    #expect(engine.history.list(.init()).first?.report?.status == .interrupted)
+    // The two routes' first attempts run at once, so either may be the accepted one: the waiting route's entry.
+    try await eventually("the refused ping's history entry says interrupted") {
+        engine.history.list(.init()).first { $0.route == waiting }?.report?.status == .interrupted
+    }
     // An operator's send is not an event's delivery: it is not fenced.
     let sent = await engine.send(
         [ping("c")], batch: DeliveryBatch(version: record(4).version, eventID: nil, origin: .send, receivedAt: Date()),

@@ -89,6 +89,34 @@ def require(package, program=None, extra_paths=("/usr/sbin", "/sbin")):
     return path
 
 
+SHOTS = ROOT / ".build" / "console-screenshots"
+
+
+@pytest.fixture
+def browser():
+    """Headless Chromium (Debian's), driven by Selenium. A missing browser fails, naming the package;
+    `scripts/test --without chromium` leaves these tests out."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    chromium = require("chromium")
+    driver_path = require("chromium-driver", "chromedriver")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,900", "--disable-gpu"]:
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    driver.implicitly_wait(0)
+    yield driver
+    driver.quit()
+
+
+def shot(driver, name):
+    """A screenshot of the page, to .build/console-screenshots/NAME.png (a test artifact)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(SHOTS / f"{name}.png"))
+
+
 def until(predicate, timeout):
     """Whether `predicate` came true within `timeout` seconds. For a state no process announces with a line of its own
     (a database row, the emulator's counters, a port that listens): it is read again whenever any child process prints

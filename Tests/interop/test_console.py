@@ -4,22 +4,18 @@ rotated-out token's session, a token in a URL, a page or the log. Screenshots of
 .build/console-screenshots/ (a test artifact)."""
 import json
 import os
-import pathlib
 import shutil
 
 import pytest
 import requests
-from selenium import webdriver
 from selenium.common.exceptions import WebDriverException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from conftest import recorded, require, signed_headers, start_relay, stop_relay
+from conftest import recorded, shot, signed_headers, start_relay, stop_relay
 
 TOKEN = "console-token-" + os.urandom(12).hex()
 OTHER = "console-other-" + os.urandom(12).hex()
-SHOTS = pathlib.Path(__file__).resolve().parents[2] / ".build" / "console-screenshots"
 
 
 def config(tokens, spool):
@@ -36,26 +32,6 @@ routes:
     data: {{CONFIG_STATE: STALE}}
 delivery: {{drainSeconds: 0, spoolDirectory: "{spool}", maxAttempts: 1}}
 """
-
-
-@pytest.fixture
-def browser():
-    # A missing browser fails, naming the package; `scripts/test --without chromium` leaves these tests out.
-    chromium = require("chromium")
-    driver_path = require("chromium-driver", "chromedriver")
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,900", "--disable-gpu"]:
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
-    driver.implicitly_wait(0)
-    yield driver
-    driver.quit()
-
-
-def shot(driver, name):
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    driver.save_screenshot(str(SHOTS / f"{name}.png"))
 
 
 def post_webhook(relay, version):
@@ -158,7 +134,10 @@ def test_the_console_in_a_browser(emulator, tmp_path, browser):
         browser.get(relay["url"] + "/console/chart?devices=2000000&shards=20&spread=600&delay=120")
         assert "Peak as set: 3,333.3 fetches/s at 100 s" in browser.find_element(By.TAG_NAME, "main").text
         WebDriverWait(browser, 60).until(lambda d: d.execute_script("return document.querySelector('main img').complete"))
-        assert browser.execute_script("return document.querySelector('main img').naturalWidth") == 800, "the SVG chart loads"
+        assert browser.execute_script("return document.querySelector('main img').naturalWidth") == 1000, "the SVG chart loads"
+        png = browser.find_element(By.LINK_TEXT, "The chart as a PNG").get_attribute("href")
+        answer = requests.get(png, cookies={"rc_console": cookie["value"]}, timeout=30)
+        assert answer.status_code == 200 and answer.headers["content-type"] == "image/png" and answer.content[:8] == b"\x89PNG\r\n\x1a\n"
         shot(browser, "chart")
 
         # A forged form post: the session cookie (as a cross-site form would carry it, were it not SameSite) without

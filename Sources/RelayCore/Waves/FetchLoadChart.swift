@@ -1,17 +1,20 @@
 import Foundation
 
-/// A plain SVG line chart of fetches per second over time, one line per series.
+/// The fetch-load chart of `rc-relay simulate` and the console: the settings given as the main line, on a scale of
+/// its own with round-number ticks; a backend limit (when given) as a line, the time above it shaded and stated; and,
+/// in a panel beside it on a logarithmic scale, the same publish without waves and all at once, which would otherwise
+/// flatten the main line against the axis.
 public struct FetchLoadChart: Sendable {
-    public let series: [(name: String, model: FetchLoadModel)]
-    let width = 800.0
-    let height = 420.0
-    let margin = 70.0
-    static let colours = ["#1a73e8", "#e8710a", "#9aa0a6"]
+    public let model: FetchLoadModel
+    /// A fetch rate the app's backend (or its Remote Config budget) should stay under, per second; nil: none given.
+    public let limit: Double?
 
-    public init(series: [(name: String, model: FetchLoadModel)]) { self.series = series }
+    public init(model: FetchLoadModel, limit: Double? = nil) {
+        self.model = model
+        self.limit = limit
+    }
 
-    /// The three lines `rc-relay simulate` compares: the settings given, the same client delay without waves, and
-    /// every device at once.
+    /// The three lines compared: the settings given, the same client delay without waves, and every device at once.
     public static func compared(_ model: FetchLoadModel) -> [(name: String, model: FetchLoadModel)] {
         [
             ("as set", model),
@@ -20,40 +23,45 @@ public struct FetchLoadChart: Sendable {
         ]
     }
 
-    public func svg() -> String {
-        let end = series.map(\.model.end).max() ?? 1
-        let top = series.map(\.model.peak.rate).max() ?? 1
-        let (plotWidth, plotHeight) = (width - 2 * margin, height - 2 * margin)
-        func x(_ t: Double) -> Double { margin + t / end * plotWidth }
-        func y(_ rate: Double) -> Double { height - margin - rate / top * plotHeight }
-        var out = """
-            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" viewBox="0 0 \(Int(width)) \(Int(height))" font-family="sans-serif" font-size="12">
-            <rect width="100%" height="100%" fill="white"/>
-            <line x1="\(margin)" y1="\(height - margin)" x2="\(width - margin)" y2="\(height - margin)" stroke="black"/>
-            <line x1="\(margin)" y1="\(margin)" x2="\(margin)" y2="\(height - margin)" stroke="black"/>
-            <text x="\(width / 2)" y="\(height - 20)" text-anchor="middle">seconds after the publish (0 to \(Self.number(end)))</text>
-            <text x="\(margin)" y="\(margin - 12)" text-anchor="start">fetches per second (top: \(Self.number(top)))</text>
-
-            """
-        for (index, (name, model)) in series.enumerated() {
-            // The rate is piecewise linear: its corners draw it exactly.
-            var times: Set<Double> = [0, model.end]
-            let (low, high) = (min(model.delivery, model.clientDelay), max(model.delivery, model.clientDelay))
-            for k in 0..<model.shards {
-                for corner in [0, low, high, low + high] { times.insert(model.sendTime(ofShard: k) + corner) }
-            }
-            let points = times.sorted().map { t in "\(Self.format(x(t))),\(Self.format(y(model.rate(at: t))))" }
-            let colour = Self.colours[index % Self.colours.count]
-            out += """
-                <polyline data-series="\(name)" data-peak="\(model.peak.rate)" fill="none" stroke="\(colour)" stroke-width="2" points="\(points.joined(separator: " "))"/>
-                <text x="\(width - margin - 150)" y="\(margin + 18 * Double(index))" fill="\(colour)">\(name): peak \(Self.number(model.peak.rate))/s</text>
-
-                """
-        }
-        return out + "</svg>\n"
+    /// The settings in words, the chart's title and the first line `rc-relay simulate` prints.
+    public var title: String {
+        "\(Self.number(model.devices)) devices, \(model.shards) shard(s) over \(Self.number(model.spread)) s, "
+            + "client delay up to \(Self.number(model.clientDelay)) s, FCM delivery over \(Self.number(model.delivery)) s"
     }
 
-    static func format(_ value: Double) -> String { String(format: "%.2f", value) }
+    /// The main scale: the main line's peak, and the limit too when it is near enough to be read against it (up to
+    /// 1.5 times the peak); a limit far above is stated instead, so it never flattens the line.
+    public var scale: ChartScale {
+        let peak = model.peak.rate
+        guard let limit, limit <= peak * 1.5 else { return ChartScale(covering: peak) }
+        return ChartScale(covering: max(peak, limit * 1.05))  // the limit's line below the frame, not on it
+    }
+
+    public var timeUnit: TimeUnit { TimeUnit(spanning: model.end) }
+
+    /// The time axis, in ``timeUnit``s.
+    public var timeScale: ChartScale { ChartScale(covering: model.end / timeUnit.seconds) }
+
+    /// What the limit comes to: the spans above it and their total length, in seconds.
+    public var overLimit: (spans: [(from: Double, to: Double)], seconds: Double)? {
+        guard let limit else { return nil }
+        let spans = model.spans(above: limit)
+        return (spans, spans.reduce(0) { $0 + $1.to - $1.from })
+    }
+
+    /// The sentence under the chart about the limit, or nil without one.
+    public var limitSentence: String? {
+        guard let limit, let over = overLimit else { return nil }
+        let name = "the limit of \(Self.number(limit)) fetches/s"
+        guard let first = over.spans.first, let last = over.spans.last else {
+            return "Never above \(name): the peak is \(Self.number(model.peak.rate)) fetches/s."
+        }
+        return "Above \(name) for \(Self.number(over.seconds)) s in all, from \(Self.number(first.from)) s to \(Self.number(last.to)) s."
+    }
+
+    /// Remote Config's own throttling, as the chart states it: it is per app instance, so no fleet-wide line exists.
+    public static let throttlingNote =
+        "Remote Config throttles each app instance, not the fleet (5 fetches an hour in developer mode on older SDKs): a ping asks each device for one fetch."
 
     /// A number as people read it: grouped thousands, at most one decimal.
     public static func number(_ value: Double) -> String {

@@ -38,11 +38,53 @@ public struct FetchLoadModel: Sendable, Equatable {
         return (0..<shards).reduce(0) { $0 + perShard * density(t - sendTime(ofShard: $1)) }
     }
 
+    /// The instants where the rate changes slope (every shard trapezoid's corners), 0 and ``end`` included, in order:
+    /// the rate is linear between two of them.
+    public var corners: [Double] {
+        let (low, high) = (min(delivery, clientDelay), max(delivery, clientDelay))
+        var times: Set<Double> = [0, end]
+        for k in 0..<shards {
+            for corner in [0, low, high, low + high] { times.insert(sendTime(ofShard: k) + corner) }
+        }
+        return times.sorted()
+    }
+
+    /// The spans of time (from, to) when the rate is above `limit`, exactly: the rate is linear between corners.
+    public func spans(above limit: Double) -> [(from: Double, to: Double)] {
+        var spans: [(from: Double, to: Double)] = []
+        let times = corners
+        for (t0, t1) in zip(times, times.dropFirst()) {
+            // The rate's one-sided limits at the segment's ends: it jumps at a corner when there is no client delay.
+            let (r0, r1) = (rate(at: t0 + (t1 - t0) * 1e-9), rate(at: t1 - (t1 - t0) * 1e-9))
+            guard max(r0, r1) > limit else { continue }
+            let from = r0 > limit ? t0 : t0 + (limit - r0) / (r1 - r0) * (t1 - t0)
+            let to = r1 > limit ? t1 : t0 + (limit - r0) / (r1 - r0) * (t1 - t0)
+            if let last = spans.last, abs(last.to - from) < 1e-9 {
+                spans[spans.count - 1].to = to
+            } else {
+                spans.append((from, to))
+            }
+        }
+        return spans
+    }
+
+    /// The rate drawn exactly: at each corner its value from the left and from the right (they differ where it jumps),
+    /// from 0 before the publish to 0 after ``end``.
+    public var outline: [(t: Double, rate: Double)] {
+        let nudge = max(end, 1) * 1e-9
+        var points: [(t: Double, rate: Double)] = [(0, 0)]
+        for t in corners {
+            for value in [rate(at: t - nudge), rate(at: t + nudge)]
+            where points.last.map({ $0.t != t || abs($0.rate - value) > max(1e-9, abs(value) * 1e-6) }) ?? true {
+                points.append((t, value))
+            }
+        }
+        return points
+    }
+
     /// The highest fetch rate and when it is first reached. The rate is piecewise linear, so its maximum is at a
     /// corner of some shard's trapezoid: those are the only instants looked at.
     public var peak: (rate: Double, at: Double) {
-        let (low, high) = (min(delivery, clientDelay), max(delivery, clientDelay))
-        let corners = (0..<shards).flatMap { k in [0, low, high, low + high].map { sendTime(ofShard: k) + $0 } }.sorted()
         var best = (rate: 0.0, at: 0.0)
         for t in corners {
             let value = rate(at: t)

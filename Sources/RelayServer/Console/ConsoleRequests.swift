@@ -75,6 +75,10 @@ extension ConsoleRoutes {
     }
 
     static func response(_ status: HTTPResponse.Status, type: String, body: String, cache: String = "no-store") -> Response {
+        response(status, type: type, bytes: ByteBuffer(string: body), cache: cache)
+    }
+
+    static func response(_ status: HTTPResponse.Status, type: String, bytes body: ByteBuffer, cache: String = "no-store") -> Response {
         var headers = HTTPFields()
         headers[.contentType] = type
         headers[.cacheControl] = cache
@@ -82,7 +86,7 @@ extension ConsoleRoutes {
         headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
         headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
         headers[HTTPField.Name("Referrer-Policy")!] = "same-origin"  // no-referrer would make the browser send Origin: null on its own forms
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
+        return Response(status: status, headers: headers, body: .init(byteBuffer: body))
     }
 
     static func redirect(_ location: String) -> Response {

@@ -95,10 +95,18 @@ struct ConsoleRoutes: Sendable {
         }
         router.get("/console/chart.svg") { request, _ in
             await signedIn(request) { _ in
-                guard case .success(let model) = Self.model(request.uri.queryParameters) else {
+                guard case .success(let chart) = Self.chart(settings: request.uri.queryParameters) else {
                     return Self.response(.badRequest, type: "text/plain; charset=utf-8", body: "bad chart settings")
                 }
-                return Self.response(.ok, type: "image/svg+xml", body: FetchLoadChart(series: FetchLoadChart.compared(model)).svg())
+                return Self.response(.ok, type: "image/svg+xml", body: chart.svg())
+            }
+        }
+        router.get("/console/chart.png") { request, _ in
+            await signedIn(request) { _ in
+                guard case .success(let chart) = Self.chart(settings: request.uri.queryParameters) else {
+                    return Self.response(.badRequest, type: "text/plain; charset=utf-8", body: "bad chart settings")
+                }
+                return Self.response(.ok, type: "image/png", bytes: ByteBuffer(bytes: chart.png()))
             }
         }
     }

@@ -248,12 +248,14 @@ enum ConsoleTemplates {
         <label>Spread (s) <input name="spread" value="{{spread}}" size="6" inputmode="numeric"></label>
         <label>Client delay (s) <input name="delay" value="{{delay}}" size="6" inputmode="numeric"></label>
         <label>FCM delivery (s) <input name="delivery" value="{{delivery}}" size="4" inputmode="numeric"></label>
+        <label>Backend limit (fetches/s) <input name="limit" value="{{limit}}" size="8" inputmode="numeric"></label>
         <button type="submit">Draw</button>
         </form>
         {{#problem}}<p class="error" role="alert">{{problem}}</p>{{/problem}}
         {{#image}}
-        <p><img src="{{image}}" width="800" height="420" alt="Expected device fetches per second after a publish: {{summary}}"></p>
-        <ul>{{#peaks}}<li>Peak {{name}}: {{peak}} fetches/s at {{at}} s; all fetched by {{end}} s</li>{{/peaks}}</ul>
+        <p><img src="{{image}}" width="1000" height="580" style="max-width: 100%; height: auto" alt="Expected device fetches per second after a publish: {{summary}}"></p>
+        <ul>{{#peaks}}<li>Peak {{name}}: {{peak}} fetches/s at {{at}} s; all fetched by {{end}} s</li>{{/peaks}}{{#overLimit}}<li>{{overLimit}}</li>{{/overLimit}}</ul>
+        <p><a href="{{png}}" download="fetch-load.png">The chart as a PNG</a>, to paste in a chat.</p>
         {{/image}}
         <p class="hint">The model of <code>rc-relay simulate</code> (docs/waves.md): every device online, each delivered within the FCM delivery window, then waiting up to the client delay.</p>
         """,
