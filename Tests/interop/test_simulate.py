@@ -210,3 +210,8 @@ def test_docs_show_what_the_command_prints(tmp_path):
     printed = run.stdout.splitlines()
     assert printed[:-1] == shown[:-1]  # the last line names the chart file, which the test puts elsewhere
     assert shown[-1] == "chart: fetch-load.svg"
+    # The picture the README and this page show is what the binary draws for that command, byte for byte.
+    png = tmp_path / "docs.png"
+    assert subprocess.run([BINARY, "simulate", *command, "--out", str(png)], capture_output=True, timeout=60).returncode == 0
+    assert png.read_bytes() == (ROOT / "docs" / "fetch-load.png").read_bytes(), "regenerate docs/fetch-load.png (docs/waves.md says how)"
+    assert "](fetch-load.png)" in text and "](docs/fetch-load.png)" in (ROOT / "README.md").read_text()

@@ -130,7 +130,8 @@ extension FetchLoadChart {
                 marks: ["class": "compared", "data-series": name, "data-peak": "\(line.peak.rate)"])
             let row = L.panelBottom + 34 + 22 * Double(index)
             canvas.rect(ChartRect(x: L.panelLeft - 50, y: row - 6, width: 16, height: 4), fill: colour, opacity: 1, stroke: nil, marks: .none)
-            canvas.text("\(name): peak \(Self.number(line.peak.rate))/s", at: ChartPoint(L.panelLeft - 28, row), style: ChartTextStyle(), marks: .none)
+            canvas.text(
+                "\(name): peak \(Self.number(line.peak.rate))/s", at: ChartPoint(L.panelLeft - 28, row), style: ChartTextStyle(), marks: .none)
         }
     }
 }

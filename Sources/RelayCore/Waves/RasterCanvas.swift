@@ -31,8 +31,10 @@ struct RasterCanvas: ChartCanvas {
             for y in y0..<max(y0, y1) { for x in x0..<max(x0, x1) { blend(x, y, fill, alpha: opacity) } }
         }
         if let stroke {
-            let corners = [ChartPoint(frame.x, frame.y), ChartPoint(frame.x + frame.width, frame.y),
-                ChartPoint(frame.x + frame.width, frame.y + frame.height), ChartPoint(frame.x, frame.y + frame.height)]
+            let corners = [
+                ChartPoint(frame.x, frame.y), ChartPoint(frame.x + frame.width, frame.y),
+                ChartPoint(frame.x + frame.width, frame.y + frame.height), ChartPoint(frame.x, frame.y + frame.height),
+            ]
             polyline(corners + [corners[0]], colour: stroke, width: 1, marks: .none)
         }
     }
@@ -68,11 +70,12 @@ struct RasterCanvas: ChartCanvas {
     mutating func text(_ text: String, at point: ChartPoint, style: ChartTextStyle, marks: ChartMarks) {
         let font = style.bold ? ChartFont.bold : ChartFont.regular
         let width = Double(font.width(of: text))
-        let shift: Double = switch style.anchor {
-        case .start: 0
-        case .middle: width / 2
-        case .end: width
-        }
+        let shift: Double =
+            switch style.anchor {
+            case .start: 0
+            case .middle: width / 2
+            case .end: width
+            }
         // Along the text's own direction from the anchor; the baseline at `point`.
         var pen = -shift
         for scalar in text.unicodeScalars {
