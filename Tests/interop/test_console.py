@@ -64,6 +64,43 @@ def sign_in(driver, relay, token):
     click_and_load(driver, driver.find_element(By.CSS_SELECTOR, "form button[type=submit]"))
 
 
+OUTCOMES = {"accepted": "accepted", "validated": "accepted", "failed": "refused or dead", "dead": "refused or dead",
+            "pending": "waiting", "interrupted": "waiting", "superseded": "superseded"}
+
+
+def check_overview_shows_the_last_day(browser, relay):
+    """The overview at 1280×800 (a screenshot to .build/console-screenshots/overview-day.png): the last 24 hours as a
+    chart drawn on the server (no script on the page), its bars counting exactly the pings the admin API lists, each
+    publish marked, and each wave under way as a progress bar with its next shard's time; all of it visible."""
+    browser.set_window_size(1280, 800)
+    browser.get(relay["url"] + "/console")
+    assert not browser.find_elements(By.TAG_NAME, "script"), "the overview draws without script"
+    listed = requests.get(relay["url"] + "/admin/deliveries?limit=1000", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10).json()["deliveries"]
+    expected = {}
+    for record in listed:
+        if record["origin"] != "send" and "target" not in record:
+            outcome = OUTCOMES[record["status"]]
+            expected[outcome] = expected.get(outcome, 0) + 1
+    drawn = browser.execute_script("""
+        const visible = e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0 && r.right <= innerWidth; };
+        const chart = document.querySelector('svg.activity');
+        const counts = {};
+        for (const bar of chart.querySelectorAll('rect.bar')) counts[bar.dataset.outcome] = (counts[bar.dataset.outcome] || 0) + +bar.dataset.count;
+        const box = chart.getBoundingClientRect();
+        return {visible: visible(chart), width: box.width, height: box.height, counts,
+                publishes: chart.querySelectorAll('path.publish').length,
+                bars: [...chart.querySelectorAll('rect.bar')].every(visible),
+                waves: [...document.querySelectorAll('section[aria-labelledby=overview-waves] progress')].map(p => [visible(p), p.value, p.max]),
+                next: document.querySelector('section[aria-labelledby=overview-waves]').innerText};
+    """)
+    shot(browser, "overview-day")
+    assert drawn["visible"] and drawn["height"] > 150 and drawn["bars"], drawn
+    assert drawn["counts"] == expected, (drawn, listed)
+    assert drawn["publishes"] == 2, "versions 77 and 78 are marked"
+    assert drawn["waves"] and all(visible and max_ == 4 for visible, _, max_ in drawn["waves"]), drawn
+    assert "Next shard 20" in drawn["next"], drawn["next"]  # its time, "2026-… UTC (in …)"
+
+
 def test_the_console_in_a_browser(emulator, tmp_path, browser):
     relay = start_relay(emulator, tmp_path, config([TOKEN, OTHER], tmp_path / "spool"))
     seen_urls = []
@@ -107,6 +144,8 @@ def test_the_console_in_a_browser(emulator, tmp_path, browser):
         shot(browser, "delivery")
         stale = [m for m in recorded(emulator)[before:] if m["message"].get("topic") == "PUSH_RC"]
         assert [m["message"]["data"]["CONFIG_VERSION"] for m in stale] == ["78"], "the retried ping reached FCM"
+
+        check_overview_shows_the_last_day(browser, relay)
 
         browser.get(relay["url"] + "/console/schedules")
         assert browser.find_elements(By.TAG_NAME, "progress"), "the wave of version 78 shows its progress"

@@ -105,6 +105,21 @@ enum ConsoleTemplates {
         </ul>
         <p>Projects: {{#projects}}<code>{{.}}</code> {{/projects}}</p>
         </section>
+        <section aria-labelledby="activity">
+        <h2 id="activity">The last 24 hours</h2>
+        <figure>{{{activity}}}</figure>
+        </section>
+        <section aria-labelledby="overview-waves">
+        <h2 id="overview-waves">Waves under way</h2>
+        {{^waves}}<p>No wave under way.</p>{{/waves}}
+        {{#waves}}
+        <article class="wave">
+        <h3><code>{{route}}</code> of <code>{{project}}</code>, version {{version}}</h3>
+        <label>{{sent}} of {{shards}} shards sent <progress max="{{shards}}" value="{{sent}}">{{sent}} of {{shards}}</progress></label>
+        <p>{{#next}}Next shard {{next}}{{/next}}{{^next}}Every shard sent{{/next}}</p>
+        </article>
+        {{/waves}}
+        </section>
         <section aria-labelledby="publishes">
         <h2 id="publishes">Last publishes</h2>
         {{^publishes}}<p>No version has been relayed since the start.</p>{{/publishes}}
@@ -253,7 +268,7 @@ enum ConsoleTemplates {
         </form>
         {{#problem}}<p class="error" role="alert">{{problem}}</p>{{/problem}}
         {{#image}}
-        <p><img src="{{image}}" width="1000" height="580" style="max-width: 100%; height: auto" alt="Expected device fetches per second after a publish: {{summary}}"></p>
+        <p><img src="{{image}}" width="1000" height="580" alt="Expected device fetches per second after a publish: {{summary}}"></p>
         <ul>{{#peaks}}<li>Peak {{name}}: {{peak}} fetches/s at {{at}} s; all fetched by {{end}} s</li>{{/peaks}}{{#overLimit}}<li>{{overLimit}}</li>{{/overLimit}}</ul>
         <p><a href="{{png}}" download="fetch-load.png">The chart as a PNG</a>, to paste in a chat.</p>
         {{/image}}
@@ -283,6 +298,8 @@ enum ConsoleTemplates {
         .status.accepted::before, .ok::before { content: "✓ "; }
         .status.pending::before { content: "… "; }
         progress { width: 16rem; }
+        main img, figure svg { max-width: 100%; height: auto; }
+        figure { margin: 0; }
         footer { border-top: 1px solid #999; margin-top: 2rem; padding: .5rem 0; color: #444; }
         """
 }
