@@ -191,7 +191,8 @@ def decode_png(data):
 
 
 def test_bad_settings_are_refused_with_a_reason_and_nothing_written(tmp_path):
-    for args, word in [(["--shards", "0"], "shards"), (["--delivery", "0"], "delivery"), (["--devices", "-5"], "devices")]:
+    for args, word in [(["--shards", "0"], "shards"), (["--delivery", "0"], "delivery"), (["--devices", "-5"], "devices"),
+                       (["--limit", "0"], "limit"), (["--limit", "nan"], "limit")]:
         run, out = simulate(tmp_path, *args)
         assert run.returncode != 0
         assert word in run.stderr

@@ -80,7 +80,8 @@ struct ConsoleActivityChart {
             out += "<rect x=\"\(f(x))\" y=\"\(Self.height - 14)\" width=\"10\" height=\"10\" fill=\"\(outcome.colour)\"/>"
             out += "<text x=\"\(f(x + 14))\" y=\"\(Self.height - 5)\">\(outcome.name)</text>\n"
         }
-        out += "<path d=\"M\(f(Self.left + 610)) \(Self.height - 14) l-5 9 h10 z\" fill=\"#202124\"/><text x=\"\(f(Self.left + 620))\" y=\"\(Self.height - 5)\">a publish</text>\n"
+        out +=
+            "<path d=\"M\(f(Self.left + 610)) \(Self.height - 14) l-5 9 h10 z\" fill=\"#202124\"/><text x=\"\(f(Self.left + 620))\" y=\"\(Self.height - 5)\">a publish</text>\n"
         return out + "</svg>"
     }
 

@@ -34,8 +34,8 @@ import Testing
                 #expect(try await a.confirm("project/p7", epoch: 1) == false)
                 #expect(try await a.confirm("project/p7", epoch: 3))
                 // An older replica's statement (no epoch of its own) still raises it on a take-over: the trigger does.
-                _ = try cluster.sql("UPDATE rc_relay_leases SET holder = 'older-replica' WHERE name = 'project/p8'")
-                #expect(try cluster.sql("SELECT epoch FROM rc_relay_leases WHERE name = 'project/p8'") == "2")
+                _ = try await cluster.sql("UPDATE rc_relay_leases SET holder = 'older-replica' WHERE name = 'project/p8'")
+                #expect(try await cluster.sql("SELECT epoch FROM rc_relay_leases WHERE name = 'project/p8'") == "2")
                 #expect(try await a.confirm("project/p8", epoch: 1) == false)
             }
         }
@@ -50,7 +50,7 @@ import Testing
                 let first = store.record(version: 3, id: nil)
                 #expect(try await a.admit(first, window: .seconds(600), lease: "project/demo", epoch: 1) == .admitted)
                 // b takes the lease over while a is paused mid-poll.
-                _ = try cluster.sql("UPDATE rc_relay_leases SET expires_at = now() - interval '1 second'")
+                _ = try await cluster.sql("UPDATE rc_relay_leases SET expires_at = now() - interval '1 second'")
                 #expect(try await b.renew(["project/demo"], for: .seconds(60)) == ["project/demo": 2])
                 await #expect {
                     try await a.admit(store.record(version: 2, id: nil), window: .seconds(600), lease: "project/demo", epoch: 1)
@@ -58,7 +58,7 @@ import Testing
                     guard case StoreError.leaseLost("project/demo") = error else { return false }
                     return true
                 }
-                #expect(try cluster.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM rc_relay_events") == "3")
+                #expect(try await cluster.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM rc_relay_events") == "3")
             }
         }
     }
@@ -82,7 +82,7 @@ import Testing
                 outlier.outlier = true
                 a.outbox.settle(outlier, reports: [])
                 await a.flush()
-                #expect(try cluster.sql("SELECT settled FROM rc_relay_events WHERE version = 11") == "t")
+                #expect(try await cluster.sql("SELECT settled FROM rc_relay_events WHERE version = 11") == "t")
                 #expect(try await b.relayed(project: "demo") == 9)
                 try await b.noteRelayed(project: "demo", version: 5)
                 #expect(try await a.relayed(project: "demo") == 9)
@@ -102,13 +102,13 @@ import Testing
                 let store = stores[0]
                 try await store.migrate()
                 _ = try await store.admit(self.store.record(version: 1, id: nil), window: .seconds(600))
-                try cluster.stopServer()
+                try await cluster.stopServer()
                 store.outbox.settle(self.store.record(version: 1, id: nil), reports: [])
                 for _ in 0..<1000 { #expect(await store.flush(within: .milliseconds(1)) == false) }
                 #expect(store.outbox.waiters == 0)
-                try cluster.startServer()
+                try await cluster.startServer()
                 await store.flush()
-                #expect(try cluster.sql("SELECT settled FROM rc_relay_events") == "t")
+                #expect(try await cluster.sql("SELECT settled FROM rc_relay_events") == "t")
             }
         }
     }

@@ -29,15 +29,15 @@ final class PostgresCluster: @unchecked Sendable {
     }
 
     /// A new cluster, started, with an empty database `rc_relay`.
-    static func start() throws -> PostgresCluster {
+    static func start() async throws -> PostgresCluster {
         let bin = try binDirectory()
         let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("rc-relay-pg-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let cluster = PostgresCluster(directory: directory, port: try freePort(), bin: bin)
-        if getuid() == 0 { try run("/bin/chown", ["-R", "postgres:postgres", directory.path]) }
-        try cluster.program("initdb", ["-D", cluster.data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
-        try cluster.startServer()
-        try cluster.program("createdb", ["-h", "127.0.0.1", "-p", "\(cluster.port)", "-U", "postgres", "rc_relay"])
+        if getuid() == 0 { try await blocking { try run("/bin/chown", ["-R", "postgres:postgres", directory.path]) } }
+        try await cluster.program("initdb", ["-D", cluster.data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
+        try await cluster.startServer()
+        try await cluster.program("createdb", ["-h", "127.0.0.1", "-p", "\(cluster.port)", "-U", "postgres", "rc_relay"])
         return cluster
     }
 
@@ -54,8 +54,8 @@ final class PostgresCluster: @unchecked Sendable {
     var url: String { "postgres://postgres@127.0.0.1:\(port)/rc_relay?sslmode=disable" }
 
     /// Starts the server and returns once it accepts connections (`pg_ctl -w`).
-    func startServer() throws {
-        try program(
+    func startServer() async throws {
+        try await program(
             "pg_ctl",
             [
                 "-D", data, "-w", "-l", directory.appendingPathComponent("log").path, "-o",
@@ -64,8 +64,8 @@ final class PostgresCluster: @unchecked Sendable {
     }
 
     /// Stops the server at once (open connections are cut, as in a crash or failover).
-    func stopServer() throws {
-        try program("pg_ctl", ["-D", data, "-w", "-m", "immediate", "stop"])
+    func stopServer() async throws {
+        try await program("pg_ctl", ["-D", data, "-w", "-m", "immediate", "stop"])
     }
 
     /// Sends `signal` to the server and each of its processes (SIGSTOP: a database that hangs without closing
@@ -87,25 +87,38 @@ final class PostgresCluster: @unchecked Sendable {
     }
 
     /// Runs SQL with psql, for what a test checks behind the relay's back.
-    func sql(_ statement: String) throws -> String {
-        try program("psql", ["-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-d", "rc_relay", "-At", "-c", statement])
+    func sql(_ statement: String) async throws -> String {
+        try await program("psql", ["-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-d", "rc_relay", "-At", "-c", statement])
             .trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Stops the server and removes its files.
-    func destroy() {
-        try? stopServer()
+    func destroy() async {
+        try? await stopServer()
         try? FileManager.default.removeItem(at: directory)
     }
 
     @discardableResult
-    private func program(_ name: String, _ arguments: [String]) throws -> String {
+    private func program(_ name: String, _ arguments: [String]) async throws -> String {
         let path = bin.appendingPathComponent(name).path
         // As root, the programs run as `postgres` (the server refuses root), from /tmp, which that user can enter.
         if getuid() == 0 {
-            return try Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", "/usr/bin/env", "-C", "/tmp", path] + arguments)
+            return try await Self.blocking {
+                try Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", "/usr/bin/env", "-C", "/tmp", path] + arguments)
+            }
         }
-        return try Self.run(path, arguments)
+        return try await Self.blocking { try Self.run(path, arguments) }
+    }
+
+    /// Runs `work`, which blocks (a program run to its end: `pg_ctl -w` may wait up to a minute), on a thread of its
+    /// own. On Swift's cooperative pool (one thread per core: two here) two such waits stall every task of the test
+    /// process, other tests' statements and timers included, and a store test then timed out waiting 60 s for an
+    /// answer PostgreSQL had given (soak runs under the thread sanitizer, 2026-11-27).
+    @discardableResult
+    private static func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try work() }) }.start()
+        }
     }
 
     /// Runs a program to its end with `posix_spawn` and `waitpid`: Foundation's `Process` waits for descriptors the
@@ -163,7 +176,12 @@ final class PostgresCluster: @unchecked Sendable {
 
 /// Runs `body` with a fresh cluster, destroyed afterwards whatever happens.
 func withPostgres(_ body: (PostgresCluster) async throws -> Void) async throws {
-    let cluster = try PostgresCluster.start()
-    defer { cluster.destroy() }
-    try await body(cluster)
+    let cluster = try await PostgresCluster.start()
+    do {
+        try await body(cluster)
+    } catch {
+        await cluster.destroy()
+        throw error
+    }
+    await cluster.destroy()
 }

@@ -10,7 +10,15 @@ import Testing
 /// The shared store against a real PostgreSQL server (a throwaway cluster per test): migrations, admission across
 /// replicas, leases, the outbox and an outage.
 @Suite(.serialized) struct StoreTests {
-    static let logger = Logger(label: "store-test")
+    /// At `info`; `RC_RELAY_TEST_STORE_LOG=trace` (or `debug`) shows PostgresNIO's pool and connections, to study a
+    /// hang.
+    static let logger = {
+        var logger = Logger(label: "store-test")
+        if let level = ProcessInfo.processInfo.environment["RC_RELAY_TEST_STORE_LOG"].flatMap(Logger.Level.init(rawValue:)) {
+            logger.logLevel = level
+        }
+        return logger
+    }()
 
     func record(project: String = "demo", version: Int64 = 7, id: String? = "evt-1") -> SpoolRecord {
         SpoolRecord(
@@ -47,10 +55,10 @@ import Testing
                 #expect(applied.filter { !$0.isEmpty } == [[1, 2, 3, 4, 5, 6]])
                 #expect(applied.filter(\.isEmpty).count == 3)
             }
-            #expect(try cluster.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM rc_relay_schema") == "1,2,3,4,5,6")
+            #expect(try await cluster.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM rc_relay_schema") == "1,2,3,4,5,6")
             // Step 4: the admission functions plan once per connection, not once per event.
             #expect(
-                try cluster.sql(
+                try await cluster.sql(
                     "SELECT string_agg(proname || ' ' || array_to_string(proconfig, ','), '; ' ORDER BY proname) FROM pg_proc WHERE proname LIKE 'rc_relay_admit%'"
                 )
                     == "rc_relay_admit plan_cache_mode=force_generic_plan; rc_relay_admit_all plan_cache_mode=force_generic_plan")
@@ -63,23 +71,24 @@ import Testing
         try await withPostgres { cluster in
             try await withReplicas(cluster, count: 1) { stores in
                 let store = stores[0]
-                _ = try cluster.sql("CREATE TABLE rc_relay_schema (version integer PRIMARY KEY, description text NOT NULL)")
+                _ = try await cluster.sql("CREATE TABLE rc_relay_schema (version integer PRIMARY KEY, description text NOT NULL)")
                 for step in Migrations.steps where step.version < Migrations.latest {
                     // One transaction per step, as the relay applies them.
-                    _ = try cluster.sql(step.statements.joined(separator: ";\n"))
-                    _ = try cluster.sql("INSERT INTO rc_relay_schema (version, description) VALUES (\(step.version), 'before')")
+                    _ = try await cluster.sql(step.statements.joined(separator: ";\n"))
+                    _ = try await cluster.sql("INSERT INTO rc_relay_schema (version, description) VALUES (\(step.version), 'before')")
                 }
                 // Admitted and settled on the schema before.
                 #expect(try await store.admit(record(), window: .seconds(600)) == .admitted)
                 // Settled as the rc-relay before settled it (today's settlement also notes the newest version relayed,
                 // in a table the step before may not have).
-                _ = try cluster.sql("UPDATE rc_relay_events SET settled = true, settled_at = now(), reports = '[]', record = '' WHERE version = 7")
+                _ = try await cluster.sql(
+                    "UPDATE rc_relay_events SET settled = true, settled_at = now(), reports = '[]', record = '' WHERE version = 7")
                 #expect(try await store.admit(record(version: 8, id: nil), window: .seconds(600)) == .admitted)
                 #expect(try await store.migrate() == [Migrations.latest])
                 #expect(try await store.admit(record(), window: .seconds(600)) == .settled([]))
                 #expect(try await store.admit(record(version: 8, id: nil), window: .seconds(600)) == .pending)
                 #expect(try await store.prune(window: .zero, keep: 1000) == 1)
-                #expect(try cluster.sql("SELECT string_agg(key, ',' ORDER BY key) FROM rc_relay_event_keys") == "demo/version/8")
+                #expect(try await cluster.sql("SELECT string_agg(key, ',' ORDER BY key) FROM rc_relay_event_keys") == "demo/version/8")
             }
         }
     }
@@ -88,7 +97,7 @@ import Testing
         try await withPostgres { cluster in
             try await withReplicas(cluster, count: 1) { stores in
                 try await stores[0].migrate()
-                _ = try cluster.sql("INSERT INTO rc_relay_schema (version, description) VALUES (999, 'from the future')")
+                _ = try await cluster.sql("INSERT INTO rc_relay_schema (version, description) VALUES (999, 'from the future')")
                 await #expect {
                     try await stores[0].migrate()
                 } throws: { error in
@@ -114,7 +123,7 @@ import Testing
                 let report = DeliveryReport(id: "d1", route: "default", status: .accepted, messageName: "projects/demo/messages/1", attempts: [])
                 try await a.settle(record(), reports: [report])
                 #expect(try await b.admit(record(), window: .seconds(600)) == .settled([report]))
-                #expect(try cluster.sql("SELECT count(*) FROM rc_relay_events") == "1")
+                #expect(try await cluster.sql("SELECT count(*) FROM rc_relay_events") == "1")
             }
         }
     }
@@ -131,8 +140,8 @@ import Testing
                 }
                 #expect(outcomes.filter { $0 == .admitted }.count == 1)
                 #expect(outcomes.filter { $0 == .pending }.count == 11)
-                #expect(try cluster.sql("SELECT count(*) FROM rc_relay_events") == "1")
-                #expect(try cluster.sql("SELECT count(*) FROM rc_relay_event_keys") == "2")
+                #expect(try await cluster.sql("SELECT count(*) FROM rc_relay_events") == "1")
+                #expect(try await cluster.sql("SELECT count(*) FROM rc_relay_event_keys") == "2")
             }
         }
     }
@@ -158,8 +167,8 @@ import Testing
                 #expect(holders[2] == ["demo/id/evt-1": first])
                 #expect(holders[3].isEmpty)
                 #expect(holders[4].isEmpty)
-                #expect(try cluster.sql("SELECT string_agg(fingerprint, ',' ORDER BY id) FROM rc_relay_events") == "demo/7,demo/9,other/7")
-                #expect(try cluster.sql("SELECT count(*) FROM rc_relay_event_keys") == "5")
+                #expect(try await cluster.sql("SELECT string_agg(fingerprint, ',' ORDER BY id) FROM rc_relay_events") == "demo/7,demo/9,other/7")
+                #expect(try await cluster.sql("SELECT count(*) FROM rc_relay_event_keys") == "5")
                 // An empty round is an empty answer.
                 #expect(try await store.admitAll([]).isEmpty)
             }
@@ -180,8 +189,8 @@ import Testing
                 let holders = try await withKeyHeldOpen(by: other, cluster: cluster) { try await store.admitAll(round) }
                 let concurrent = AdmissionBatcher.Holder(fingerprint: "demo/7", settled: false, reports: "[]")
                 #expect(holders == [["demo/id/evt-1": concurrent], [:], ["demo/id/evt-1": concurrent]])
-                #expect(try cluster.sql(Self.eventsByRecord) == "concurrent,other/7")
-                #expect(try cluster.sql("SELECT count(*) FROM rc_relay_event_keys") == "3")
+                #expect(try await cluster.sql(Self.eventsByRecord) == "concurrent,other/7")
+                #expect(try await cluster.sql("SELECT count(*) FROM rc_relay_event_keys") == "3")
             }
         }
     }
@@ -216,7 +225,7 @@ import Testing
             group.addTask { try await admission() }
             // The event waited for: the admission is blocked on the key's lock (each look is a psql process, which paces
             // the loop; the test's time limit ends it if the admission never blocks). Then the other replica commits.
-            while try cluster.sql("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'") == "0" {}
+            while try await cluster.sql("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'") == "0" {}
             releaseSignal.yield()
             var outcome: T?
             for try await result in group { if let result { outcome = result } }
@@ -233,13 +242,13 @@ import Testing
                 try await store.settle(record(), reports: [])
                 // A settled event keeps its keys, fingerprint and reports, which answer a duplicate; its record is
                 // only for delivering it, so settling drops it (a smaller row version, less WAL).
-                #expect(try cluster.sql("SELECT settled, record, reports FROM rc_relay_events") == "t||[]")
+                #expect(try await cluster.sql("SELECT settled, record, reports FROM rc_relay_events") == "t||[]")
                 #expect(try await store.admit(record(), window: .seconds(600)) == .settled([]))
                 // Past the window (zero here) it is a new event again, as in one process.
                 #expect(try await store.admit(record(), window: .zero) == .admitted)
                 try await store.settle(record(), reports: [])
                 #expect(try await store.prune(window: .zero, keep: 1000) == 1)
-                #expect(try cluster.sql("SELECT count(*) FROM rc_relay_event_keys") == "0")
+                #expect(try await cluster.sql("SELECT count(*) FROM rc_relay_event_keys") == "0")
             }
         }
     }
@@ -260,22 +269,22 @@ import Testing
                 #expect(try await store.admit(record(version: 9), window: .seconds(600)) == .conflict(key: "demo/id/evt-1"))
                 // An event that wants none of its keys leaves it, even past the window.
                 #expect(try await store.admit(record(version: 20, id: "evt-20"), window: .zero) == .admitted)
-                #expect(try cluster.sql("SELECT string_agg(fingerprint, ',' ORDER BY id) FROM rc_relay_events WHERE settled") == "demo/7")
+                #expect(try await cluster.sql("SELECT string_agg(fingerprint, ',' ORDER BY id) FROM rc_relay_events WHERE settled") == "demo/7")
                 // Past the window (zero here), the settled event is forgotten and its id taken over; the pending one
                 // is not forgotten, whatever the window.
                 #expect(try await store.admit(record(version: 9), window: .zero) == .admitted)
                 #expect(try await store.admit(record(version: 10, id: "evt-2"), window: .zero) == .conflict(key: "demo/id/evt-2"))
-                #expect(try cluster.sql("SELECT string_agg(fingerprint, ',' ORDER BY id) FROM rc_relay_events") == "demo/8,demo/20,demo/9")
+                #expect(try await cluster.sql("SELECT string_agg(fingerprint, ',' ORDER BY id) FROM rc_relay_events") == "demo/8,demo/20,demo/9")
                 #expect(
-                    try cluster.sql(
+                    try await cluster.sql(
                         "SELECT string_agg(k.key || '=' || e.fingerprint, ',' ORDER BY k.key) FROM rc_relay_event_keys k JOIN rc_relay_events e ON e.id = k.event"
                     )
                         == "demo/id/evt-1=demo/9,demo/id/evt-2=demo/8,demo/id/evt-20=demo/20,demo/version/20=demo/20,demo/version/8=demo/8,demo/version/9=demo/9"
                 )
                 // A row deleted by hand takes its keys; no key is left without its event.
-                _ = try cluster.sql("DELETE FROM rc_relay_events WHERE fingerprint = 'demo/8'")
+                _ = try await cluster.sql("DELETE FROM rc_relay_events WHERE fingerprint = 'demo/8'")
                 #expect(
-                    try cluster.sql("SELECT string_agg(key, ',' ORDER BY key) FROM rc_relay_event_keys")
+                    try await cluster.sql("SELECT string_agg(key, ',' ORDER BY key) FROM rc_relay_event_keys")
                         == "demo/id/evt-1,demo/id/evt-20,demo/version/20,demo/version/9")
                 #expect(try await store.admit(record(version: 10, id: "evt-2"), window: .seconds(600)) == .admitted)
             }
@@ -292,7 +301,7 @@ import Testing
                     if version != 2 { try await store.settle(record(version: version, id: nil), reports: []) }
                 }
                 #expect(try await store.prune(window: .seconds(600), keep: 2) == 2)
-                #expect(try cluster.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM rc_relay_events") == "2,4,5")
+                #expect(try await cluster.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM rc_relay_events") == "2,4,5")
             }
         }
     }
@@ -316,7 +325,7 @@ import Testing
                 #expect(pending.map(\.version.versionNumber) == [3])
                 #expect(pending.first?.done == ["waved@0", "waved@1"])
                 // A row the relay cannot read is skipped, never trapped on.
-                _ = try cluster.sql(
+                _ = try await cluster.sql(
                     "INSERT INTO rc_relay_events (project, version, fingerprint, record) VALUES ('demo', 9, 'demo/9', '{\"keys\": []}')")
                 #expect(try await store.pending(project: "demo").map(\.version.versionNumber) == [3])
             }
@@ -430,7 +439,7 @@ import Testing
                 #expect(try await a.acquire("project/demo", for: .seconds(60)) == false)
                 // A holder that stops renewing (a crash) loses it once it expires, by the database's clock: the lease is
                 // made to have expired a second ago (no waiting on the wall clock), and the other replica takes it.
-                _ = try cluster.sql("UPDATE rc_relay_leases SET expires_at = now() - interval '1 second' WHERE name = 'project/demo'")
+                _ = try await cluster.sql("UPDATE rc_relay_leases SET expires_at = now() - interval '1 second' WHERE name = 'project/demo'")
                 #expect(try await a.acquire("project/demo", for: .seconds(60)))
                 #expect(try await b.acquire("project/demo", for: .seconds(60)) == false)
             }
@@ -466,7 +475,7 @@ import Testing
                 try await store.migrate()
                 for version in Int64(1)...2 { _ = try await store.admit(record(version: version, id: nil), window: .seconds(600)) }
                 // A row the database refuses to change (a trigger stands for any refusal that retrying cannot cure).
-                _ = try cluster.sql(
+                _ = try await cluster.sql(
                     """
                     CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
                     BEGIN IF NEW.version = 1 THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END $$;
@@ -476,7 +485,7 @@ import Testing
                 store.outbox.settle(record(version: 2, id: nil), reports: [])
                 await store.flush()
                 #expect(
-                    try cluster.sql("SELECT string_agg(version::text || ':' || settled::text, ',' ORDER BY version) FROM rc_relay_events")
+                    try await cluster.sql("SELECT string_agg(version::text || ':' || settled::text, ',' ORDER BY version) FROM rc_relay_events")
                         == "1:false,2:true")
             }
         }
@@ -488,7 +497,7 @@ import Testing
                 let store = stores[0]
                 try await store.migrate()
                 #expect(try await store.admit(record(version: 1, id: nil), window: .seconds(600)) == .admitted)
-                try cluster.stopServer()
+                try await cluster.stopServer()
                 await #expect {
                     try await store.admit(record(version: 2, id: nil), window: .seconds(600))
                 } throws: { error in
@@ -497,13 +506,13 @@ import Testing
                 }
                 // Progress queued while the database is away is applied once it is back.
                 store.outbox.settle(record(version: 1, id: nil), reports: [])
-                try cluster.startServer()
+                try await cluster.startServer()
                 var admitted: PostgresStore.Admission?
                 while admitted == nil { admitted = try? await store.admit(record(version: 2, id: nil), window: .seconds(600)) }
                 #expect(admitted == .admitted)
                 await store.flush()
                 #expect(
-                    try cluster.sql("SELECT string_agg(version::text || ':' || settled::text, ',' ORDER BY version) FROM rc_relay_events")
+                    try await cluster.sql("SELECT string_agg(version::text || ':' || settled::text, ',' ORDER BY version) FROM rc_relay_events")
                         == "1:true,2:false")
             }
         }
@@ -518,11 +527,11 @@ import Testing
                 try await store.migrate()
                 #expect(try await store.admit(record(version: 1, id: nil), window: .seconds(600)) == .admitted)
                 #expect(await store.flushBeforeStop(within: .seconds(30)), "nothing queued: all written")
-                try cluster.stopServer()
+                try await cluster.stopServer()
                 store.outbox.settle(record(version: 1, id: nil), reports: [])
                 // Stopping, the change is tried six times (a second each at most), then given up: well within the bound.
                 #expect(await store.flushBeforeStop(within: .seconds(60)) == false)
-                try cluster.startServer()
+                try await cluster.startServer()
             }
         }
     }
