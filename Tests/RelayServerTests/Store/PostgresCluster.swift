@@ -55,6 +55,16 @@ final class PostgresCluster: @unchecked Sendable {
 
     /// Starts the server and returns once it accepts connections (`pg_ctl -w`).
     func startServer() async throws {
+        do {
+            try await launch()
+        } catch {
+            // The server's own log says why it was not ready (a soak run met a start over `pg_ctl`'s 60 s once).
+            let log = (try? String(contentsOf: directory.appendingPathComponent("log"), encoding: .utf8)) ?? "(no log)"
+            throw Failure(description: "\(error)\nthe server's log:\n\(log.suffix(4000))")
+        }
+    }
+
+    private func launch() async throws {
         try await program(
             "pg_ctl",
             [
