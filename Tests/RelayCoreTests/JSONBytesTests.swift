@@ -7,7 +7,7 @@ import Testing
 /// and between multi-byte characters must still read back as the same string.
 @Test(arguments: [20_261_127, UInt64.random(in: 1...UInt64.max)])
 func everyStringReadsBackAsItself(seed: UInt64) throws {
-    var generator = SplitMix(state: seed)
+    var generator = SplitMix64(seed: seed)
     let alphabet: [Character] = ["a", "Z", "0", " ", "\"", "\\", "/", "\n", "\r", "\t", "\u{00}", "\u{01}", "\u{1F}", "\u{7F}", "é", "—", "🎉", "日"]
     var cases = ["", "\"", "\\", "\u{00}", "plain ascii only", "\"\"\\\\\n\n", "end\\", "\\start", "🎉\"🎉"]
     for _ in 0..<2_000 {
@@ -20,16 +20,5 @@ func everyStringReadsBackAsItself(seed: UInt64) throws {
         let read = try JSONSerialization.jsonObject(with: Data(bytes), options: .fragmentsAllowed) as? String
         #expect(read == text, "seed \(seed): \(text.debugDescription) was written as \(String(decoding: bytes, as: UTF8.self))")
         #expect(!bytes.contains { $0 < 0x20 }, "seed \(seed): a raw control byte in \(text.debugDescription)")
-    }
-}
-
-private struct SplitMix {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

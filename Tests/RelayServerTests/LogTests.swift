@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import RelayCore
 import Testing
 
 @testable import RelayServer
@@ -85,18 +86,6 @@ import Testing
     #expect(LineLogHandler.localTimestamp().wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}/) != nil)
 }
 
-/// SplitMix64: a generator a failure's seed reproduces.
-private struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Keys set, replaced and removed one at a time (as a request sets them) leave the same fields, in the same order, as
 /// `StreamLogHandler` keeps: the handler's sorted array is bookkeeping of its own, so it is checked against theirs.
 /// A fixed seed and a new one each run; a failure names its seed.
@@ -106,7 +95,7 @@ func metadataSetKeyByKeyIsKeptAsStreamLogHandlerKeepsIt(seed: UInt64) {
         var text = ""
         func write(_ string: String) { text += string }
     }
-    var generator = SeededGenerator(state: seed)
+    var generator = SplitMix64(seed: seed)
     let keys = ["request_id", "client", "event_id", "project", "version", "format", "route", "a", "zz", "Z", "é"]
     for _ in 0..<200 {
         let captured = Captured()

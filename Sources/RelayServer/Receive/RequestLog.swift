@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import RelayCore
 import Synchronization
 
 /// What every handler and log line knows about the request: its id, the client, and a logger carrying both.
@@ -78,7 +79,8 @@ struct RequestLogMiddleware: RouterMiddleware {
     /// id is for finding lines, not a secret.
     static func makeID() -> String {
         let n = nextID.add(1, ordering: .relaxed).newValue
-        let (high, low) = (mix(seed.high &+ n), mix(seed.low &+ n))
+        // The n-th output of two SplitMix64 sequences, one per half.
+        let (high, low) = (SplitMix64.finalise(seed.high &+ n &* SplitMix64.golden), SplitMix64.finalise(seed.low &+ n &* SplitMix64.golden))
         let hex = Array("0123456789abcdef".utf8)
         return String(unsafeUninitializedCapacity: 32) { buffer in
             for index in 0..<32 {
@@ -94,14 +96,6 @@ struct RequestLogMiddleware: RouterMiddleware {
         return (random.next(), random.next())
     }()
     private static let nextID = Atomic<UInt64>(0)
-
-    /// SplitMix64's output function (Steele, Lea and Flood 2014).
-    private static func mix(_ value: UInt64) -> UInt64 {
-        var z = value &* 0x9E37_79B9_7F4A_7C15
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
 
 extension HTTPField.Name {
