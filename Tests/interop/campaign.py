@@ -878,7 +878,7 @@ class Campaign:
 
     def restart_postgres(self, mode):
         start = time.time()
-        self.cluster.run("pg_ctl", "-D", self.cluster.data, "-w", "-m", mode, "-l", str(self.cluster.dir / "log"), "restart")
+        self.cluster.run("pg_ctl", "-D", self.cluster.data, "-w", "-t", "300", "-m", mode, "-l", str(self.cluster.dir / "log"), "restart")
         self.log_fault("pg_restart", "postgres", start, time.time(), mode=mode)
 
     def inject(self, kind, project, fault):

@@ -57,10 +57,10 @@ class Cluster:
 
     def start(self):
         options = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1" + ("" if self.durable else " -c fsync=off")
-        self.run("pg_ctl", "-D", self.data, "-w", "-l", str(self.dir / "log"), "-o", options, "start")
+        self.run("pg_ctl", "-D", self.data, "-w", "-t", "300", "-l", str(self.dir / "log"), "-o", options, "start")
 
     def stop(self):
-        self.run("pg_ctl", "-D", self.data, "-w", "-m", "immediate", "stop")
+        self.run("pg_ctl", "-D", self.data, "-w", "-t", "300", "-m", "immediate", "stop")
 
     def destroy(self):
         try:

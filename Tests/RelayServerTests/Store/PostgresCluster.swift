@@ -53,7 +53,8 @@ final class PostgresCluster: @unchecked Sendable {
 
     var url: String { "postgres://postgres@127.0.0.1:\(port)/rc_relay?sslmode=disable" }
 
-    /// Starts the server and returns once it accepts connections (`pg_ctl -w`).
+    /// Starts the server and returns once it accepts connections (`pg_ctl -w`, waiting up to 300 s rather than its
+    /// default 60: a TSan soak beside a CPU hog once saw a start take longer).
     func startServer() async throws {
         do {
             try await launch()
@@ -68,14 +69,14 @@ final class PostgresCluster: @unchecked Sendable {
         try await program(
             "pg_ctl",
             [
-                "-D", data, "-w", "-l", directory.appendingPathComponent("log").path, "-o",
+                "-D", data, "-w", "-t", "300", "-l", directory.appendingPathComponent("log").path, "-o",
                 "-p \(port) -k \(directory.path) -c listen_addresses=127.0.0.1 -c fsync=off", "start",
             ])
     }
 
     /// Stops the server at once (open connections are cut, as in a crash or failover).
     func stopServer() async throws {
-        try await program("pg_ctl", ["-D", data, "-w", "-m", "immediate", "stop"])
+        try await program("pg_ctl", ["-D", data, "-w", "-t", "300", "-m", "immediate", "stop"])
     }
 
     /// Sends `signal` to the server and each of its processes (SIGSTOP: a database that hangs without closing
