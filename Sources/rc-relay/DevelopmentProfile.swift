@@ -49,6 +49,7 @@ enum DevelopmentProfile {
                 log: {pings: true}
                 """
             let settings = try ConfigurationLoader(environment: environment).load(yaml: yaml)
+            let tracing = try RelayTracing.bootstrap(settings.tracing, logger: logger)
             let relay = try await RelayApplication.build(
                 settings: settings, logger: logger,
                 onServerRunning: { port in
@@ -57,7 +58,7 @@ enum DevelopmentProfile {
                         secret: ownSecrets ? nil : secret, adminToken: ownTokens ? nil : adminToken)
                     FileHandle.standardOutput.write(Data((text + "\n").utf8))
                 })
-            try await relay.runService()
+            try await relay.runService(after: tracing.map { [$0] } ?? [])
             await emulatorGroup.triggerGracefulShutdown()
             try await group.waitForAll()
         }

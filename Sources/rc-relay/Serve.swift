@@ -36,6 +36,7 @@ struct Serve: AsyncParsableCommand {
         }
         let logger = LogSetup.bootstrap(level: settings.logLevel, format: settings.logFormat)
         do {
+            let tracing = try RelayTracing.bootstrap(settings.tracing, logger: logger)
             let app = try await RelayApplication.build(
                 settings: settings, logger: logger, source: path, reader: { try loader.load(path: path) },
                 onServerRunning: { port in
@@ -49,7 +50,7 @@ struct Serve: AsyncParsableCommand {
                 onAdminRunning: { port in
                     logger.notice("rc-relay admin listening", metadata: ["address": "\(settings.adminHost):\(port)"])
                 })
-            try await app.runService()
+            try await app.runService(after: tracing.map { [$0] } ?? [])
         } catch let error as ConfigurationError {
             // Found while building (a key file, the project id): the same exit as a mistake in the file, so a service
             // manager does not restart into it (deploy/systemd).

@@ -37,6 +37,7 @@ struct RecordJSONTests {
             keys: ["demo/version/1234567890123", awkward, ""], project: "demo", eventID: awkward, format: "cloudevent",
             version: version, receivedAt: dates[0], routes: ["a", awkward])
         full.done = ["a@0", "a@1"]
+        full.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
         let bare = SpoolRecord(
             keys: [], project: "", eventID: nil, format: "bare", version: TemplateVersion(versionNumber: -1), receivedAt: dates[1])
         var empty = bare
@@ -59,6 +60,7 @@ struct RecordJSONTests {
             full.audience = audience
             full.waitingUntil = dates[1]
             full.waitingFor = "quiet period"
+            full.traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
             full.shard = PingSchedule.Shard(index: index, count: 3, spacing: spacings[index])
             entries.append(full)
         }

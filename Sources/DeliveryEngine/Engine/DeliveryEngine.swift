@@ -4,6 +4,7 @@ import Logging
 import NIOConcurrencyHelpers
 import RelayCore
 import ServiceLifecycle
+import Tracing
 
 /// Deduplication, the in-flight registry, fan-out, FCM's retry rules, the outbound limit, superseding, the spool and
 /// the delivery history: everything between "this event is verified and routed" and "FCM accepted each ping".
@@ -65,10 +66,14 @@ package final class DeliveryEngine: Service {
         logger: Logger
     ) async -> RecentEvents.Outcome {
         let dispatcher = dispatcher(plan.send)
+        // The caller's span (the request's, a poll's, a replay's): the pings' spans are its children, though they run
+        // in the engine's tasks and may outlive it (a wave's shards).
+        let trace = ServiceContext.current
         let batch = {
             var batch = DeliveryBatch(version: record.version, eventID: record.eventID, origin: origin, receivedAt: record.receivedAt)
             batch.outlier = record.outlier == true
             batch.standDown = plan.standDown
+            batch.traceID = Traces.traceID(of: trace)
             return batch
         }()
         return await recent.deliver(record, wait: wait, onDisk: onDisk) { routes, control in
@@ -84,7 +89,21 @@ package final class DeliveryEngine: Service {
                     let whole = Set(bases.subtracting(made).map(Ping.routeName))
                     return plan.pings.filter { bases.contains(Ping.baseRoute($0.route)) || whole.contains(Ping.routeName($0.route)) }
                 } ?? plan.pings).filter { !done.contains($0.route) }  // accepted before a crash or a hand-over
-            return await dispatcher.deliver(due, batch: batch, control: control, logger: logger)
+            return await ServiceContext.withValue(trace) {
+                await dispatcher.deliver(due, batch: batch, control: control, logger: logger)
+            }
+        }
+    }
+
+    /// Starts the delivery of an event kept on disk or in the shared store (a replay on start, a project taken over),
+    /// without waiting. Its trace goes on, when it came with one: a span of the replay, child of its request's.
+    package func deliverKept(_ record: SpoolRecord, plan: DeliveryPlan, logger: Logger) async {
+        await withSpan("replay kept event", context: Traces.context(traceparent: record.traceparent) ?? .topLevel) { span in
+            span.attributes["rc_relay.project"] = record.project
+            span.attributes["rc_relay.version"] = record.version.versionNumber
+            var logger = logger
+            if let trace = Traces.traceID(of: span.context) { logger[metadataKey: "trace_id"] = "\(trace)" }
+            _ = await deliver(record, plan: plan, origin: .spool, wait: .zero, onDisk: true, logger: logger)
         }
     }
 
@@ -177,7 +196,7 @@ package final class DeliveryEngine: Service {
                 logger.error("spooled event kept on disk: its project is no longer configured")
                 continue
             }
-            _ = await deliver(record, plan: plan, origin: .spool, wait: .zero, onDisk: true, logger: logger)  // starts it; no wait
+            await deliverKept(record, plan: plan, logger: logger)
         }
     }
 

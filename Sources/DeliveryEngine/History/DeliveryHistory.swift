@@ -40,6 +40,8 @@ package final class DeliveryHistory: Sendable {
         package var waitingFor: String? = nil
         /// Its shard in its route's wave, and the wave's shards.
         package var shard: PingSchedule.Shard? = nil
+        /// The trace the ping's spans are in (32 hex digits), when tracing is on.
+        package var traceID: String? = nil
 
         package init(
             id: String, project: String, route: String, version: TemplateVersion, eventID: String?, origin: Origin, retryOf: String?,
@@ -99,6 +101,7 @@ package final class DeliveryHistory: Sendable {
             entry.decision = ping.decision
             entry.audience = toDevice ? nil : ping.message.target
             entry.shard = ping.schedule.shard
+            entry.traceID = batch.traceID
             state.entries[id] = entry
             state.order.append(id)
             if state.order.count - state.head > capacity {
@@ -177,6 +180,8 @@ package struct DeliveryBatch: Sendable {
     package var outlier = false
     /// Pings (by route name) that stand down without a request (``DeliveryPlan/standDown``).
     package var standDown: Set<String> = []
+    /// The trace its pings' spans join (``Traces/traceID(of:)``), when tracing is on.
+    package var traceID: String? = nil
 
     package init(
         version: TemplateVersion, eventID: String? = nil, origin: DeliveryHistory.Origin, receivedAt: Date, retryOf: String? = nil,

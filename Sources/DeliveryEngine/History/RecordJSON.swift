@@ -21,6 +21,7 @@ extension SpoolRecord {
         json.field("routes", routes)
         json.field("done", done)
         if let outlier { json.field("outlier", outlier) }
+        json.field("traceparent", traceparent)
         json.close()
         return String(decoding: json.bytes, as: UTF8.self)
     }
@@ -75,6 +76,7 @@ extension DeliveryHistory.Entry {
         }
         json.field("waitingUntil", number: waitingUntil?.timeIntervalSinceReferenceDate)
         json.field("waitingFor", waitingFor)
+        json.field("traceID", traceID)
         if let shard {
             json.open("shard")
             json.field("index", shard.index)

@@ -3,6 +3,7 @@ import Logging
 import Metrics
 import NIOCore
 import RelayCore
+import Tracing
 
 /// Sends an event's pings to FCM in parallel (within the outbound limit), retrying each by FCM's rules, and reports
 /// every outcome in route order.
@@ -56,10 +57,32 @@ struct Dispatcher: Sendable {
         }
     }
 
+    /// One ping in a span of its own (`deliver ping`), from routing to its outcome; its waits are the span's events,
+    /// each FCM request a child span.
+    private func deliver(
+        _ ping: Ping, batch: DeliveryBatch, control: DeliveryControl, shards: [String: [Int]], others: Bool, logger: Logger
+    ) async -> DeliveryReport {
+        await withSpan("deliver ping") { span in
+            span.attributes["rc_relay.project"] = ping.project
+            span.attributes["rc_relay.route"] = ping.route
+            span.attributes["rc_relay.version"] = batch.version.versionNumber
+            span.attributes["messaging.destination.name"] = ping.message.target.key
+            let report = await deliver(ping, batch: batch, control: control, shards: shards, others: others, span: span, logger: logger)
+            span.attributes["rc_relay.delivery_id"] = report.id
+            span.attributes["rc_relay.status"] = report.status.rawValue
+            span.attributes["rc_relay.attempts"] = report.attempts.count
+            if report.status == .dead || report.status == .failed {
+                span.setStatus(SpanStatus(code: .error, message: report.error.map { "\($0.errorCode ?? "-") \($0.message)" }))
+            }
+            return report
+        }
+    }
+
     /// One ping, recorded in the delivery log and the metrics from routing to its outcome.
     /// `others`: the delivery has other pings, which may still be due when this one is accepted.
     private func deliver(
-        _ ping: Ping, batch: DeliveryBatch, control: DeliveryControl, shards: [String: [Int]], others: Bool, logger: Logger
+        _ ping: Ping, batch: DeliveryBatch, control: DeliveryControl, shards: [String: [Int]], others: Bool, span: any Span,
+        logger: Logger
     ) async -> DeliveryReport {
         let validateOnly = plan.validateOnly || batch.validateOnly
         let id = history.start(ping, batch: batch, validateOnly: validateOnly)
@@ -79,7 +102,7 @@ struct Dispatcher: Sendable {
         } else if scheduled,
             let ended = await waitForTurn(
                 ping, version: batch.version.versionNumber, shards: shards[Ping.routeName(ping.route)] ?? [], id: id, control: control,
-                logger: logger)
+                span: span, logger: logger)
         {
             report = DeliveryReport(route: ping.route, status: ended, attempts: [])
         } else {
@@ -108,7 +131,7 @@ struct Dispatcher: Sendable {
     /// Waits for the ping's quiet period and its shard's turn in the wave. Nil: it goes; else how it ended instead
     /// (`superseded`: a newer version took its place; `interrupted`: the stop came first, and it is handed over).
     private func waitForTurn(
-        _ ping: Ping, version: Int64, shards: [Int], id: String, control: DeliveryControl, logger: Logger
+        _ ping: Ping, version: Int64, shards: [Int], id: String, control: DeliveryControl, span: any Span, logger: Logger
     ) async -> DeliveryReport.Status? {
         let route = Ping.routeName(ping.route)
         let audience = ping.audience
@@ -122,6 +145,7 @@ struct Dispatcher: Sendable {
                 return .superseded
             }
             history.waiting(id, until: clock.now().addingTimeInterval(Schedules.seconds(quiet)), for: "quiet period")
+            span.addEvent(SpanEvent(name: "quiet period", attributes: ["rc_relay.wait_seconds": .double(Schedules.seconds(quiet))]))
             control.onRetry(quiet)  // the sender is answered now: the ping goes later
             // Until the period's end: a pause also ends early when an operator discards another route of the event.
             let end = clock.instant() + quiet
@@ -148,6 +172,13 @@ struct Dispatcher: Sendable {
                 if wait <= .zero { break }
                 history.waiting(
                     id, until: clock.now().addingTimeInterval(Schedules.seconds(wait)), for: "wave turn of shard \(shard.index)")
+                span.addEvent(
+                    SpanEvent(
+                        name: "wave turn",
+                        attributes: [
+                            "rc_relay.shard": .int64(Int64(shard.index)), "rc_relay.shards": .int64(Int64(shard.count)),
+                            "rc_relay.wait_seconds": .double(Schedules.seconds(wait)),
+                        ]))
                 control.onRetry(wait)
                 _ = await control.pause(for: wait)
                 // Stopped: handed over to the spool, unless a newer version holds the wave (it owes this shard).
@@ -197,25 +228,22 @@ struct Dispatcher: Sendable {
                 if control.isStopped { continue }
             }
             logger[metadataKey: "attempt"] = "\(attempts.count + 1)"
-            let outcome = await limit.run { () async -> Attempt in
-                // Right before the request: a replica that another took the project over from (it was paused) sends
-                // nothing more, and no request starts for a version older than one FCM accepted already.
-                if let fence, let refusal = await fence(ping.project) { return .fenced(refusal) }
-                if supersedes, latest.isBehindAccepted(project: ping.project, route: audience, version: version) { return .behind }
-                let started = clock.instant()
-                defer { metrics.fcmLatency.record(duration: clock.instant() - started) }
-                do throws(SendFailure) {
-                    return .sent(.success(try await sender.send(project: ping.project, message: message, validateOnly: validateOnly)))
-                } catch {
-                    return .sent(.failure(error))
-                }
+            // Each attempt a child span (`FCM send`): its HTTP status, FCM's error code, and the wait before the next.
+            let attemptSpan = startSpan("FCM send", ofKind: .client)
+            attemptSpan.attributes["rc_relay.attempt"] = attempts.count + 1
+            let outcome = await ServiceContext.withValue(attemptSpan.context) {
+                await attempt(ping, version, message, validateOnly, supersedes, fence)
             }
             let result: Result<String, SendFailure>
             switch outcome {
             case .fenced(let refusal):
+                attemptSpan.attributes["rc_relay.outcome"] = "fenced"
+                attemptSpan.end()
                 logger.warning("ping not sent: \(refusal)")
                 return DeliveryReport(route: ping.route, status: .interrupted, error: lastError, attempts: attempts)
             case .behind:
+                attemptSpan.attributes["rc_relay.outcome"] = "superseded"
+                attemptSpan.end()
                 logger.notice("ping stands down: FCM accepted a newer version's ping to the same audience")
                 return DeliveryReport(route: ping.route, status: .superseded, error: lastError, attempts: attempts)
             case .sent(let sent):
@@ -224,6 +252,8 @@ struct Dispatcher: Sendable {
             metrics.attempts.increment()
             switch result {
             case .success(let name):
+                attemptSpan.attributes["http.response.status_code"] = 200
+                attemptSpan.end()
                 metrics.fcmResponse(status: 200, errorCode: nil)
                 if supersedes, !validateOnly { latest.noteAccepted(project: ping.project, route: audience, version: version) }
                 attempts.append(DeliveryReport.attempt(nil, at: clock.now()))
@@ -231,6 +261,10 @@ struct Dispatcher: Sendable {
                 return DeliveryReport(route: ping.route, status: validateOnly ? .validated : .accepted, messageName: name, attempts: attempts)
             case .failure(let failure):
                 let attempt = DeliveryReport.attempt(failure, at: clock.now())
+                attemptSpan.attributes["http.response.status_code"] = attempt.httpStatus
+                attemptSpan.attributes["rc_relay.fcm.error_code"] = attempt.errorCode
+                attemptSpan.attributes["error.type"] = attempt.errorCode ?? attempt.httpStatus.map(String.init) ?? "transport"
+                attemptSpan.setStatus(SpanStatus(code: .error, message: failure.description))
                 metrics.fcmResponse(status: attempt.httpStatus, errorCode: attempt.errorCode)
                 if attempt.httpStatus == 429 {
                     // FCM's quota is the project's: every ping of it slows down, not only this one.
@@ -243,13 +277,20 @@ struct Dispatcher: Sendable {
                 lastError = report.error
                 switch policy.decision(after: failure, attempt: attempts.count, now: clock.now()) {
                 case .permanent:
+                    attemptSpan.attributes["rc_relay.outcome"] = "permanent"
+                    attemptSpan.end()
                     logger.error("ping refused by FCM for good", metadata: ["error": "\(failure)"])
                     return report
                 case .retry(let delay):
                     guard attempts.count < policy.maximumAttempts, clock.instant() + delay < deadline else {
+                        attemptSpan.attributes["rc_relay.outcome"] = "dead"
+                        attemptSpan.end()
                         logger.error("ping is dead: retries ran out", metadata: ["error": "\(failure)", "attempts": "\(attempts.count)"])
                         return DeliveryReport(route: report.route, status: .dead, error: report.error, attempts: attempts)
                     }
+                    attemptSpan.attributes["rc_relay.outcome"] = "retry"
+                    attemptSpan.attributes["rc_relay.retry_in_seconds"] = Schedules.seconds(delay)
+                    attemptSpan.end()
                     logger.warning("ping will be retried", metadata: ["error": "\(failure)", "retry_in": "\(delay)"])
                     if attempt.httpStatus == 429, ping.schedule.shard != nil {
                         // The quota is spent: the wave's turns still to come wait as long as this ping does.
@@ -263,6 +304,26 @@ struct Dispatcher: Sendable {
                         return DeliveryReport(route: ping.route, status: .superseded, error: report.error, attempts: attempts)
                     }
                 }
+            }
+        }
+    }
+
+    /// One request, within the outbound limit: asked of the fence and the versions FCM accepted right before it starts.
+    private func attempt(
+        _ ping: Ping, _ version: Int64, _ message: ByteBuffer, _ validateOnly: Bool, _ supersedes: Bool,
+        _ fence: (@Sendable (String) async -> String?)?
+    ) async -> Attempt {
+        await limit.run { () async -> Attempt in
+            // Right before the request: a replica that another took the project over from (it was paused) sends
+            // nothing more, and no request starts for a version older than one FCM accepted already.
+            if let fence, let refusal = await fence(ping.project) { return .fenced(refusal) }
+            if supersedes, latest.isBehindAccepted(project: ping.project, route: ping.audience, version: version) { return .behind }
+            let started = clock.instant()
+            defer { metrics.fcmLatency.record(duration: clock.instant() - started) }
+            do throws(SendFailure) {
+                return .sent(.success(try await sender.send(project: ping.project, message: message, validateOnly: validateOnly)))
+            } catch {
+                return .sent(.failure(error))
             }
         }
     }

@@ -18,6 +18,9 @@ package struct SpoolRecord: Codable, Sendable, Equatable {
     /// A version Remote Config does not know, or far beyond the newest known one (docs/webhook.md, versions): relayed,
     /// but it moves no mark (what polling, waves and superseding compare against). Nil: an ordinary version.
     package var outlier: Bool? = nil
+    /// The W3C `traceparent` of the request that brought the event, when tracing is on: a replay after a restart, or
+    /// another replica's delivery, continues its trace.
+    package var traceparent: String? = nil
 
     package init(
         keys: [String], project: String, eventID: String?, format: String, version: TemplateVersion, receivedAt: Date, routes: [String]? = nil

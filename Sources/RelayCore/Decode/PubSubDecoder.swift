@@ -35,6 +35,9 @@ public enum PubSubDecoder {
             specVersion: attributes["ce-specversion"], type: attributes["ce-type"])
         // Decoded as the CloudEvent its attributes describe, or as a bare version when there are none.
         let inner = try EventDecoder.decode(body: data, headers: headers)
-        return RemoteConfigEvent(id: id, project: inner.project, format: .pubSub, version: inner.version)
+        var event = RemoteConfigEvent(id: id, project: inner.project, format: .pubSub, version: inner.version)
+        event.traceParent = attributes["googclient_traceparent"]
+        event.traceState = attributes["googclient_tracestate"]
+        return event
     }
 }

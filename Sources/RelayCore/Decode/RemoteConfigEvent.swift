@@ -16,6 +16,11 @@ public struct RemoteConfigEvent: Sendable, Equatable {
     public var format: Format
     /// The template version itself.
     public var version: TemplateVersion
+    /// The publisher's W3C trace context, when the event carries one inside it (a Pub/Sub message's
+    /// `googclient_traceparent` and `googclient_tracestate` attributes, which Google's client libraries add when the
+    /// publisher traces). Only ever read after the sender is verified.
+    public var traceParent: String? = nil
+    public var traceState: String? = nil
 
     public init(id: String?, project: String?, format: Format, version: TemplateVersion) {
         self.id = id

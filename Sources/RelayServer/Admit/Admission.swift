@@ -52,6 +52,16 @@ enum Admitted: Sendable, Equatable {
     case settled([DeliveryReport])
     /// Its id belongs to another event (`key`).
     case conflict(String)
+
+    /// As the `admit` span's `rc_relay.admission` attribute says it.
+    var name: String {
+        switch self {
+        case .deliverHere: "deliver here"
+        case .elsewhere: "elsewhere"
+        case .settled: "duplicate"
+        case .conflict: "conflict"
+        }
+    }
 }
 
 /// The claim a poll runs under: with a shared store, the epoch of the project's hold (a poll that outlived it admits

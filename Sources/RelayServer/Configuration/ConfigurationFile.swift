@@ -14,6 +14,11 @@ struct ConfigurationFile: Decodable {
     var remoteConfig: RemoteConfig?
     var poll: Poll?
     var store: Store?
+    var tracing: Tracing?
+
+    struct Tracing: Decodable {
+        var otlpEndpoint: String?
+    }
 
     /// Shared state for several replicas (docs/replicas.md).
     struct Store: Decodable {
@@ -123,6 +128,7 @@ struct ConfigurationFile: Decodable {
     private static let fileKeys: [String: Set<String>] = [
         "": [
             "server", "webhook", "fcm", "log", "oidc", "delivery", "admin", "routes", "projects", "remoteConfig", "poll", "store",
+            "tracing",
         ],
         "admin": ["tokens", "host", "port"],
         "admin.tokens[]": ["value", "env", "file"],
@@ -137,6 +143,7 @@ struct ConfigurationFile: Decodable {
         "store.postgres": ["url", "password", "caFile", "leaseSeconds"],
         "store.postgres.password": ["value", "env", "file"],
         "poll": ["intervalSeconds", "graceSeconds"],
+        "tracing": ["otlpEndpoint"],
         "server": [
             "host", "port", "maxBodyBytes", "trustedProxies", "shutdownDelaySeconds", "idleTimeoutSeconds",
             "requestReadTimeoutSeconds", "readinessCacheSeconds",

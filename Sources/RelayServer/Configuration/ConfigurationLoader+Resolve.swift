@@ -143,6 +143,7 @@ extension ConfigurationLoader {
             logLevel: level,
             logFormat: format, logPings: file.log?.pings ?? false)
         settings.outboundCAFile = problems.check(nil) { () throws(ConfigurationError) in try resolveCAFile(file.fcm?.caFile) }
+        settings.tracing = problems.check(nil) { () throws(ConfigurationError) in try resolveTracing(file.tracing) }
         return settings
     }
 

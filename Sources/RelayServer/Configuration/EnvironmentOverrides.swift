@@ -113,6 +113,7 @@ public enum EnvironmentOverrides {
         .init(key: "log.level"),
         .init(key: "log.format"),
         .init(key: "log.pings"),
+        .init(key: "tracing.otlpEndpoint"),
         .init(key: "routes", isList: true),
     ]
 }

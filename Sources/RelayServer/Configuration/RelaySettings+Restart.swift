@@ -22,6 +22,7 @@ extension RelaySettings {
         check("poll.graceSeconds", old.poll?.grace != new.poll?.grace)
         check("log.level", old.logLevel != new.logLevel)
         check("log.format", old.logFormat != new.logFormat)
+        check("tracing.otlpEndpoint", old.tracing != new.tracing)
         return keys
     }
 }

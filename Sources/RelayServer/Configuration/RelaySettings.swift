@@ -43,6 +43,8 @@ public struct RelaySettings: Sendable {
     /// PEM certificates trusted beside the system's for every request to Google (FCM, OAuth, the metadata server,
     /// JWKS, Remote Config): a corporate egress proxy that re-signs TLS, or a test's CA. Nil: the system's only.
     public var outboundCAFile: String? = nil
+    /// Where spans go (`tracing.otlpEndpoint`): OTLP over HTTP/protobuf; nil: no tracing.
+    public var tracing: TracingSettings? = nil
     /// Remote Config's REST API: catch-up polling lists its versions.
     public var remoteConfigBaseURL: String
     public var remoteConfigTimeout: Duration
@@ -124,6 +126,12 @@ public struct RelaySettings: Sendable {
         case keyFile(path: String, key: ServiceAccountKey)
         /// The metadata server of Cloud Run, GKE or GCE (no key file anywhere).
         case metadataServer(baseURL: String)
+    }
+
+    /// Traces over OTLP/HTTP (protobuf) to a collector.
+    public struct TracingSettings: Sendable, Equatable {
+        /// The full URL spans are posted to: the collector's base URL with the OTLP path, `/v1/traces`.
+        public var tracesURL: String
     }
 
     public enum LogFormat: String, Sendable, CaseIterable {

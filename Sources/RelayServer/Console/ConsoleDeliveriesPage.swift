@@ -54,7 +54,7 @@ extension ConsoleRoutes {
             "audience": entry.toDevice ? "one device" : (entry.audience?.key ?? "-"), "decision": entry.decision ?? "",
             "waiting": waiting(entry), "received": when(entry.receivedAt), "settled": entry.settledAt.map { when($0) } ?? "",
             "messageName": report?.messageName ?? "", "error": report?.error.map { "\($0.errorCode ?? "-") \($0.message)" } ?? "",
-            "retryable": retryable(entry), "csrf": csrf,
+            "retryable": retryable(entry), "csrf": csrf, "traceId": entry.traceID ?? "",
             "attempts": (report?.attempts ?? []).enumerated().map { index, attempt -> [String: Any] in
                 [
                     "number": index + 1, "at": when(attempt.at), "httpStatus": attempt.httpStatus.map(String.init) ?? "no answer",

@@ -174,6 +174,7 @@ enum ConsoleTemplates {
         <dt>Received</dt><dd>{{received}}</dd>
         {{#settled}}<dt>Settled</dt><dd>{{settled}}</dd>{{/settled}}
         {{#messageName}}<dt>FCM message</dt><dd><code>{{messageName}}</code></dd>{{/messageName}}
+        {{#traceId}}<dt>Trace</dt><dd><code class="trace-id">{{traceId}}</code></dd>{{/traceId}}
         {{#error}}<dt>Last error</dt><dd>{{error}}</dd>{{/error}}
         </dl>
         {{#retryable}}<form method="post" action="/console/deliveries/{{id}}/retry"><input type="hidden" name="csrf" value="{{csrf}}"><button type="submit">Retry this ping</button></form>{{/retryable}}

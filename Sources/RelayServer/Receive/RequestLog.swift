@@ -1,3 +1,4 @@
+import DeliveryEngine
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -57,6 +58,8 @@ struct RequestLogMiddleware: RouterMiddleware {
             response = Problem(.internalError, detail: "the request could not be handled; the log has the details", requestID: id).response()
         }
         response.headers[.requestID] = id
+        // A traced request's answer names its trace (``RequestSpan``): the access line does too.
+        if let trace = Traces.traceID(traceparent: response.headers[.traceresponse]) { logger[metadataKey: "trace_id"] = "\(trace)" }
         let elapsed = ContinuousClock.now - started
         logger.info(
             "request",

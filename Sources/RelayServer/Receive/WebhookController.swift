@@ -2,6 +2,7 @@ import DeliveryEngine
 import Foundation
 import Logging
 import RelayCore
+import Tracing
 
 /// Route → deliver → answer, for an event ``WebhookIntake`` verified and decoded. Failures are thrown as
 /// ``Refusal``s; the answer is 200 (settled), 202 (kept, still delivering) or a problem.
@@ -74,7 +75,15 @@ struct WebhookController: Sendable {
             updateType: event.version.updateType)
         let source = event.format.rawValue
         let committed: Bool
-        switch try await admission.admit(record, window: configuration.settings.dedupWindow, logger: logger) {
+        record.traceparent = Traces.traceparent(of: ServiceContext.current)
+        let admitted = try await Self.inSpan("admit") { span throws(Refusal) in
+            span.attributes["rc_relay.project"] = project
+            span.attributes["rc_relay.version"] = event.version.versionNumber
+            let outcome = try await admission.admit(record, window: configuration.settings.dedupWindow, logger: logger)
+            span.attributes["rc_relay.admission"] = outcome.name
+            return outcome
+        }
+        switch admitted {
         case .deliverHere(let kept):
             // This process delivers the project's events: deliver (or join) here, and answer with the outcome.
             committed = kept
@@ -92,6 +101,7 @@ struct WebhookController: Sendable {
         let started = ContinuousClock.now
         let plan = await planner.plan(
             record.version, since: relayed.newest(project), project: project, pipeline: pipeline, settings: configuration.settings, logger: logger)
+
         // The answer's wait counts from the request, not from the end of routing.
         let wait = max(configuration.settings.answerWithin - (ContinuousClock.now - started), configuration.settings.answerWithin / 10)
         switch await engine.deliver(record, plan: plan, wait: wait, onDisk: committed, logger: logger) {
@@ -125,6 +135,19 @@ struct WebhookController: Sendable {
                 return .inProgress(IngestAnswer.inProgress(requestID: requestID, event: summary))
             }
         }
+    }
+
+    /// `body` in a span of its own, a child of the current one; a refusal marks it an error.
+    static func inSpan<T: Sendable>(_ name: String, _ body: (any Span) async throws(Refusal) -> T) async throws(Refusal) -> T {
+        let result: Result<T, Refusal> = await withSpan(name) { span in
+            do throws(Refusal) {
+                return .success(try await body(span))
+            } catch {
+                span.setStatus(SpanStatus(code: .error, message: error.kind.rawValue))
+                return .failure(error)
+            }
+        }
+        return try result.get()
     }
 
     private func conflict(_ key: String, logger: Logger) -> Refusal {

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import RelayCore
+import Tracing
 
 /// An event that passed intake: read within the limit, its sender verified, its bytes decoded.
 struct VerifiedEvent: Sendable {
@@ -28,10 +29,11 @@ struct WebhookIntake: Sendable {
     let metrics: RelayMetrics
 
     /// The verified, decoded event, or the refusal to answer with (counted and logged here).
-    func verify(_ request: Request, ingest: Ingest, logger: Logger) async throws(Refusal) -> VerifiedEvent {
+    /// `stages`: when verification and decoding ended, for the request's spans.
+    func verify(_ request: Request, ingest: Ingest, logger: Logger, stages: inout IntakeStages) async throws(Refusal) -> VerifiedEvent {
         var logger = logger
         do throws(Refusal) {
-            return try await accept(request, ingest: ingest, logger: &logger)
+            return try await accept(request, ingest: ingest, logger: &logger, stages: &stages)
         } catch {
             metrics.webhook(source: ingest == .pubSub ? "pubsub" : "unknown", outcome: error.kind.rawValue)
             if error.kind == .notFound, ingest == .webhook {
@@ -47,7 +49,9 @@ struct WebhookIntake: Sendable {
         }
     }
 
-    private func accept(_ request: Request, ingest: Ingest, logger: inout Logger) async throws(Refusal) -> VerifiedEvent {
+    private func accept(_ request: Request, ingest: Ingest, logger: inout Logger, stages: inout IntakeStages) async throws(Refusal)
+        -> VerifiedEvent
+    {
         let headers = request.headers
         let configuration = configuration.current
         let settings = configuration.settings
@@ -105,6 +109,7 @@ struct WebhookIntake: Sendable {
                 throw Self.refusal(error)
             }
         }
+        stages.verified = DefaultTracerClock.now
         do throws(DecodeError) {
             let event: RemoteConfigEvent
             switch ingest {
@@ -116,6 +121,7 @@ struct WebhookIntake: Sendable {
             case .pubSub:
                 event = try PubSubDecoder.decode(body: bytes, contentType: headers[.contentType])
             }
+            stages.decoded = DefaultTracerClock.now
             return VerifiedEvent(event: event, webhookID: signature.id, logger: logger)
         } catch {
             throw Refusal(kind: Refusal.kind(of: error), detail: error.description)

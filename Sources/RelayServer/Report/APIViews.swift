@@ -26,7 +26,8 @@ extension Components.Schemas.DeliveryRecord {
             settledAt: entry.settledAt, messageName: report?.messageName,
             error: report?.error.map(Components.Schemas.DeliveryError.init),
             attempts: (report?.attempts ?? []).map(Components.Schemas.Attempt.init), decision: entry.decision,
-            waitingUntil: entry.waitingUntil, waitingFor: entry.waitingFor, shard: entry.shard?.index, shards: entry.shard?.count)
+            waitingUntil: entry.waitingUntil, waitingFor: entry.waitingFor, shard: entry.shard?.index, shards: entry.shard?.count,
+            traceId: entry.traceID)
     }
 }
 

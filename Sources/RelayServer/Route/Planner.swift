@@ -2,6 +2,18 @@ import DeliveryEngine
 import FCMClient
 import Logging
 import RelayCore
+import Tracing
+
+extension TemplateChange {
+    /// As the `plan` span's `rc_relay.change` attribute says it.
+    fileprivate var traceName: String {
+        switch self {
+        case .notNeeded: "not needed"
+        case .known: "known"
+        case .unknown: "unknown"
+        }
+    }
+}
 
 /// The route stage: a version's pings for one project. When a route is change-aware (`when.changed`, `audience`), what
 /// the version changed is fetched first (``TemplateChanges``); otherwise nothing is asked of Remote Config and routing
@@ -17,8 +29,16 @@ struct Planner: Sendable {
         _ version: TemplateVersion, since: Int64? = nil, project: String, pipeline: ProjectDirectory.Pipeline, settings: RelaySettings,
         within: Duration? = nil, logger: Logger
     ) async -> DeliveryPlan {
-        let change = await change(version, since: since, project: project, pipeline: pipeline, settings: settings, within: within, logger: logger)
-        return pipeline.plan(for: version, project: project, change: change)
+        // A span (`plan`); a change-aware route's template fetches are its children.
+        await withSpan("plan") { span in
+            let change = await change(version, since: since, project: project, pipeline: pipeline, settings: settings, within: within, logger: logger)
+            let plan = pipeline.plan(for: version, project: project, change: change)
+            span.attributes["rc_relay.project"] = project
+            span.attributes["rc_relay.version"] = version.versionNumber
+            span.attributes["rc_relay.change"] = change.traceName
+            span.attributes["rc_relay.pings"] = plan.pings.count
+            return plan
+        }
     }
 
     /// What `version` changed (since `from`, when given), when a route asks (or `always`); `.notNeeded` when none does. Remote Config calls end

@@ -66,7 +66,7 @@ extension ProjectLeases {
                 covered.formUnion(audiences)
             }
             logger.info("delivering an event from the outbox")
-            _ = await engine.deliver(record, plan: plan, origin: .spool, wait: .zero, onDisk: true, logger: logger)
+            await engine.deliverKept(record, plan: plan, logger: logger)
         }
     }
 }

@@ -5,6 +5,7 @@ import Logging
 import NIOConcurrencyHelpers
 import RelayCore
 import ServiceLifecycle
+import Tracing
 
 /// Catch-up polling: every `poll.intervalSeconds`, each project's newest versions from Remote Config's
 /// `listVersions`. A version newer than any relayed, older than the grace period and still unannounced by a webhook,
@@ -82,9 +83,16 @@ final class CatchUpPoller: Service {
         let current = configuration.current
         for id in current.projects.ids {
             guard !Task.isCancelled, let pipeline = current.projects[id], let claim = admission.pollClaim(id) else { continue }
-            var logger = logger
-            logger[metadataKey: "project"] = "\(id)"
-            metrics.poll(outcome: await poll(id, pipeline, claim: claim, settings: current.settings, logger: logger).rawValue)
+            // Each project's poll is a trace of its own, with its Remote Config calls and what it relays.
+            await withSpan("catch-up poll", context: .topLevel) { span in
+                var logger = logger
+                logger[metadataKey: "project"] = "\(id)"
+                if let trace = Traces.traceID(of: span.context) { logger[metadataKey: "trace_id"] = "\(trace)" }
+                span.attributes["rc_relay.project"] = id
+                let outcome = await poll(id, pipeline, claim: claim, settings: current.settings, logger: logger)
+                span.attributes["rc_relay.poll"] = outcome.rawValue
+                metrics.poll(outcome: outcome.rawValue)
+            }
         }
     }
 

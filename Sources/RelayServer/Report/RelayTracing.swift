@@ -1,0 +1,32 @@
+import Logging
+import OTel
+import ServiceLifecycle
+import Tracing
+
+/// Traces, when `tracing.otlpEndpoint` is set: swift-otel's tracer, exporting OTLP over HTTP (protobuf) to the
+/// collector, bootstrapped as the process's tracer, so every span (rc-relay's own, and the HTTP client's requests)
+/// goes there. The usual `OTEL_*` variables apply over these settings (service name, resource attributes, sampler,
+/// exporter headers and endpoint, batch timing); the loader has already refused the values swift-otel lacks.
+/// Off, nothing is bootstrapped: the spans are the no-op tracer's, and nothing is recorded or sent.
+public enum RelayTracing {
+    /// Bootstraps the tracer (once per process) and returns the service that batches and exports spans; run it in the
+    /// service group before the relay, so it stops after it and sends the last spans. Nil when tracing is off.
+    public static func bootstrap(_ settings: RelaySettings.TracingSettings?, logger: Logger) throws -> (any Service)? {
+        guard let settings else { return nil }
+        var configuration = OTel.Configuration.default
+        configuration.serviceName = "rc-relay"
+        configuration.resourceAttributes["service.version"] = RelayApplication.version
+        // A collector that is down or refuses is swift-otel's to report, in rc-relay's log; it never stops a webhook.
+        configuration.diagnosticLogger = .custom(logger)
+        configuration.diagnosticLogLevel = .warning
+        configuration.logs.enabled = false
+        configuration.metrics.enabled = false
+        configuration.traces.enabled = true
+        configuration.traces.exporter = .otlp
+        configuration.traces.otlpExporter.endpoint = settings.tracesURL
+        configuration.traces.otlpExporter.protocol = .httpProtobuf
+        let (tracer, service) = try OTel.makeTracingBackend(configuration: configuration)
+        InstrumentationSystem.bootstrap(tracer)
+        return service
+    }
+}
