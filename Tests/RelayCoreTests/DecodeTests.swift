@@ -122,6 +122,17 @@ func refusesOtherContentTypes(contentType: String?) {
     #expect(event.version.updateUser?.imageUrl == "https://example.com/dana.png")
 }
 
+@Test func aPubSubPushCarriesItsPublishersTraceContext() throws {
+    let version = Data(#"{"versionNumber":1}"#.utf8).base64EncodedString()
+    let traced =
+        #"{"message":{"messageId":"1","data":"\#(version)","attributes":{"googclient_traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","googclient_tracestate":"a=1"}}}"#
+    let event = try PubSubDecoder.decode(body: Data(traced.utf8), contentType: "application/json")
+    #expect(event.traceParent == "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+    #expect(event.traceState == "a=1")
+    let plain = try PubSubDecoder.decode(body: try sample("pubsub-push.json"), contentType: "application/json")
+    #expect(plain.traceParent == nil && plain.traceState == nil)
+}
+
 @Test func refusesBadPubSubEnvelopes() {
     let version = Data(#"{"versionNumber":1}"#.utf8).base64EncodedString()
     let cases: [(String, DecodeError)] = [

@@ -147,9 +147,9 @@ def emulator(tmp_path):
     emulator["proc"].stop()
 
 
-def start_relay(emulator, tmp_path, extra="", server="{port: 0}", fcm=""):
+def start_relay(emulator, tmp_path, extra="", server="{port: 0}", fcm="", env=None):
     """Runs `rc-relay serve` with a config pointing at the emulator; `extra` adds top-level YAML, `server` replaces the
-    server section (a YAML flow mapping), `fcm` adds to the fcm section (`, key: value`)."""
+    server section (a YAML flow mapping), `fcm` adds to the fcm section (`, key: value`), `env` adds variables."""
     config = tmp_path / "rc-relay.yaml"
     config.write_text(
         f"""
@@ -159,7 +159,7 @@ log: {{format: json, level: debug}}
 {extra}
 """
     )
-    proc = Process([BINARY, "serve", "--config", str(config)], env={"TEST_WEBHOOK_SECRET": SECRET})
+    proc = Process([BINARY, "serve", "--config", str(config)], env={"TEST_WEBHOOK_SECRET": SECRET, **(env or {})})
     line = proc.wait_for(lambda l: "rc-relay listening" in l)
     address = json.loads(line)["address"]
     return {"url": f"http://{address}", "webhook": f"http://{address}/webhooks/remote-config", "proc": proc, "emulator": emulator}

@@ -66,7 +66,12 @@ struct Dispatcher: Sendable {
             span.attributes["rc_relay.project"] = ping.project
             span.attributes["rc_relay.route"] = ping.route
             span.attributes["rc_relay.version"] = batch.version.versionNumber
-            span.attributes["messaging.destination.name"] = ping.message.target.key
+            // The topic or condition; a device's token is personal data and stays out of traces, as out of logs.
+            switch ping.message.target {
+            case .topic(let topic): span.attributes["messaging.destination.name"] = topic
+            case .condition(let condition): span.attributes["messaging.destination.name"] = condition
+            case .token: span.attributes["messaging.destination.name"] = "(a device)"
+            }
             let report = await deliver(ping, batch: batch, control: control, shards: shards, others: others, span: span, logger: logger)
             span.attributes["rc_relay.delivery_id"] = report.id
             span.attributes["rc_relay.status"] = report.status.rawValue
