@@ -184,6 +184,10 @@ def test_a_webhook_with_a_traceparent_makes_the_span_tree_through_a_retried_send
         # From a ping to its trace: the delivery history and the log lines say it.
         deliveries = requests.get(relay["url"] + "/admin/deliveries", headers={"Authorization": f"Bearer {ADMIN}"}, timeout=10).json()
         assert [d["traceId"] for d in deliveries["deliveries"]] == [trace]
+        console = requests.Session()
+        assert console.post(relay["url"] + "/console/sign-in", data={"token": ADMIN}, timeout=10).ok
+        page = console.get(relay["url"] + "/console/deliveries/" + deliveries["deliveries"][0]["id"], timeout=10).text
+        assert f'<dt>Trace</dt><dd><code class="trace-id">{trace}</code></dd>' in page
         lines = [json.loads(line) for line in relay["proc"].lines if line.startswith("{")]
         traced = [line["msg"] for line in lines if line.get("trace_id") == trace]
         assert "request" in traced and "ping accepted by FCM" in traced and "ping will be retried" in traced
@@ -265,6 +269,17 @@ def test_a_collector_that_is_down_costs_no_webhook(emulator, tmp_path):
         relay["proc"].wait_for(lambda line: "Failed to export batch" in line, timeout=120)
     finally:
         stop_relay(relay)
+
+
+def test_otel_sdk_disabled_turns_tracing_off_whatever_the_file_says(emulator, tmp_path, receiver):
+    relay = traced_relay(emulator, tmp_path, receiver.url, env={"OTEL_SDK_DISABLED": "true"})
+    try:
+        answer = webhook(relay, 4)
+        assert answer.status_code == 200 and "traceresponse" not in answer.headers
+        assert "tracing is off: OTEL_SDK_DISABLED is true" in relay["proc"].output  # said before it listened
+    finally:
+        stop_relay(relay)
+    assert not receiver.spans
 
 
 def test_tracing_off_adds_nothing(relay):

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import OTel
 import ServiceLifecycle
@@ -13,6 +14,11 @@ public enum RelayTracing {
     /// service group before the relay, so it stops after it and sends the last spans. Nil when tracing is off.
     public static func bootstrap(_ settings: RelaySettings.TracingSettings?, logger: Logger) throws -> (any Service)? {
         guard let settings else { return nil }
+        // OpenTelemetry's switch for every SDK: off, whatever the file says (swift-otel would refuse to build a tracer).
+        if ProcessInfo.processInfo.environment["OTEL_SDK_DISABLED"]?.lowercased() == "true" {
+            logger.notice("tracing is off: OTEL_SDK_DISABLED is true")
+            return nil
+        }
         var configuration = OTel.Configuration.default
         configuration.serviceName = "rc-relay"
         configuration.resourceAttributes["service.version"] = RelayApplication.version
