@@ -68,7 +68,7 @@ package final class DeliveryEngine: Service {
         let dispatcher = dispatcher(plan.send)
         // The caller's span (the request's, a poll's, a replay's): the pings' spans are its children, though they run
         // in the engine's tasks and may outlive it (a wave's shards).
-        let trace = ServiceContext.current
+        let trace = Traces.current
         let batch = {
             var batch = DeliveryBatch(version: record.version, eventID: record.eventID, origin: origin, receivedAt: record.receivedAt)
             batch.outlier = record.outlier == true
@@ -89,20 +89,18 @@ package final class DeliveryEngine: Service {
                     let whole = Set(bases.subtracting(made).map(Ping.routeName))
                     return plan.pings.filter { bases.contains(Ping.baseRoute($0.route)) || whole.contains(Ping.routeName($0.route)) }
                 } ?? plan.pings).filter { !done.contains($0.route) }  // accepted before a crash or a hand-over
-            return await ServiceContext.withValue(trace) {
-                await dispatcher.deliver(due, batch: batch, control: control, logger: logger)
-            }
+            return await Traces.within(trace) { await dispatcher.deliver(due, batch: batch, control: control, logger: logger) }
         }
     }
 
     /// Starts the delivery of an event kept on disk or in the shared store (a replay on start, a project taken over),
     /// without waiting. Its trace goes on, when it came with one: a span of the replay, child of its request's.
     package func deliverKept(_ record: SpoolRecord, plan: DeliveryPlan, logger: Logger) async {
-        await withSpan("replay kept event", context: Traces.context(traceparent: record.traceparent) ?? .topLevel) { span in
-            span.attributes["rc_relay.project"] = record.project
-            span.attributes["rc_relay.version"] = record.version.versionNumber
+        await Traces.withSpan("replay kept event", context: Traces.context(traceparent: record.traceparent) ?? .topLevel) { span in
+            span?.attributes["rc_relay.project"] = record.project
+            span?.attributes["rc_relay.version"] = record.version.versionNumber
             var logger = logger
-            if let trace = Traces.traceID(of: span.context) { logger[metadataKey: "trace_id"] = "\(trace)" }
+            if let trace = Traces.traceID(of: span?.context) { logger[metadataKey: "trace_id"] = "\(trace)" }
             _ = await deliver(record, plan: plan, origin: .spool, wait: .zero, onDisk: true, logger: logger)
         }
     }

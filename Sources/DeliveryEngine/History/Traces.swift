@@ -1,15 +1,61 @@
+import Synchronization
 import Tracing
 
-/// W3C trace context (`traceparent`, `tracestate`) in and out of a ``ServiceContext``, through whatever tracer the
-/// process bootstrapped (none: every answer is nil, and nothing is parsed). Used to continue a sender's trace, to keep
-/// an event's trace with it on disk, and to name a ping's trace in the delivery history.
+/// rc-relay's one door to swift-distributed-tracing: spans, and W3C trace context (`traceparent`, `tracestate`) in and
+/// out of a ``ServiceContext`` (to continue a sender's trace, keep an event's trace with it on disk, and name a ping's
+/// trace in the delivery history).
+///
+/// Off (no ``turnOn()``: `tracing.otlpEndpoint` unset), every call here is one relaxed atomic load: no span, not even
+/// the no-op tracer's, no task-local bound, no lock taken. Through the no-op tracer instead, a webhook's dozen spans
+/// measured up to 10 % more CPU per webhook (docs/performance.md).
 package enum Traces {
+    /// Whether a tracer is bootstrapped (RelayServer's `RelayTracing`), so spans are worth starting.
+    package static var isOn: Bool { on.load(ordering: .relaxed) }
+
+    /// Called once, after the process's tracer is bootstrapped and before anything is traced.
+    package static func turnOn() { on.store(true, ordering: .relaxed) }
+
+    private static let on = Atomic<Bool>(false)
+
+    /// `body` in a span, a child of `context` (default: the current one); off, `body(nil)`.
+    package static func withSpan<T>(
+        _ name: String, context: ServiceContext? = nil, ofKind kind: SpanKind = .internal, _ body: ((any Span)?) async -> T
+    ) async -> T {
+        guard isOn else { return await body(nil) }
+        let span = Tracing.startSpan(name, context: context ?? .current ?? .topLevel, ofKind: kind)
+        defer { span.end() }
+        return await ServiceContext.withValue(span.context) { await body(span) }
+    }
+
+    /// A span to end by hand, a child of `context` (default: the current one); off, nil.
+    package static func startSpan(
+        _ name: String, at instant: DefaultTracerClock.Instant? = nil, context: ServiceContext? = nil, ofKind kind: SpanKind = .internal
+    ) -> (any Span)? {
+        guard isOn else { return nil }
+        return Tracing.startSpan(name, at: instant ?? DefaultTracerClock.now, context: context ?? .current ?? .topLevel, ofKind: kind)
+    }
+
+    /// `body` with `span` as the current span (for what it calls); no span, `body()` as it is.
+    package static func within<T>(_ span: (any Span)?, _ body: () async -> T) async -> T {
+        guard let span else { return await body() }
+        return await ServiceContext.withValue(span.context) { await body() }
+    }
+
+    /// `body` with `context` as the current one; nil, `body()` as it is.
+    package static func within<T>(_ context: ServiceContext?, _ body: () async -> T) async -> T {
+        guard let context else { return await body() }
+        return await ServiceContext.withValue(context) { await body() }
+    }
+
+    /// The current span's context, when tracing is on.
+    package static var current: ServiceContext? { isOn ? ServiceContext.current : nil }
+
     /// The context `fields` (`traceparent`, `tracestate`) describe, as a child of nothing else; nil when they
     /// describe none the tracer accepts.
     package static func context(traceparent: String?, tracestate: String? = nil) -> ServiceContext? {
         // Checked here first: a malformed one starts a new trace without a word (W3C Trace Context), where the tracer
         // would log a warning for each, which any caller could flood the log with.
-        guard let traceparent, isWellFormed(traceparent) else { return nil }
+        guard isOn, let traceparent, isWellFormed(traceparent) else { return nil }
         var fields = ["traceparent": traceparent]
         if let tracestate { fields["tracestate"] = tracestate }
         var context = ServiceContext.topLevel
@@ -31,7 +77,7 @@ package enum Traces {
 
     /// The `traceparent` of the span `context` holds (nil: no span, or tracing off).
     package static func traceparent(of context: ServiceContext?) -> String? {
-        guard let context else { return nil }
+        guard isOn, let context else { return nil }
         var fields: [String: String] = [:]
         InstrumentationSystem.instrument.inject(context, into: &fields, using: FieldInjector())
         return fields["traceparent"]

@@ -7,7 +7,7 @@ extension Dispatcher {
     /// Waits for the ping's quiet period and its shard's turn in the wave. Nil: it goes; else how it ended instead
     /// (`superseded`: a newer version took its place; `interrupted`: the stop came first, and it is handed over).
     func waitForTurn(
-        _ ping: Ping, version: Int64, shards: [Int], id: String, control: DeliveryControl, span: any Span, logger: Logger
+        _ ping: Ping, version: Int64, shards: [Int], id: String, control: DeliveryControl, span: (any Span)?, logger: Logger
     ) async -> DeliveryReport.Status? {
         let route = Ping.routeName(ping.route)
         let audience = ping.audience
@@ -21,7 +21,7 @@ extension Dispatcher {
                 return .superseded
             }
             history.waiting(id, until: clock.now().addingTimeInterval(Schedules.seconds(quiet)), for: "quiet period")
-            span.addEvent(SpanEvent(name: "quiet period", attributes: ["rc_relay.wait_seconds": .double(Schedules.seconds(quiet))]))
+            span?.addEvent(SpanEvent(name: "quiet period", attributes: ["rc_relay.wait_seconds": .double(Schedules.seconds(quiet))]))
             control.onRetry(quiet)  // the sender is answered now: the ping goes later
             // Until the period's end: a pause also ends early when an operator discards another route of the event.
             let end = clock.instant() + quiet
@@ -48,7 +48,7 @@ extension Dispatcher {
                 if wait <= .zero { break }
                 history.waiting(
                     id, until: clock.now().addingTimeInterval(Schedules.seconds(wait)), for: "wave turn of shard \(shard.index)")
-                span.addEvent(
+                span?.addEvent(
                     SpanEvent(
                         name: "wave turn",
                         attributes: [

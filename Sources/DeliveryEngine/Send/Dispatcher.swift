@@ -62,22 +62,22 @@ struct Dispatcher: Sendable {
     private func deliver(
         _ ping: Ping, batch: DeliveryBatch, control: DeliveryControl, shards: [String: [Int]], others: Bool, logger: Logger
     ) async -> DeliveryReport {
-        await withSpan("deliver ping") { span in
-            span.attributes["rc_relay.project"] = ping.project
-            span.attributes["rc_relay.route"] = ping.route
-            span.attributes["rc_relay.version"] = batch.version.versionNumber
+        await Traces.withSpan("deliver ping") { span in
+            span?.attributes["rc_relay.project"] = ping.project
+            span?.attributes["rc_relay.route"] = ping.route
+            span?.attributes["rc_relay.version"] = batch.version.versionNumber
             // The topic or condition; a device's token is personal data and stays out of traces, as out of logs.
             switch ping.message.target {
-            case .topic(let topic): span.attributes["messaging.destination.name"] = topic
-            case .condition(let condition): span.attributes["messaging.destination.name"] = condition
-            case .token: span.attributes["messaging.destination.name"] = "(a device)"
+            case .topic(let topic): span?.attributes["messaging.destination.name"] = topic
+            case .condition(let condition): span?.attributes["messaging.destination.name"] = condition
+            case .token: span?.attributes["messaging.destination.name"] = "(a device)"
             }
             let report = await deliver(ping, batch: batch, control: control, shards: shards, others: others, span: span, logger: logger)
-            span.attributes["rc_relay.delivery_id"] = report.id
-            span.attributes["rc_relay.status"] = report.status.rawValue
-            span.attributes["rc_relay.attempts"] = report.attempts.count
+            span?.attributes["rc_relay.delivery_id"] = report.id
+            span?.attributes["rc_relay.status"] = report.status.rawValue
+            span?.attributes["rc_relay.attempts"] = report.attempts.count
             if report.status == .dead || report.status == .failed {
-                span.setStatus(SpanStatus(code: .error, message: report.error.map { "\($0.errorCode ?? "-") \($0.message)" }))
+                span?.setStatus(SpanStatus(code: .error, message: report.error.map { "\($0.errorCode ?? "-") \($0.message)" }))
             }
             return report
         }
@@ -86,7 +86,7 @@ struct Dispatcher: Sendable {
     /// One ping, recorded in the delivery log and the metrics from routing to its outcome.
     /// `others`: the delivery has other pings, which may still be due when this one is accepted.
     private func deliver(
-        _ ping: Ping, batch: DeliveryBatch, control: DeliveryControl, shards: [String: [Int]], others: Bool, span: any Span,
+        _ ping: Ping, batch: DeliveryBatch, control: DeliveryControl, shards: [String: [Int]], others: Bool, span: (any Span)?,
         logger: Logger
     ) async -> DeliveryReport {
         let validateOnly = plan.validateOnly || batch.validateOnly
@@ -167,21 +167,21 @@ struct Dispatcher: Sendable {
             }
             logger[metadataKey: "attempt"] = "\(attempts.count + 1)"
             // Each attempt a child span (`FCM send`): its HTTP status, FCM's error code, and the wait before the next.
-            let attemptSpan = startSpan("FCM send", ofKind: .client)
-            attemptSpan.attributes["rc_relay.attempt"] = attempts.count + 1
-            let outcome = await ServiceContext.withValue(attemptSpan.context) {
+            let attemptSpan = Traces.startSpan("FCM send", ofKind: .client)
+            attemptSpan?.attributes["rc_relay.attempt"] = attempts.count + 1
+            let outcome = await Traces.within(attemptSpan) {
                 await attempt(ping, version, message, validateOnly, supersedes, fence)
             }
             let result: Result<String, SendFailure>
             switch outcome {
             case .fenced(let refusal):
-                attemptSpan.attributes["rc_relay.outcome"] = "fenced"
-                attemptSpan.end()
+                attemptSpan?.attributes["rc_relay.outcome"] = "fenced"
+                attemptSpan?.end()
                 logger.warning("ping not sent: \(refusal)")
                 return DeliveryReport(route: ping.route, status: .interrupted, error: lastError, attempts: attempts)
             case .behind:
-                attemptSpan.attributes["rc_relay.outcome"] = "superseded"
-                attemptSpan.end()
+                attemptSpan?.attributes["rc_relay.outcome"] = "superseded"
+                attemptSpan?.end()
                 logger.notice("ping stands down: FCM accepted a newer version's ping to the same audience")
                 return DeliveryReport(route: ping.route, status: .superseded, error: lastError, attempts: attempts)
             case .sent(let sent):
@@ -190,8 +190,8 @@ struct Dispatcher: Sendable {
             metrics.attempts.increment()
             switch result {
             case .success(let name):
-                attemptSpan.attributes["http.response.status_code"] = 200
-                attemptSpan.end()
+                attemptSpan?.attributes["http.response.status_code"] = 200
+                attemptSpan?.end()
                 metrics.fcmResponse(status: 200, errorCode: nil)
                 if supersedes, !validateOnly { latest.noteAccepted(project: ping.project, route: audience, version: version) }
                 attempts.append(DeliveryReport.attempt(nil, at: clock.now()))
@@ -199,10 +199,10 @@ struct Dispatcher: Sendable {
                 return DeliveryReport(route: ping.route, status: validateOnly ? .validated : .accepted, messageName: name, attempts: attempts)
             case .failure(let failure):
                 let attempt = DeliveryReport.attempt(failure, at: clock.now())
-                attemptSpan.attributes["http.response.status_code"] = attempt.httpStatus
-                attemptSpan.attributes["rc_relay.fcm.error_code"] = attempt.errorCode
-                attemptSpan.attributes["error.type"] = attempt.errorCode ?? attempt.httpStatus.map(String.init) ?? "transport"
-                attemptSpan.setStatus(SpanStatus(code: .error, message: failure.description))
+                attemptSpan?.attributes["http.response.status_code"] = attempt.httpStatus
+                attemptSpan?.attributes["rc_relay.fcm.error_code"] = attempt.errorCode
+                attemptSpan?.attributes["error.type"] = attempt.errorCode ?? attempt.httpStatus.map(String.init) ?? "transport"
+                attemptSpan?.setStatus(SpanStatus(code: .error, message: failure.description))
                 metrics.fcmResponse(status: attempt.httpStatus, errorCode: attempt.errorCode)
                 if attempt.httpStatus == 429 {
                     // FCM's quota is the project's: every ping of it slows down, not only this one.
@@ -215,20 +215,20 @@ struct Dispatcher: Sendable {
                 lastError = report.error
                 switch policy.decision(after: failure, attempt: attempts.count, now: clock.now()) {
                 case .permanent:
-                    attemptSpan.attributes["rc_relay.outcome"] = "permanent"
-                    attemptSpan.end()
+                    attemptSpan?.attributes["rc_relay.outcome"] = "permanent"
+                    attemptSpan?.end()
                     logger.error("ping refused by FCM for good", metadata: ["error": "\(failure)"])
                     return report
                 case .retry(let delay):
                     guard attempts.count < policy.maximumAttempts, clock.instant() + delay < deadline else {
-                        attemptSpan.attributes["rc_relay.outcome"] = "dead"
-                        attemptSpan.end()
+                        attemptSpan?.attributes["rc_relay.outcome"] = "dead"
+                        attemptSpan?.end()
                         logger.error("ping is dead: retries ran out", metadata: ["error": "\(failure)", "attempts": "\(attempts.count)"])
                         return DeliveryReport(route: report.route, status: .dead, error: report.error, attempts: attempts)
                     }
-                    attemptSpan.attributes["rc_relay.outcome"] = "retry"
-                    attemptSpan.attributes["rc_relay.retry_in_seconds"] = Schedules.seconds(delay)
-                    attemptSpan.end()
+                    attemptSpan?.attributes["rc_relay.outcome"] = "retry"
+                    attemptSpan?.attributes["rc_relay.retry_in_seconds"] = Schedules.seconds(delay)
+                    attemptSpan?.end()
                     logger.warning("ping will be retried", metadata: ["error": "\(failure)", "retry_in": "\(delay)"])
                     if attempt.httpStatus == 429, ping.schedule.shard != nil {
                         // The quota is spent: the wave's turns still to come wait as long as this ping does.

@@ -27,14 +27,14 @@ struct IngestRoutes: Sendable {
             return await RequestSpan.run(request, stages: stages, refused: error) { _ in error.response(requestID: requestID) }
         }
         return await RequestSpan.run(request, stages: stages, event: verified) { span in
-            if let trace = Traces.traceID(of: span.context) { verified.logger[metadataKey: "trace_id"] = "\(trace)" }
+            if let trace = Traces.traceID(of: span?.context) { verified.logger[metadataKey: "trace_id"] = "\(trace)" }
             do throws(Refusal) {
                 switch try await controller.relay(verified, requestID: requestID) {
                 case .delivered(let body): return Self.json(body, status: .ok)
                 case .inProgress(let body): return Self.json(body, status: .accepted)
                 }
             } catch {
-                span.attributes["rc_relay.problem"] = error.kind.rawValue
+                span?.attributes["rc_relay.problem"] = error.kind.rawValue
                 return error.response(requestID: requestID)
             }
         }

@@ -21,8 +21,9 @@ struct IntakeStages: Sendable {
 enum RequestSpan {
     static func run(
         _ request: Request, stages: IntakeStages, refused: Refusal? = nil, event: VerifiedEvent? = nil,
-        _ handle: (any Span) async -> Response
+        _ handle: ((any Span)?) async -> Response
     ) async -> Response {
+        guard Traces.isOn else { return await handle(nil) }
         let header = Traces.context(traceparent: request.headers[.traceparent], tracestate: request.headers[.tracestate])
         let pushed = event.flatMap { Traces.context(traceparent: $0.event.traceParent, tracestate: $0.event.traceState) }
         let span = startSpan(

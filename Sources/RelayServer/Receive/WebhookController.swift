@@ -75,12 +75,12 @@ struct WebhookController: Sendable {
             updateType: event.version.updateType)
         let source = event.format.rawValue
         let committed: Bool
-        record.traceparent = Traces.traceparent(of: ServiceContext.current)
+        record.traceparent = Traces.traceparent(of: Traces.current)
         let admitted = try await Self.inSpan("admit") { span throws(Refusal) in
-            span.attributes["rc_relay.project"] = project
-            span.attributes["rc_relay.version"] = event.version.versionNumber
+            span?.attributes["rc_relay.project"] = project
+            span?.attributes["rc_relay.version"] = event.version.versionNumber
             let outcome = try await admission.admit(record, window: configuration.settings.dedupWindow, logger: logger)
-            span.attributes["rc_relay.admission"] = outcome.name
+            span?.attributes["rc_relay.admission"] = outcome.name
             return outcome
         }
         switch admitted {
@@ -138,12 +138,12 @@ struct WebhookController: Sendable {
     }
 
     /// `body` in a span of its own, a child of the current one; a refusal marks it an error.
-    static func inSpan<T: Sendable>(_ name: String, _ body: (any Span) async throws(Refusal) -> T) async throws(Refusal) -> T {
-        let result: Result<T, Refusal> = await withSpan(name) { span in
+    static func inSpan<T: Sendable>(_ name: String, _ body: ((any Span)?) async throws(Refusal) -> T) async throws(Refusal) -> T {
+        let result: Result<T, Refusal> = await Traces.withSpan(name) { span in
             do throws(Refusal) {
                 return .success(try await body(span))
             } catch {
-                span.setStatus(SpanStatus(code: .error, message: error.kind.rawValue))
+                span?.setStatus(SpanStatus(code: .error, message: error.kind.rawValue))
                 return .failure(error)
             }
         }

@@ -1,3 +1,4 @@
+import DeliveryEngine
 import Foundation
 import Logging
 import OTel
@@ -8,7 +9,7 @@ import Tracing
 /// collector, bootstrapped as the process's tracer, so every span (rc-relay's own, and the HTTP client's requests)
 /// goes there. The usual `OTEL_*` variables apply over these settings (service name, resource attributes, sampler,
 /// exporter headers and endpoint, batch timing); the loader has already refused the values swift-otel lacks.
-/// Off, nothing is bootstrapped: the spans are the no-op tracer's, and nothing is recorded or sent.
+/// Off, nothing is bootstrapped, and ``Traces`` starts no span at all.
 public enum RelayTracing {
     /// Bootstraps the tracer (once per process) and returns the service that batches and exports spans; run it in the
     /// service group before the relay, so it stops after it and sends the last spans. Nil when tracing is off.
@@ -33,6 +34,7 @@ public enum RelayTracing {
         configuration.traces.otlpExporter.protocol = .httpProtobuf
         let (tracer, service) = try OTel.makeTracingBackend(configuration: configuration)
         InstrumentationSystem.bootstrap(tracer)
+        Traces.turnOn()
         return service
     }
 }

@@ -30,13 +30,13 @@ struct Planner: Sendable {
         within: Duration? = nil, logger: Logger
     ) async -> DeliveryPlan {
         // A span (`plan`); a change-aware route's template fetches are its children.
-        await withSpan("plan") { span in
+        await Traces.withSpan("plan") { span in
             let change = await change(version, since: since, project: project, pipeline: pipeline, settings: settings, within: within, logger: logger)
             let plan = pipeline.plan(for: version, project: project, change: change)
-            span.attributes["rc_relay.project"] = project
-            span.attributes["rc_relay.version"] = version.versionNumber
-            span.attributes["rc_relay.change"] = change.traceName
-            span.attributes["rc_relay.pings"] = plan.pings.count
+            span?.attributes["rc_relay.project"] = project
+            span?.attributes["rc_relay.version"] = version.versionNumber
+            span?.attributes["rc_relay.change"] = change.traceName
+            span?.attributes["rc_relay.pings"] = plan.pings.count
             return plan
         }
     }

@@ -84,13 +84,13 @@ final class CatchUpPoller: Service {
         for id in current.projects.ids {
             guard !Task.isCancelled, let pipeline = current.projects[id], let claim = admission.pollClaim(id) else { continue }
             // Each project's poll is a trace of its own, with its Remote Config calls and what it relays.
-            await withSpan("catch-up poll", context: .topLevel) { span in
+            await Traces.withSpan("catch-up poll", context: .topLevel) { span in
                 var logger = logger
                 logger[metadataKey: "project"] = "\(id)"
-                if let trace = Traces.traceID(of: span.context) { logger[metadataKey: "trace_id"] = "\(trace)" }
-                span.attributes["rc_relay.project"] = id
+                if let trace = Traces.traceID(of: span?.context) { logger[metadataKey: "trace_id"] = "\(trace)" }
+                span?.attributes["rc_relay.project"] = id
                 let outcome = await poll(id, pipeline, claim: claim, settings: current.settings, logger: logger)
-                span.attributes["rc_relay.poll"] = outcome.rawValue
+                span?.attributes["rc_relay.poll"] = outcome.rawValue
                 metrics.poll(outcome: outcome.rawValue)
             }
         }

@@ -24,9 +24,9 @@ struct RemoteConfigCalls: Sendable {
             attempts += 1
             let started = clock.instant()
             // Each attempt a span (`Remote Config get`, `Remote Config listVersions`), as FCM's are.
-            let span = startSpan("Remote Config \(call)", ofKind: .client)
-            span.attributes["rc_relay.attempt"] = attempts
-            let answer: Result<T, RemoteConfigError> = await ServiceContext.withValue(span.context) {
+            let span = Traces.startSpan("Remote Config \(call)", ofKind: .client)
+            span?.attributes["rc_relay.attempt"] = attempts
+            let answer: Result<T, RemoteConfigError> = await Traces.within(span) {
                 do throws(RemoteConfigError) {
                     return .success(try await attempt(max(deadline - started, .seconds(1))))
                 } catch {
@@ -36,19 +36,19 @@ struct RemoteConfigCalls: Sendable {
             do throws(RemoteConfigError) {
                 let value = try answer.get()
                 metrics.remoteConfigCall(call, status: 200, duration: clock.instant() - started)
-                span.attributes["http.response.status_code"] = 200
-                span.end()
+                span?.attributes["http.response.status_code"] = 200
+                span?.end()
                 return value
             } catch {
                 let status: Int? = if case .rejected(let response) = error { response.httpStatus } else { nil }
                 metrics.remoteConfigCall(call, status: status, duration: clock.instant() - started)
-                span.attributes["http.response.status_code"] = status
-                span.setStatus(SpanStatus(code: .error, message: "\(error)"))
-                defer { span.end() }
+                span?.attributes["http.response.status_code"] = status
+                span?.setStatus(SpanStatus(code: .error, message: "\(error)"))
+                defer { span?.end() }
                 guard case .retry(let delay) = policy.decision(afterRemoteConfig: error, attempt: attempts, now: clock.now()),
                     attempts < policy.maximumAttempts, clock.instant() + delay < deadline
                 else { throw error }
-                span.attributes["rc_relay.retry_in_seconds"] = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
+                span?.attributes["rc_relay.retry_in_seconds"] = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
                 logger.notice(
                     "Remote Config call failed; retrying", metadata: ["call": "\(call)", "error": "\(error)", "retry_in": "\(delay)"])
                 await clock.sleep(for: delay)
