@@ -18,6 +18,13 @@ let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
 /// normal build generated, to `.build-fuzz/RelayServer`, which is then compiled as they are; normal builds never see it.
 let pregenerated = ProcessInfo.processInfo.environment["RC_RELAY_PREGENERATED_OPENAPI"] != nil
 
+/// Sanitizer builds leave swift-otel, the span exporter, out: under `-sanitize=thread` (`scripts/sanitize`, which sets
+/// RC_RELAY_WITHOUT_OTEL) or `-sanitize=fuzzer` (`scripts/fuzz`), Swift 6.3 refuses its batch processors ("sending
+/// 'logger' risks causing data races"), which it compiles without a sanitizer. Those builds test nothing of the
+/// exporter (the interop tests export real spans, on the debug build); `RelayTracing` then refuses to start one
+/// (compiled without `RC_RELAY_OTEL`).
+let withoutOTel = pregenerated || ProcessInfo.processInfo.environment["RC_RELAY_WITHOUT_OTEL"] != nil
+
 let package = Package(
     name: "rc-relay",
     platforms: [.macOS(.v15)],
@@ -52,9 +59,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.3.0"),
+    ]
         // Traces over OTLP/HTTP only (`tracing.otlpEndpoint`): the gRPC trait would build gRPC Swift for nothing.
-        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
-    ],
+        + (withoutOTel ? [] : [.package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"])]),
     targets: [
         .target(
             name: "RelayCore",
@@ -128,11 +135,10 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
-                .product(name: "OTel", package: "swift-otel"),
-            ],
+            ] + (withoutOTel ? [] : [.product(name: "OTel", package: "swift-otel")]),
             path: pregenerated ? ".build-fuzz/RelayServer" : "Sources/RelayServer",
             exclude: pregenerated ? ["openapi.yaml", "openapi-generator-config.yaml"] : [],
-            swiftSettings: strict,
+            swiftSettings: strict + (withoutOTel ? [] : [.define("RC_RELAY_OTEL")]),
             // Server types and routing are generated from Sources/RelayServer/openapi.yaml (a link to the root's).
             plugins: pregenerated ? [] : [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
         ),

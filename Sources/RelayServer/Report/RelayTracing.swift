@@ -1,9 +1,12 @@
 import DeliveryEngine
 import Foundation
 import Logging
-import OTel
 import ServiceLifecycle
 import Tracing
+
+#if RC_RELAY_OTEL
+    import OTel
+#endif
 
 /// Traces, when `tracing.otlpEndpoint` is set: swift-otel's tracer, exporting OTLP over HTTP (protobuf) to the
 /// collector, bootstrapped as the process's tracer, so every span (rc-relay's own, and the HTTP client's requests)
@@ -20,21 +23,27 @@ public enum RelayTracing {
             logger.notice("tracing is off: OTEL_SDK_DISABLED is true")
             return nil
         }
-        var configuration = OTel.Configuration.default
-        configuration.serviceName = "rc-relay"
-        configuration.resourceAttributes["service.version"] = RelayApplication.version
-        // A collector that is down or refuses is swift-otel's to report, in rc-relay's log; it never stops a webhook.
-        configuration.diagnosticLogger = .custom(logger)
-        configuration.diagnosticLogLevel = .warning
-        configuration.logs.enabled = false
-        configuration.metrics.enabled = false
-        configuration.traces.enabled = true
-        configuration.traces.exporter = .otlp
-        configuration.traces.otlpExporter.endpoint = settings.tracesURL
-        configuration.traces.otlpExporter.protocol = .httpProtobuf
-        let (tracer, service) = try OTel.makeTracingBackend(configuration: configuration)
-        InstrumentationSystem.bootstrap(tracer)
-        Traces.turnOn()
-        return service
+        #if RC_RELAY_OTEL
+            var configuration = OTel.Configuration.default
+            configuration.serviceName = "rc-relay"
+            configuration.resourceAttributes["service.version"] = RelayApplication.version
+            // A collector that is down or refuses is swift-otel's to report, in rc-relay's log; it never stops a webhook.
+            configuration.diagnosticLogger = .custom(logger)
+            configuration.diagnosticLogLevel = .warning
+            configuration.logs.enabled = false
+            configuration.metrics.enabled = false
+            configuration.traces.enabled = true
+            configuration.traces.exporter = .otlp
+            configuration.traces.otlpExporter.endpoint = settings.tracesURL
+            configuration.traces.otlpExporter.protocol = .httpProtobuf
+            let (tracer, service) = try OTel.makeTracingBackend(configuration: configuration)
+            InstrumentationSystem.bootstrap(tracer)
+            Traces.turnOn()
+            return service
+        #else
+            throw ConfigurationError(
+                key: "tracing.otlpEndpoint", problem: "this build has no span exporter (a sanitizer build leaves swift-otel out)",
+                fix: "use a debug or release build, or unset it")
+        #endif
     }
 }
