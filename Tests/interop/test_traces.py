@@ -282,6 +282,23 @@ def test_otel_sdk_disabled_turns_tracing_off_whatever_the_file_says(emulator, tm
     assert not receiver.spans
 
 
+def test_the_sampler_variable_applies_a_senders_decision_first(emulator, tmp_path, receiver):
+    # parentbased_always_off: a request without a sampled parent is not recorded; one whose sender sampled it is.
+    relay = traced_relay(emulator, tmp_path, receiver.url, env={"OTEL_TRACES_SAMPLER": "parentbased_always_off"})
+    try:
+        unsampled = webhook(relay, 11)
+        assert unsampled.status_code == 200
+        unsampled_trace = unsampled.headers["traceresponse"].split("-")[1]
+        assert unsampled.headers["traceresponse"].endswith("-00")  # not sampled, and the answer says so
+        sampled_trace = os.urandom(16).hex()
+        assert webhook(relay, 12, {"traceparent": f"00-{sampled_trace}-{os.urandom(8).hex()}-01"}).status_code == 200
+        # Spans leave in the order they end: once the second request's are in, the first's would be too.
+        receiver.wait(lambda: receiver.named("POST /webhooks/remote-config", sampled_trace), "the sampled request's span")
+        assert not [span for span, _ in receiver.spans.values() if span.trace_id.hex() == unsampled_trace]
+    finally:
+        stop_relay(relay)
+
+
 def test_tracing_off_adds_nothing(relay):
     answer = webhook(relay, 5, {"traceparent": f"00-{os.urandom(16).hex()}-{os.urandom(8).hex()}-01"})
     assert answer.status_code == 200
