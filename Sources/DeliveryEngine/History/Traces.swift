@@ -27,21 +27,13 @@ package enum Traces {
         return await ServiceContext.withValue(span.context) { await body(span) }
     }
 
-    /// A span to end by hand, a child of `context` (default: the current one); off, nil.
-    package static func startSpan(
-        _ name: String, at instant: DefaultTracerClock.Instant? = nil, context: ServiceContext? = nil, ofKind kind: SpanKind = .internal
-    ) -> (any Span)? {
+    /// A span to end by hand, a child of the current one; off, nil.
+    package static func startSpan(_ name: String, ofKind kind: SpanKind = .internal) -> (any Span)? {
         guard isOn else { return nil }
-        return Tracing.startSpan(name, at: instant ?? DefaultTracerClock.now, context: context ?? .current ?? .topLevel, ofKind: kind)
+        return Tracing.startSpan(name, context: .current ?? .topLevel, ofKind: kind)
     }
 
-    /// `body` with `span` as the current span (for what it calls); no span, `body()` as it is.
-    package static func within<T>(_ span: (any Span)?, _ body: () async -> T) async -> T {
-        guard let span else { return await body() }
-        return await ServiceContext.withValue(span.context) { await body() }
-    }
-
-    /// `body` with `context` as the current one; nil, `body()` as it is.
+    /// `body` with `context` (a span's, for what it calls) as the current one; nil, `body()` as it is.
     package static func within<T>(_ context: ServiceContext?, _ body: () async -> T) async -> T {
         guard let context else { return await body() }
         return await ServiceContext.withValue(context) { await body() }

@@ -169,7 +169,7 @@ struct Dispatcher: Sendable {
             // Each attempt a child span (`FCM send`): its HTTP status, FCM's error code, and the wait before the next.
             let attemptSpan = Traces.startSpan("FCM send", ofKind: .client)
             attemptSpan?.attributes["rc_relay.attempt"] = attempts.count + 1
-            let outcome = await Traces.within(attemptSpan) {
+            let outcome = await Traces.within(attemptSpan?.context) {
                 await attempt(ping, version, message, validateOnly, supersedes, fence)
             }
             let result: Result<String, SendFailure>

@@ -101,7 +101,6 @@ struct WebhookController: Sendable {
         let started = ContinuousClock.now
         let plan = await planner.plan(
             record.version, since: relayed.newest(project), project: project, pipeline: pipeline, settings: configuration.settings, logger: logger)
-
         // The answer's wait counts from the request, not from the end of routing.
         let wait = max(configuration.settings.answerWithin - (ContinuousClock.now - started), configuration.settings.answerWithin / 10)
         switch await engine.deliver(record, plan: plan, wait: wait, onDisk: committed, logger: logger) {

@@ -26,7 +26,7 @@ struct RemoteConfigCalls: Sendable {
             // Each attempt a span (`Remote Config get`, `Remote Config listVersions`), as FCM's are.
             let span = Traces.startSpan("Remote Config \(call)", ofKind: .client)
             span?.attributes["rc_relay.attempt"] = attempts
-            let answer: Result<T, RemoteConfigError> = await Traces.within(span) {
+            let answer: Result<T, RemoteConfigError> = await Traces.within(span?.context) {
                 do throws(RemoteConfigError) {
                     return .success(try await attempt(max(deadline - started, .seconds(1))))
                 } catch {
