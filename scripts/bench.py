@@ -32,6 +32,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import ssl
 import statistics
 import subprocess
@@ -410,10 +411,23 @@ def main():
     parser.add_argument("--tls", action="store_true", help="the emulator serves HTTPS with HTTP/2, as FCM does")
     parser.add_argument("--flood", action="store_true",
                         help="also flood each relay with refused requests, and time signed webhooks sent during it")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the working directory (logs, scripts, configurations; about 600 MB) and print its path")
     args = parser.parse_args()
-    global TLS_CONTEXT
     args.bin = args.bin or release_binary()
+    # Each run's logs come to several hundred megabytes: the directory goes when the run ends, unless asked to stay.
     work = Path(tempfile.mkdtemp(prefix="rc-relay-bench-"))
+    try:
+        bench(args, work)
+    finally:
+        if args.keep:
+            print(f"bench: the working directory is kept: {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def bench(args, work):
+    global TLS_CONTEXT
     tls = certificates(work) if args.tls else None
     ca = tls["ca"] if tls else None
     if tls:
