@@ -30,7 +30,8 @@ class Process:
         self.proc = subprocess.Popen(
             args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, **(env or {})}
         )
-        threading.Thread(target=self._pump, daemon=True).start()
+        self._pump_thread = threading.Thread(target=self._pump, daemon=True)
+        self._pump_thread.start()
 
     def _pump(self):
         for line in self.proc.stdout:
@@ -54,7 +55,16 @@ class Process:
 
     @property
     def output(self):
+        """Everything printed so far; once the process has ended, everything it printed (the reader finishes first:
+        without that wait, the last lines could still be in the pipe when a test reads)."""
+        if self.proc.poll() is not None:
+            self._pump_thread.join(timeout=30)
         return "".join(self.lines)
+
+    def saw(self, text, timeout=30):
+        """Whether `text` was printed, now or within `timeout` seconds: for a line written while the answer that
+        caused it is on its way (the answer can reach the test before the reader thread reads the line)."""
+        return until(lambda: text in "".join(self.lines), timeout)
 
     def stop(self):
         self.proc.terminate()

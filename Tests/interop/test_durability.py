@@ -53,7 +53,7 @@ def test_kill_9_during_retries_then_restart_delivers_the_acknowledged_ping(emula
         while list(spool.glob("*.json")) and time.time() < deadline:
             time.sleep(0.05)
         assert list(spool.glob("*.json")) == []
-        assert "replaying spooled events" in restarted["proc"].output
+        assert restarted["proc"].saw("replaying spooled events")
     finally:
         stop_relay(restarted)
 

@@ -188,9 +188,12 @@ def test_a_webhook_with_a_traceparent_makes_the_span_tree_through_a_retried_send
         assert console.post(relay["url"] + "/console/sign-in", data={"token": ADMIN}, timeout=10).ok
         page = console.get(relay["url"] + "/console/deliveries/" + deliveries["deliveries"][0]["id"], timeout=10).text
         assert f'<dt>Trace</dt><dd><code class="trace-id">{trace}</code></dd>' in page
-        lines = [json.loads(line) for line in relay["proc"].lines if line.startswith("{")]
-        traced = [line["msg"] for line in lines if line.get("trace_id") == trace]
-        assert "request" in traced and "ping accepted by FCM" in traced and "ping will be retried" in traced
+        # The access line is written as the answer leaves: it may reach the pipe after the answer reaches the test.
+        def traced():
+            lines = [json.loads(line) for line in list(relay["proc"].lines) if line.startswith("{")]
+            return {line["msg"] for line in lines if line.get("trace_id") == trace}
+
+        assert until(lambda: {"request", "ping accepted by FCM", "ping will be retried"} <= traced(), 30), traced()
         assert receiver.requests and all(path == "/v1/traces" and kind == "application/x-protobuf" for path, kind in receiver.requests)
 
         # The catch-up poll is a trace of its own, with its Remote Config call.

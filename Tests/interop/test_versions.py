@@ -74,7 +74,7 @@ def test_a_version_remote_config_never_published_silences_nothing(emulator, tmp_
         # int64's largest value, as a JSON number: relayed at once (both shards), but it moves no mark.
         huge = post(relay, {"versionNumber": INT64_MAX})
         assert huge.status_code in (200, 202), huge.text
-        assert "not one Remote Config lists" in relay["proc"].output
+        assert relay["proc"].saw("not one Remote Config lists")
         wait_for_pings(emulator, INT64_MAX)
         # The same value as a 19-digit string is the same version (int64 as Google's JSON mapping writes it): a
         # duplicate, answered from the first delivery.
@@ -113,7 +113,7 @@ def test_an_operator_resets_a_projects_marks(emulator, tmp_path):
         assert until(lambda: marks.exists() and json.loads(marks.read_text()) == {"demo-project": first}, 30)
         answer = requests.delete(relay["url"] + "/admin/projects/demo-project/marks", headers=headers, timeout=10)
         assert answer.status_code == 200 and answer.json() == {"status": "reset", "project": "demo-project"}, answer.text
-        assert "admin reset of the project's version marks" in relay["proc"].output
+        assert relay["proc"].saw("admin reset of the project's version marks")
         # Forgotten on disk too, so the next poll adopts Remote Config's current version again, without a ping.
         assert json.loads(marks.read_text()) == {}
         relay["proc"].wait_for(lambda line: adopted in line, timeout=60)
