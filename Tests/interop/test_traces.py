@@ -1,11 +1,12 @@
 """Traces (`tracing.otlpEndpoint`), on the real binary: a real OTLP/HTTP receiver on loopback decodes what rc-relay
 exports with PyPI's `opentelemetry-proto` (the collector's own message types), and the tests check the span tree of
-a webhook that continues a sender's `traceparent` through a 503-then-200 delivery, a Pub/Sub push that continues its
-publisher's `googclient_traceparent`, the catch-up poll's own trace, and the bad days: a malformed `traceparent`, a
+a webhook that continues a sender's `traceparent` through a 503-then-200 delivery, a kept event whose replay after
+kill -9 continues its trace, a Pub/Sub push that continues its publisher's `googclient_traceparent`, the catch-up poll's own trace, and the bad days: a malformed `traceparent`, a
 collector that is down, `OTEL_*` values rc-relay cannot honour. Waits are for the spans themselves."""
 import gzip
 import json
 import os
+import signal
 import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -203,6 +204,40 @@ def test_a_webhook_with_a_traceparent_makes_the_span_tree_through_a_retried_send
         assert [span.name for span in receiver.children(poll)] == ["Remote Config listVersions"]
     finally:
         stop_relay(relay)
+
+
+def test_a_kept_event_replayed_after_kill_9_continues_its_trace(emulator, tmp_path, receiver):
+    """The spool keeps the event's traceparent: the restarted relay's `replay kept event` span is a child of the
+    request that was answered 202, in the same trace, and the pings it sends hang under it."""
+    spool = tmp_path / "spool"
+    kept = f'delivery: {{answerWithinSeconds: 0.3, spoolDirectory: "{spool}", maxAttempts: 20, maxDelaySeconds: 0.5}}'
+    requests.post(emulator["url"] + "/emulator/faults", json={"status": 503, "count": 1000}, timeout=10).raise_for_status()
+    relay = traced_relay(emulator, tmp_path, receiver.url, kept)
+    trace = os.urandom(16).hex()
+    try:
+        answer = webhook(relay, 31, {"traceparent": f"00-{trace}-{os.urandom(8).hex()}-01"})
+        assert answer.status_code == 202, answer.text
+        _, _, request_span_id, _ = answer.headers["traceresponse"].split("-")
+        assert len(list(spool.glob("*.json"))) == 1
+        # The spans of the first process are exported before it dies: the request's is what the replay continues.
+        receiver.wait(lambda: receiver.named("POST /webhooks/remote-config", trace), "the request's span")
+    finally:
+        relay["proc"].proc.send_signal(signal.SIGKILL)
+        relay["proc"].proc.wait(timeout=10)
+    requests.delete(emulator["url"] + "/emulator/messages", timeout=10).raise_for_status()  # FCM is back
+    restarted = traced_relay(emulator, tmp_path, receiver.url, kept)
+    try:
+        receiver.wait(lambda: any(values(s.attributes).get("http.response.status_code") == 200 for s in receiver.named("FCM send", trace)),
+                      "the replayed ping's accepted send, in the first request's trace")
+        [replay] = receiver.named("replay kept event", trace)
+        assert replay.parent_span_id.hex() == request_span_id
+        assert values(replay.attributes)["rc_relay.version"] == 31
+        [ping] = [s for s in receiver.children(replay) if s.name == "deliver ping"]
+        assert values(ping.attributes)["rc_relay.status"] == "accepted"
+        assert [m["message"]["data"]["CONFIG_VERSION"] for m in recorded(emulator)] == ["31"]
+        assert restarted["proc"].saw('"trace_id":"' + trace + '"')
+    finally:
+        stop_relay(restarted)
 
 
 def test_a_pubsub_push_continues_its_publishers_trace(emulator, tmp_path, receiver, keys):  # noqa: F811
