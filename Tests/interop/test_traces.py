@@ -1,8 +1,9 @@
 """Traces (`tracing.otlpEndpoint`), on the real binary: a real OTLP/HTTP receiver on loopback decodes what rc-relay
 exports with PyPI's `opentelemetry-proto` (the collector's own message types), and the tests check the span tree of
 a webhook that continues a sender's `traceparent` through a 503-then-200 delivery, a kept event whose replay after
-kill -9 continues its trace, a Pub/Sub push that continues its publisher's `googclient_traceparent`, the catch-up poll's own trace, and the bad days: a malformed `traceparent`, a
-collector that is down, `OTEL_*` values rc-relay cannot honour. Waits are for the spans themselves."""
+kill -9 continues its trace, a Pub/Sub push that continues its publisher's `googclient_traceparent`, the catch-up
+poll's own trace, and the bad days: a malformed `traceparent`, a collector that is down, `OTEL_*` values rc-relay
+cannot honour. Waits are for the spans themselves."""
 import gzip
 import json
 import os
