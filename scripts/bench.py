@@ -493,8 +493,11 @@ def bench(args, work):
             accepted_before = accepted(emulator_url)
             superseded_before = superseded(target)  # the bare relay has no /metrics: 0
             cpu_before, emulator_before = process.cpu_seconds(), emulator.cpu_seconds()
+            switches_before = sum(process.context_switches().values())
             result = wrk(script, target, connections, args.duration, threads=threads)
             cpu = process.cpu_seconds() - cpu_before
+            # The hops a webhook costs: every time one of the process's threads sleeps and wakes (or is preempted).
+            result["switches"] = (sum(process.context_switches().values()) - switches_before) / max(result["ok"], 1)
             # The FCM side's CPU per message in the same run: the ratio to the ceiling depends on it (see docs/performance.md).
             result["emulator_cpu_ms"] = (emulator.cpu_seconds() - emulator_before) / max(result["ok"], 1) * 1000
             time.sleep(0.5)
@@ -643,6 +646,7 @@ def bench(args, work):
         "p50_ms_one_connection": single["p50_ms"],
         "p99_ms_one_connection": single["p99_ms"],
         "cpu_ms_per_webhook": statistics.median(runs["cpu"]),
+        "context_switches_per_webhook": median("switches", relay_runs),
         "emulator_cpu_ms_per_message": median("emulator_cpu_ms", relay_runs),
         "floor_cpu_ms_per_healthz": statistics.median(runs["floor"]),
         "peak_rss_mb": peak_rss / 1024,
@@ -672,6 +676,8 @@ def bench(args, work):
             "fair_p50_ms": median("p50_ms", runs["fair"]),
             "fair_p99_ms": median("p99_ms", runs["fair"]),
             "fair_cpu_ms_per_webhook": statistics.median(runs["fair_cpu"]),
+            "fair_context_switches_per_webhook": median("switches", runs["fair"]),
+            "bare_context_switches_per_webhook": median("switches", runs["bare"]),
             "fair_floor_cpu_ms_per_healthz": statistics.median(runs["fair_floor"]),
             # The FCM side's CPU per message in the fair floor's runs: it sends a minimal message, rc-relay its route's
             # silent-push message, and on this machine both share the cores with the emulator.
@@ -724,6 +730,7 @@ def bench(args, work):
         ("latency p50 / p99", f"{figures['p50_ms']:.2f} ms / {figures['p99_ms']:.2f} ms"),
         ("latency p50 / p99, one connection", f"{figures['p50_ms_one_connection']:.2f} ms / {figures['p99_ms_one_connection']:.2f} ms"),
         ("CPU per webhook", f"{figures['cpu_ms_per_webhook']:.3f} ms"),
+        ("context switches per webhook, all threads", f"{figures['context_switches_per_webhook']:.2f}"),
         ("2xx whose ping stood down for a newer version FCM had accepted (no request)", f"{figures['superseded_share'] * 100:.1f} %"),
         ("emulator CPU per message, same runs", f"{figures['emulator_cpu_ms_per_message']:.3f} ms"),
         ("floor: CPU per GET /healthz, same load", f"{figures['floor_cpu_ms_per_healthz']:.3f} ms"),
@@ -745,6 +752,8 @@ def bench(args, work):
             ("fair floor: webhooks/s", f"{figures['fair_webhooks_per_s']:.0f}"),
             ("fair floor: latency p50 / p99", f"{figures['fair_p50_ms']:.2f} ms / {figures['fair_p99_ms']:.2f} ms"),
             ("fair floor: CPU per webhook", f"{figures['fair_cpu_ms_per_webhook']:.3f} ms"),
+            ("context switches per webhook: fair floor; bare relay",
+             f"{figures['fair_context_switches_per_webhook']:.2f}; {figures['bare_context_switches_per_webhook']:.2f}"),
             ("fair floor: CPU per GET /healthz", f"{figures['fair_floor_cpu_ms_per_healthz']:.3f} ms"),
             ("fair floor: emulator CPU per message (a minimal message)", f"{figures['fair_emulator_cpu_ms_per_message']:.3f} ms"),
             ("rc-relay ÷ fair floor, run by run: throughput; CPU",

@@ -132,7 +132,8 @@ public enum EventDecoder {
     }
 
     private static func version(_ body: Data) throws(DecodeError) -> TemplateVersion {
-        try json(TemplateVersion.self, from: body)
+        if let plain = body.withUnsafeBytes({ PlainTemplateVersion.read($0) }) { return plain }
+        return try json(TemplateVersion.self, from: body)
     }
 
     private static func json<T: Decodable>(

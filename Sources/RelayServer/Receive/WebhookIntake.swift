@@ -52,12 +52,12 @@ struct WebhookIntake: Sendable {
     private func accept(_ request: Request, ingest: Ingest, logger: inout Logger, stages: inout IntakeStages) async throws(Refusal)
         -> VerifiedEvent
     {
-        let headers = request.headers
+        let headers = IntakeHeaders(request.headers)
         let configuration = configuration.current
         let settings = configuration.settings
         if ingest == .pubSub, configuration.idTokens == nil {
             // Credentials are checked first, as for every path that needs them: no token is 401 whatever is configured.
-            guard headers[.authorization] != nil else { throw Refusal(kind: .invalidIDToken, detail: OIDCError.missingToken.description) }
+            guard headers.authorization != nil else { throw Refusal(kind: .invalidIDToken, detail: OIDCError.missingToken.description) }
             throw Refusal(kind: .notFound, detail: "Pub/Sub push is served only when oidc is configured")
         }
         if drain.isDraining {
@@ -72,20 +72,20 @@ struct WebhookIntake: Sendable {
         let idTokens = ingest == .pubSub || auth.needsOIDC ? configuration.idTokens : nil
         var provedByToken = false
         if let idTokens, ingest == .pubSub || auth != .any {
-            let sender = try await verifyToken(headers[.authorization], with: idTokens, logger: logger)
+            let sender = try await verifyToken(headers.authorization, with: idTokens, logger: logger)
             logger[metadataKey: "sender"] = "\(sender)"
             provedByToken = true
-        } else if let idTokens, headers[.authorization] != nil {
+        } else if let idTokens, headers.authorization != nil {
             // `any`: a valid ID token is enough; a request whose token fails may still be signed.
             do throws(Refusal) {
-                let sender = try await verifyToken(headers[.authorization], with: idTokens, logger: logger)
+                let sender = try await verifyToken(headers.authorization, with: idTokens, logger: logger)
                 logger[metadataKey: "sender"] = "\(sender)"
                 provedByToken = true
             } catch {
-                guard headers[.webhookSignature] != nil else { throw error }
+                guard headers.webhookSignature != nil else { throw error }
             }
         }
-        if let id = headers[.webhookID] {
+        if let id = headers.webhookID {
             do throws(DecodeError) {
                 try EventDecoder.checkID(id, name: "webhook-id")
             } catch {
@@ -94,14 +94,14 @@ struct WebhookIntake: Sendable {
             }
         }
         let signature = StandardWebhookVerifier.Headers(
-            id: headers[.webhookID], timestamp: headers[.webhookTimestamp], signature: headers[.webhookSignature])
+            id: headers.webhookID, timestamp: headers.webhookTimestamp, signature: headers.webhookSignature)
         let signed: StandardWebhookVerifier.CheckedHeaders?
         do throws(VerificationError) {
             signed = ingest == .webhook && auth.needsHMAC && !(auth == .any && provedByToken) ? try settings.verifier.check(signature) : nil
         } catch {
             throw Self.refusal(error)
         }
-        let bytes = try await read(request.body, declared: headers[.contentLength].flatMap(Int.init), limit: settings.maxBodyBytes)
+        let bytes = try await read(request.body, declared: headers.contentLength.flatMap(Int.init), limit: settings.maxBodyBytes)
         if let signed {
             do throws(VerificationError) {
                 try settings.verifier.verify(signed, body: bytes)
@@ -115,11 +115,11 @@ struct WebhookIntake: Sendable {
             switch ingest {
             case .webhook:
                 let attributes = EventHeaders(
-                    contentType: headers[.contentType], id: headers[.ceID], source: headers[.ceSource],
-                    specVersion: headers[.ceSpecVersion], type: headers[.ceType])
+                    contentType: headers.contentType, id: headers.ceID, source: headers.ceSource,
+                    specVersion: headers.ceSpecVersion, type: headers.ceType)
                 event = try EventDecoder.decode(body: bytes, headers: attributes)
             case .pubSub:
-                event = try PubSubDecoder.decode(body: bytes, contentType: headers[.contentType])
+                event = try PubSubDecoder.decode(body: bytes, contentType: headers.contentType)
             }
             stages.decoded = DefaultTracerClock.now
             return VerifiedEvent(event: event, webhookID: signature.id, logger: logger)
