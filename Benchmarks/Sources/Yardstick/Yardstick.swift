@@ -18,6 +18,10 @@ public struct Yardstick: Sendable {
     public let authorization: String
     public let key: SymmetricKey
     public let caFile: String?
+    /// The request body around the version: FCM's `message` object from `YARDSTICK_MESSAGE`, with `@VERSION@` where
+    /// the version goes (`scripts/bench --same-message` passes the message rc-relay sends), or a minimal one.
+    let bodyHead: String
+    let bodyTail: String
 
     public init(name: String, arguments: [String] = CommandLine.arguments) {
         guard arguments.count == 5 || arguments.count == 6, let port = Int(arguments[1]), arguments[4].hasPrefix("whsec_"),
@@ -31,6 +35,15 @@ public struct Yardstick: Sendable {
         authorization = "Bearer " + arguments[3]
         key = SymmetricKey(data: keyBytes)
         caFile = arguments.count == 6 ? arguments[5] : nil
+        let message =
+            ProcessInfo.processInfo.environment["YARDSTICK_MESSAGE"]
+            ?? #"{"topic":"PUSH_RC","data":{"CONFIG_STATE":"STALE","CONFIG_VERSION":"@VERSION@"}}"#
+        guard let marker = message.range(of: "@VERSION@") else {
+            FileHandle.standardError.write(Data("\(name): YARDSTICK_MESSAGE has no @VERSION@\n".utf8))
+            exit(2)
+        }
+        bodyHead = #"{"message":"# + message[..<marker.lowerBound]
+        bodyTail = message[marker.upperBound...] + "}"
     }
 
     /// The client: 64 connections, and the CA file trusted when given. `timeout` is the client's own (the fair floor
@@ -62,14 +75,13 @@ public struct Yardstick: Sendable {
         return try JSONDecoder().decode(Version.self, from: Data(body.readableBytesView)).versionNumber
     }
 
-    /// The one `messages:send` request for the version.
+    /// The one `messages:send` request for the version (the minimal message, or `YARDSTICK_MESSAGE`'s).
     public func send(_ version: String) -> HTTPClientRequest {
         var outbound = HTTPClientRequest(url: sendURL)
         outbound.method = .POST
         outbound.headers.add(name: "Authorization", value: authorization)
         outbound.headers.add(name: "Content-Type", value: "application/json")
-        outbound.body = .bytes(
-            ByteBuffer(string: #"{"message":{"topic":"PUSH_RC","data":{"CONFIG_STATE":"STALE","CONFIG_VERSION":"\#(version)"}}}"#))
+        outbound.body = .bytes(ByteBuffer(string: bodyHead + version + bodyTail))
         return outbound
     }
 
