@@ -40,7 +40,9 @@ func fcmAnswersReadAsJSONDecoderReadsThem(seed: UInt64) throws {
 
 /// The usual answers take the fast path (the fallback would hide a fast path that never matches): FCM's, and the
 /// emulator's, which escapes its slashes.
-@Test(arguments: ["{\n  \"name\": \"projects/demo-project/messages/4800481218993\"\n}\n", #"{"name":"projects\/demo-project\/messages\/4800481218993"}"#])
+@Test(arguments: [
+    "{\n  \"name\": \"projects/demo-project/messages/4800481218993\"\n}\n", #"{"name":"projects\/demo-project\/messages\/4800481218993"}"#,
+])
 func fcmsUsualAnswerIsReadInPlace(answer: String) {
     let name = Array(answer.utf8).withUnsafeBytes { FCMSender.simpleMessageName(in: $0) }
     #expect(name == "projects/demo-project/messages/4800481218993")
