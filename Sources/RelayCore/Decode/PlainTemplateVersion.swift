@@ -1,17 +1,18 @@
 /// A template version read in place when its JSON is plain: an object of known fields only, each once, whose strings
 /// have no escape and whose numbers are non-negative integers. That is what Eventarc, Remote Config and scripts send;
 /// `JSONDecoder` with protobuf's two names per field cost 7 µs of a webhook's CPU for it (issue #35's profile).
-/// Anything else (an unknown or repeated field, `null`, an escape, an enum by number, a negative or fractional
-/// number, white space that is not JSON's) is left to `JSONDecoder`, which reads it or says what is wrong: this
+/// Anything else (an unknown or repeated field, `null`, an escape, an enum as a JSON number, a negative or
+/// fractional JSON number, white space that is not JSON's) is left to `JSONDecoder`, which reads it or says what is wrong: this
 /// reader only ever answers with what `JSONDecoder` would (a test holds it to that).
 enum PlainTemplateVersion {
     static func read(_ bytes: UnsafeRawBufferPointer) -> TemplateVersion? {
         var cursor = Cursor(bytes: bytes)
         var version = TemplateVersion(versionNumber: 0)
-        var seen = Set<Field>()
+        var seen: UInt8 = 0  // a bit per field
         guard
             cursor.object({ key, cursor in
-                guard let field = Field(key: key), seen.insert(field).inserted else { return false }
+                guard let field = Field(key: key), seen & field.bit == 0 else { return false }
+                seen |= field.bit
                 switch field {
                 case .versionNumber:
                     guard let number = cursor.int64() else { return false }
@@ -26,23 +27,25 @@ enum PlainTemplateVersion {
                     guard let text = cursor.string() else { return false }
                     version.description = text
                 case .updateOrigin:
-                    guard let name = enumName(&cursor) else { return false }
-                    version.updateOrigin = name
+                    guard let name = cursor.string() else { return false }
+                    version.updateOrigin = ProtoJSON.enumName(name, names: TemplateVersion.updateOrigins)
                 case .updateType:
-                    guard let name = enumName(&cursor) else { return false }
-                    version.updateType = name
+                    guard let name = cursor.string() else { return false }
+                    version.updateType = ProtoJSON.enumName(name, names: TemplateVersion.updateTypes)
                 case .rollbackSource:
                     guard let number = cursor.int64() else { return false }
                     version.rollbackSource = number == 0 ? nil : number  // proto3's default: no rollback
                 }
                 return true
-            }), cursor.atEnd, seen.contains(.versionNumber)
+            }), cursor.atEnd, seen & Field.versionNumber.bit != 0
         else { return nil }
         return version
     }
 
-    private enum Field: Hashable {
+    private enum Field: UInt8 {
         case versionNumber, updateTime, updateUser, description, updateOrigin, updateType, rollbackSource
+
+        var bit: UInt8 { 1 << rawValue }
 
         init?(key: String) {
             switch key {
@@ -56,12 +59,6 @@ enum PlainTemplateVersion {
             default: return nil
             }
         }
-    }
-
-    /// An enum by name; a name of digits is a number, which `JSONDecoder`'s path maps.
-    private static func enumName(_ cursor: inout Cursor) -> String? {
-        guard let name = cursor.string(), name.isEmpty || !name.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
-        return name
     }
 
     private static func user(_ cursor: inout Cursor) -> TemplateVersion.User? {
@@ -130,15 +127,12 @@ enum PlainTemplateVersion {
             return String(validating: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
         }
 
-        /// An int64 as protobuf's JSON sends it: a decimal string of 1 to 19 digits, or a JSON integer (no sign, no
-        /// leading zero, no fraction or exponent), within int64.
+        /// An int64 as protobuf's JSON sends it: a decimal string (read as `JSONDecoder`'s path reads it), or a JSON
+        /// integer (no sign, no leading zero, no fraction or exponent) within int64.
         mutating func int64() -> Int64? {
             skipSpace()
             guard index < bytes.count else { return nil }
-            if bytes[index] == UInt8(ascii: "\"") {
-                guard let text = string(), (1...19).contains(text.utf8.count), text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
-                return Int64(text)
-            }
+            if bytes[index] == UInt8(ascii: "\"") { return string().flatMap(ProtoJSON.int64(decimal:)) }
             let start = index
             while index < bytes.count, (48...57).contains(bytes[index]) { index += 1 }
             let digits = bytes[start..<index]

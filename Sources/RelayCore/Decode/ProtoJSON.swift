@@ -41,17 +41,28 @@ enum ProtoJSON {
         /// itself when it is past the names known).
         func enumeration(_ field: Field, names: [String]) throws -> String? {
             guard let key = found[field], try !container.decodeNil(forKey: key) else { return nil }
-            if let name = try? container.decode(String.self, forKey: key) {
-                // A number written as a string ("3") is read as the number, as protobuf's parsers read it.
-                guard let number = Int32(name), name.utf8.allSatisfy({ (48...57).contains($0) }) else { return name }
-                return names.indices.contains(Int(number)) ? names[Int(number)] : name
-            }
+            if let name = try? container.decode(String.self, forKey: key) { return enumName(name, names: names) }
             guard let number = try? container.decode(Int32.self, forKey: key) else {
                 throw DecodingError.dataCorruptedError(
                     forKey: key, in: container, debugDescription: "'\(key.stringValue)' must be an enum name or number")
             }
             return names.indices.contains(Int(number)) ? names[Int(number)] : String(number)
         }
+    }
+
+    /// An enum sent as a string: its name, kept as sent, or a number written as a string ("3"), read as the number as
+    /// protobuf's parsers read it (`names[n]`, or the text itself when it is past the names known).
+    static func enumName(_ name: String, names: [String]) -> String {
+        guard let number = Int32(name), name.utf8.allSatisfy({ (48...57).contains($0) }) else { return name }
+        return names.indices.contains(Int(number)) ? names[Int(number)] : name
+    }
+
+    /// An int64 sent as a decimal string, as openapi.yaml says: an optional minus, then 1 to 19 digits (no plus, no
+    /// spaces), within int64 as a JSON number is; nil for any other text.
+    static func int64(decimal text: String) -> Int64? {
+        let digits = text.utf8.first == UInt8(ascii: "-") ? text.utf8.dropFirst() : text.utf8[...]
+        guard (1...19).contains(digits.count), digits.allSatisfy({ (48...57).contains($0) }) else { return nil }
+        return Int64(text)
     }
 
     /// An RFC 3339 timestamp (`2026-11-26T10:00:00.5+02:00`) in UTC (`2026-11-26T08:00:00.5Z`), its fraction kept;

@@ -114,10 +114,7 @@ extension KeyedDecodingContainer {
     /// `DecodingError`.
     func decodeInt64(forKey key: Key) throws -> Int64 {
         if let text = try? decode(String.self, forKey: key) {
-            // As openapi.yaml says: an optional minus, then 1 to 19 digits (no plus, no spaces), within int64 as a JSON
-            // number is.
-            let digits = text.utf8.first == UInt8(ascii: "-") ? text.utf8.dropFirst() : text.utf8[...]
-            if (1...19).contains(digits.count), digits.allSatisfy({ (48...57).contains($0) }), let number = Int64(text) { return number }
+            if let number = ProtoJSON.int64(decimal: text) { return number }
         } else if let number = try? decode(Int64.self, forKey: key) {
             return number
         }
