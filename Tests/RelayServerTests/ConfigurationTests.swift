@@ -240,6 +240,13 @@ private func refusal(_ yaml: String, environment: [String: String] = [:], argume
     // A wrong value names where it came from.
     let wrong = try #require(refusal(base(key), arguments: ["--port", "eighty"]))
     #expect(wrong.problem.contains("(set by --port)"))
+    // So does a value of the right type that a range check refuses, from a flag or a variable.
+    let outOfRange = try #require(refusal(base(key), arguments: ["--port", "70000"]))
+    #expect(outOfRange.key == "server.port" && outOfRange.problem == "70000 is not a TCP port (set by --port)")
+    let fromVariable = try #require(refusal(base(key), environment: ["RC_RELAY_PORT": "70000"]))
+    #expect(fromVariable.problem == "70000 is not a TCP port (set by RC_RELAY_PORT)")
+    let fromFile = try #require(refusal(base(key) + "\nserver: {port: 70000}"))
+    #expect(fromFile.problem == "70000 is not a TCP port", "the file's own values name no source")
 }
 
 /// The documented variable names are what swift-configuration's environment provider reads for each key.
@@ -285,4 +292,38 @@ private func refusal(_ yaml: String, environment: [String: String] = [:], argume
     // `any` needs both ways configured: secrets and ID-token checks.
     let anyWithoutOIDC = refusal(base(key).replacingOccurrences(of: "webhook: {", with: "webhook: {auth: any, "))
     #expect(anyWithoutOIDC?.all.map(\.key).contains { $0.hasPrefix("oidc") } == true)
+}
+
+/// A reload names each changed setting that is bound at start, and only those: each row changes one setting in the
+/// file and expects exactly its key back.
+@Test func aReloadNamesEachChangedSettingThatOnlyARestartApplies() async throws {
+    let key = try await keyFile()
+    defer { try? FileManager.default.removeItem(atPath: key) }
+    let loader = ConfigurationLoader(environment: [:], arguments: [])
+    let old = try loader.load(yaml: base(key))
+    let rows: [(yaml: String, key: String?)] = [
+        ("server: {port: 9999}", "server.port"),
+        ("server: {idleTimeoutSeconds: 31}", "server.idleTimeoutSeconds"),
+        ("server: {requestReadTimeoutSeconds: 11}", "server.requestReadTimeoutSeconds"),
+        ("server: {readinessCacheSeconds: 6}", "server.readinessCacheSeconds"),
+        ("delivery: {maxQueuedPings: 500}", "delivery.maxQueuedPings"),
+        ("delivery: {maxDelaySeconds: 60}", "delivery.maxDelaySeconds"),
+        ("delivery: {deadlineSeconds: 600}", "delivery.deadlineSeconds"),
+        ("delivery: {historySize: 50}", "delivery.historySize"),
+        ("fcm: {credentialsFile: \"\(key)\", timeoutSeconds: 20}", "fcm.timeoutSeconds"),
+        // Applied at once: nothing to name.
+        ("server: {maxBodyBytes: 2048}", nil),
+        ("delivery: {maxAttempts: 3}", nil),
+        ("routes:\n  - {name: other, topic: OTHER}", nil),
+    ]
+    for row in rows {
+        var yaml = base(key)
+        if row.yaml.hasPrefix("fcm:") {
+            yaml = yaml.replacingOccurrences(of: "fcm: {credentialsFile: \"\(key)\"}", with: row.yaml)
+        } else {
+            yaml += "\n" + row.yaml
+        }
+        let new = try loader.load(yaml: yaml)
+        #expect(RelaySettings.restartRequired(old, new) == (row.key.map { [$0] } ?? []), "\(row.yaml)")
+    }
 }

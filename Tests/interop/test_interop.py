@@ -251,3 +251,38 @@ def test_a_webhooks_log_is_its_access_line_and_its_decision(relay):
     assert {k: access[k] for k in ("method", "path", "status")} == {"method": "POST", "path": "/webhooks/remote-config", "status": "200"}
     assert access["client"] == access["peer"] == "127.0.0.1" and float(access["duration_ms"]) > 0
     assert [line["msg"] for line in lines if line["level"] == "debug"] == ["webhook accepted"]
+
+
+OTHER_SECRET = "whsec_" + base64.b64encode(b"not the relay's secret, 32 bytes").decode()
+
+
+def test_every_refusal_is_logged_with_its_status_problem_and_reason(relay):
+    """docs/operations.md, Logs: refusals are logged with `status`, `problem` and `reason`, whichever check refused:
+    a signature, a project this relay does not send for, an event id reused for another version."""
+    unsigned = json.dumps({"versionNumber": "6"}).encode()
+    other_project = CloudEvent({"type": UPDATED, "source": "//firebaseremoteconfig.googleapis.com/projects/not-mine", "id": "ce-other",
+                                "datacontenttype": "application/json"}, VERSION)
+    message = to_binary_event(other_project)
+    first = json.dumps({"versionNumber": "7"}).encode()
+    reused = json.dumps({"versionNumber": "8"}).encode()
+    cases = [
+        ("refusal-1", unsigned, {"content-type": "application/json", **signed_headers(unsigned, "msg_r1", secret=OTHER_SECRET)}, 401,
+         "invalid-signature"),
+        ("refusal-2", message.body, {**message.headers, **signed_headers(message.body)}, 422, "unknown-project"),
+        ("refusal-3", first, {"content-type": "application/json", **signed_headers(first, "msg_reused")}, 200, None),
+        ("refusal-4", reused, {"content-type": "application/json", **signed_headers(reused, "msg_reused")}, 409, "event-id-conflict"),
+    ]
+    proc = relay["proc"]
+    for request_id, body, headers, status, problem in cases:
+        answer = requests.post(relay["webhook"], data=body, headers={**headers, "X-Request-Id": request_id}, timeout=30)
+        assert answer.status_code == status, answer.text
+        if problem is None:
+            continue
+        proc.wait_for(lambda l: '"msg":"request"' in l and request_id in l)
+        lines = [json.loads(l) for l in proc.lines if f'"{request_id}"' in l and '"msg":"request"' not in l]
+        refusals = [line for line in lines if line["level"] != "debug"]
+        assert len(refusals) == 1, refusals
+        line = refusals[0]
+        assert line["level"] == "notice" and line["msg"].startswith("webhook refused"), line
+        assert (line["status"], line["problem"]) == (str(status), problem), line
+        assert line["reason"] == answer.json()["detail"], line

@@ -50,6 +50,23 @@ final class ConfigurationProblems {
 
     func note(_ error: ConfigurationError) { found += error.all }
 
+    /// Adds to each problem whose value came from a variable or a flag where it came from (`(set by RC_RELAY_PORT)`),
+    /// whichever check found it: a setting's key, or the list or section above it (`webhook.secrets[0]`).
+    func name(_ sources: [String: ConfigurationSources.Source]) {
+        found = found.map { error in
+            var key = Substring(error.key)
+            while true {
+                if let label = sources[String(key)]?.label {
+                    var named = error
+                    named.problem += " (set by \(label))"
+                    return named
+                }
+                guard let cut = key.lastIndex(where: { $0 == "." || $0 == "[" }) else { return error }
+                key = key[..<cut]
+            }
+        }
+    }
+
     /// Throws every problem found as one error.
     func throwIfAny() throws(ConfigurationError) {
         guard var first = found.first else { return }

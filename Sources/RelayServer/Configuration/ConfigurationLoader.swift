@@ -35,14 +35,15 @@ public struct ConfigurationLoader: Sendable {
         for error in sources.unknownFlags() { problems.note(error) }
         let (root, from) = sources.effective(file, problems)
         checkKeys(root, schemaPath: "", keyPath: "", problems)
-        let settings = resolve(decode(root, from, problems), problems)
+        let settings = resolve(decode(root, problems), problems)
+        problems.name(from)
         try problems.throwIfAny()
         return settings
     }
 
     /// The file's sections, each decoded on its own so that one with a wrong type does not hide the others'
     /// problems; a section that cannot be decoded is noted and left out.
-    private func decode(_ root: Node, _ sources: [String: ConfigurationSources.Source], _ problems: ConfigurationProblems) -> ConfigurationFile {
+    private func decode(_ root: Node, _ problems: ConfigurationProblems) -> ConfigurationFile {
         let decoder = YAMLDecoder()
         var kept = Node.Mapping([])
         for (key, value) in root.mapping ?? Node.Mapping([]) {
@@ -50,7 +51,7 @@ public struct ConfigurationLoader: Sendable {
                 _ = try decoder.decode(ConfigurationFile.self, from: Node([(key, value)]))
                 kept[key] = value
             } catch let error as DecodingError {
-                problems.note(describe(error, sources))
+                problems.note(describe(error))
             } catch {
                 problems.note(ConfigurationError(key: key.string ?? "(file)", problem: "it cannot be read", fix: "check it is valid YAML"))
             }
@@ -106,24 +107,21 @@ public struct ConfigurationLoader: Sendable {
         }
     }
 
-    private func describe(_ error: DecodingError, _ sources: [String: ConfigurationSources.Source]) -> ConfigurationError {
+    private func describe(_ error: DecodingError) -> ConfigurationError {
         func path(_ context: DecodingError.Context) -> String {
             context.codingPath.reduce("") { path, key in
                 if let index = key.intValue { return "\(path)[\(index)]" }
                 return path.isEmpty ? key.stringValue : "\(path).\(key.stringValue)"
             }
         }
-        func source(_ key: String) -> String {
-            sources[key]?.label.map { " (set by \($0))" } ?? ""
-        }
         switch error {
         case .typeMismatch(let type, let context), .valueNotFound(let type, let context):
             let key = path(context)
             return ConfigurationError(
-                key: key, problem: "the value is not \(Self.kind(type))\(source(key))", fix: "give \(Self.kind(type)) here")
+                key: key, problem: "the value is not \(Self.kind(type))", fix: "give \(Self.kind(type)) here")
         case .dataCorrupted(let context):
             let key = path(context)
-            return ConfigurationError(key: key, problem: "the value cannot be read\(source(key))", fix: "check its type and quoting")
+            return ConfigurationError(key: key, problem: "the value cannot be read", fix: "check its type and quoting")
         case .keyNotFound(let codingKey, let context):
             let key = [path(context), codingKey.stringValue].filter { !$0.isEmpty }.joined(separator: ".")
             return ConfigurationError(key: key, problem: "it is required", fix: "add \(codingKey.stringValue)")

@@ -6,6 +6,9 @@ extension RelaySettings {
         check("server.host", old.host != new.host)
         check("server.port", old.port != new.port)
         check("server.shutdownDelaySeconds", old.shutdownDelay != new.shutdownDelay)
+        check("server.idleTimeoutSeconds", old.idleTimeout != new.idleTimeout)
+        check("server.requestReadTimeoutSeconds", old.requestReadTimeout != new.requestReadTimeout)
+        check("server.readinessCacheSeconds", old.readinessCache != new.readinessCache)
         check("admin.host", old.adminHost != new.adminHost)
         check("admin.port", old.adminPort != new.adminPort)
         check("delivery.concurrency", old.outboundConcurrency != new.outboundConcurrency)
@@ -16,6 +19,11 @@ extension RelaySettings {
         check("delivery.dedupWindowSeconds", old.dedupWindow != new.dedupWindow)
         check("delivery.dedupMaxEvents", old.dedupMaxEvents != new.dedupMaxEvents)
         check("delivery.historySize", old.historySize != new.historySize)
+        check("delivery.maxQueuedPings", old.maxQueuedPings != new.maxQueuedPings)
+        // A new retry schedule applies to the next ping at once; these two also set the engine's interval for parked
+        // events and its supersede window, which are fixed at start.
+        check("delivery.maxDelaySeconds", old.retryPolicy.maximumDelay != new.retryPolicy.maximumDelay)
+        check("delivery.deadlineSeconds", old.retryPolicy.deadline != new.retryPolicy.deadline)
         check("fcm.timeoutSeconds", old.fcmTimeout != new.fcmTimeout)
         check("fcm.caFile", old.outboundCAFile != new.outboundCAFile)
         check("poll.intervalSeconds", old.poll?.interval != new.poll?.interval)

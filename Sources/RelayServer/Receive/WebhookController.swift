@@ -42,10 +42,10 @@ struct WebhookController: Sendable {
         let projects = configuration.projects
         let project = event.project ?? projects.defaultID
         guard let pipeline = projects[project] else {
-            logger.notice("webhook refused: unknown project", metadata: ["project": "\(project)"])
             throw Refusal(
                 kind: .unknownProject,
-                detail: "project '\(project)' is not configured; this relay sends for " + projects.ids.map { "'\($0)'" }.joined(separator: ", "))
+                detail: "project '\(project)' is not configured; this relay sends for " + projects.ids.map { "'\($0)'" }.joined(separator: ", ")
+            ).logged("webhook refused: unknown project", to: logger, ["project": "\(project)"])
         }
         let eventID = event.id ?? webhookID
         logger[metadataKey: "event_id"] = "\(eventID ?? "-")"
@@ -110,11 +110,11 @@ struct WebhookController: Sendable {
         case .conflict(let key):
             throw conflict(key, logger: logger)
         case .saturated:
-            logger.warning("webhook refused: too many deliveries under way")
             throw Refusal(kind: .notReady, detail: "too many deliveries are under way; retry shortly", retryAfter: 5)
+                .logged("webhook refused: too many deliveries under way", level: .warning, to: logger)
         case .stopping:
-            logger.warning("webhook refused: the relay is stopping")
             throw Refusal(kind: .notReady, detail: "the relay is stopping; retry shortly", retryAfter: 5)
+                .logged("webhook refused: the relay is stopping", level: .warning, to: logger)
         case .pending(let delivery, let retryAfter):
             let seconds = retryAfter.map { Int(($0 / .seconds(1)).rounded(.up)) } ?? Int(configuration.settings.answerWithin.components.seconds)
             let inProgress = Refusal(
@@ -150,12 +150,11 @@ struct WebhookController: Sendable {
     }
 
     private func conflict(_ key: String, logger: Logger) -> Refusal {
-        logger.notice("webhook refused: its id belongs to another event", metadata: ["key": "\(key)"])
-        return Refusal(
+        Refusal(
             kind: .eventConflict,
             detail:
                 "an event with this id was received for another project or version; a new event needs a new id (webhook-id, ce-id or the Pub/Sub message id)"
-        )
+        ).logged("webhook refused: its id belongs to another event", to: logger, ["key": "\(key)"])
     }
 
     private func settled(
@@ -170,7 +169,8 @@ struct WebhookController: Sendable {
             throw Refusal(
                 kind: .deliveryFailed,
                 detail: "the ping for route(s) \(dead.joined(separator: ", ")) ran out of retries; a retry of this event delivers it",
-                deliveries: reports)
+                deliveries: reports
+            ).logged("webhook not delivered: a ping ran out of retries", to: logger)
         }
         if marks { relayed.note(summary.project, summary.versionNumber, logger: logger) }
         let failed = reports.contains { $0.status == .failed }

@@ -37,15 +37,11 @@ struct WebhookIntake: Sendable {
         } catch {
             metrics.webhook(source: ingest == .pubSub ? "pubsub" : "unknown", outcome: error.kind.rawValue)
             if error.kind == .notFound, ingest == .webhook {
-                logger.notice("webhook refused: webhooks are off (webhook.auth is none, poll-only mode)")
+                throw error.logged("webhook refused: webhooks are off (webhook.auth is none, poll-only mode)", to: logger)
             } else if error.kind == .notFound {
-                logger.notice("Pub/Sub push refused: oidc is not configured, so the endpoint does not exist")
-            } else {
-                logger.notice(
-                    "webhook refused",
-                    metadata: ["status": "\(error.kind.status.code)", "problem": "\(error.kind.rawValue)", "reason": "\(error.detail)"])
+                throw error.logged("Pub/Sub push refused: oidc is not configured, so the endpoint does not exist", to: logger)
             }
-            throw error
+            throw error.logged("webhook refused", to: logger)
         }
     }
 
@@ -89,7 +85,6 @@ struct WebhookIntake: Sendable {
             do throws(DecodeError) {
                 try EventDecoder.checkID(id, name: "webhook-id")
             } catch {
-                logger.notice("webhook refused: its webhook-id is not a usable id", metadata: ["reason": "\(error)"])
                 throw Refusal(kind: .malformedEvent, detail: "\(error)")
             }
         }

@@ -2,6 +2,7 @@ import DeliveryEngine
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import OpenAPIRuntime
 import RelayCore
 
@@ -23,6 +24,15 @@ struct Refusal: Error {
             .invalidEnvelope, .idTooLong, .idHasControlCharacter:
             .malformedEvent
         }
+    }
+
+    /// Logs the refusal with its `status`, `problem` and `reason` (and `extra`), at `notice` unless `level` says
+    /// otherwise, and returns it to throw: every refusal's line carries the three fields operations.md names.
+    func logged(_ message: Logger.Message, level: Logger.Level = .notice, to logger: Logger, _ extra: Logger.Metadata = [:]) -> Refusal {
+        var metadata: Logger.Metadata = ["status": "\(kind.status.code)", "problem": "\(kind.rawValue)", "reason": "\(detail)"]
+        metadata.merge(extra) { _, new in new }
+        logger.log(level: level, message, metadata: metadata)
+        return self
     }
 
     func problem(requestID: String) -> Problem {
