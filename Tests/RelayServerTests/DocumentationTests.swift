@@ -149,3 +149,11 @@ private func text(_ path: String) throws -> String {
     #expect(names.count > 20)
     for name in names.sorted() { #expect(operations.contains("| `\(name)` |"), "\(name)") }
 }
+
+/// operations.md's row for `POST /admin/reload` names exactly the settings a reload reports under `restartRequired`.
+@Test func operationsNamesEverySettingOnlyARestartApplies() throws {
+    let operations = try text("docs/operations.md")
+    let row = try #require(operations.split(separator: "\n").first { $0.hasPrefix("| `POST /admin/reload` |") })
+    let named = Set(row.matches(of: /`([a-z]+\.[A-Za-z]+)`/).map { String($0.1) })
+    #expect(named == Set(RelaySettings.restartOnly.map(\.key)))
+}
