@@ -133,6 +133,20 @@ func refusesOtherContentTypes(contentType: String?) {
     #expect(plain.traceParent == nil && plain.traceState == nil)
 }
 
+/// google-cloud.md: a publisher may set only `ce-type` and `ce-source`; the version and the id come with the message.
+@Test func aPubSubMessageMayNameOnlyTheEventsTypeAndSource() throws {
+    let version = Data(#"{"versionNumber":7}"#.utf8).base64EncodedString()
+    let other = "//firebaseremoteconfig.googleapis.com/projects/other-project"
+    let body = #"{"message":{"messageId":"m-1","data":"\#(version)","attributes":{"ce-type":"\#(updatedType)","ce-source":"\#(other)"}}}"#
+    let event = try PubSubDecoder.decode(body: Data(body.utf8), contentType: "application/json")
+    #expect(event.id == "m-1" && event.project == "other-project" && event.version.versionNumber == 7)
+    // What is given is still checked: another version of CloudEvents, or another type, is refused.
+    let old = #"{"message":{"messageId":"m-2","data":"\#(version)","attributes":{"ce-specversion":"0.3","ce-type":"\#(updatedType)","ce-source":"\#(other)"}}}"#
+    #expect(throws: DecodeError.unsupportedSpecVersion("0.3")) { try PubSubDecoder.decode(body: Data(old.utf8), contentType: "application/json") }
+    let typeOnly = #"{"message":{"messageId":"m-3","data":"\#(version)","attributes":{"ce-type":"other.type"}}}"#
+    #expect(throws: DecodeError.unknownEventType("other.type")) { try PubSubDecoder.decode(body: Data(typeOnly.utf8), contentType: "application/json") }
+}
+
 @Test func refusesBadPubSubEnvelopes() {
     let version = Data(#"{"versionNumber":1}"#.utf8).base64EncodedString()
     let cases: [(String, DecodeError)] = [

@@ -42,6 +42,49 @@ def test_standardwebhooks_tampered_body_is_refused(relay):
     assert recorded(relay["emulator"]) == []
 
 
+def test_a_webhook_ids_form_is_checked_only_once_the_signature_holds(relay):
+    """An unsigned or forged caller gets the same 401 whatever its `webhook-id`: it learns nothing of the id's rules."""
+    body = json.dumps({"versionNumber": 80}).encode()
+    for bad in ("x" * 257, "tab\there"):
+        unsigned = requests.post(relay["webhook"], data=body, headers={"content-type": "application/json", "webhook-id": bad}, timeout=30)
+        assert unsigned.status_code == 401, unsigned.text
+        assert unsigned.json()["type"] == "urn:rc-relay:problem:invalid-signature"
+        forged = requests.post(relay["webhook"], data=body, headers={"content-type": "application/json", **signed_headers(body), "webhook-id": bad}, timeout=30)
+        assert forged.status_code == 401, forged.text
+        signed = requests.post(relay["webhook"], data=body, headers={"content-type": "application/json", **signed_headers(body, msg_id=bad)}, timeout=30)
+        assert signed.status_code == 400, signed.text
+        assert signed.json()["type"] == "urn:rc-relay:problem:malformed-event"
+        assert signed.json()["detail"].startswith("webhook-id "), signed.text
+    assert recorded(relay["emulator"]) == []
+
+
+def test_signatures_in_several_header_lines_are_one_list(relay):
+    """`webhook-signature` sent as two lines (as a proxy or client may split it): a valid entry in either is enough."""
+    import http.client
+    from urllib.parse import urlparse
+
+    url = urlparse(relay["webhook"])
+    wrong = "v1," + base64.b64encode(bytes(32)).decode()
+    for version, valid_first in ((82, True), (83, False)):
+        body = json.dumps({"versionNumber": version}).encode()
+        headers = signed_headers(body)
+        lines = [headers["webhook-signature"], wrong] if valid_first else [wrong, headers["webhook-signature"]]
+        connection = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+        try:
+            connection.putrequest("POST", url.path)
+            for name, value in [("content-type", "application/json"), ("content-length", str(len(body))),
+                                ("webhook-id", headers["webhook-id"]), ("webhook-timestamp", headers["webhook-timestamp"])]:
+                connection.putheader(name, value)
+            for line in lines:
+                connection.putheader("webhook-signature", line)
+            connection.endheaders(body)
+            answer = connection.getresponse()
+            assert answer.status == 200, (valid_first, answer.read())
+        finally:
+            connection.close()
+    assert [m["message"]["data"]["CONFIG_VERSION"] for m in recorded(relay["emulator"])] == ["82", "83"]
+
+
 def test_cloudevents_binary_mode(relay):
     event = CloudEvent({"type": UPDATED, "source": SOURCE, "id": "ce-binary-1", "datacontenttype": "application/json"}, VERSION)
     message = to_binary_event(event)

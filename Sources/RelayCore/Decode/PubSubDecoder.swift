@@ -1,7 +1,8 @@
 import Foundation
 
 /// Pub/Sub push: `{"message": {"data": base64(template version), "attributes", "messageId", "publishTime"}, "subscription"}`.
-/// CloudEvent attributes (`ce-type`, `ce-source`, …), when the publisher set them, are checked like binary-mode headers.
+/// CloudEvent attributes (`ce-type`, `ce-source`, …), when the publisher set them, are checked like binary-mode headers;
+/// `ce-specversion` defaults to 1.0 and `ce-id` to the message's id.
 public enum PubSubDecoder {
     private struct Envelope: Decodable {
         struct Message: Decodable {
@@ -30,9 +31,12 @@ public enum PubSubDecoder {
             throw .invalidEnvelope("message.data is missing or not base64")
         }
         let attributes = envelope.message.attributes ?? [:]
+        // A publisher may name only the event's type and source: the message is the event (its id the message's), and
+        // CloudEvents 1.0 is the only version there is.
+        let described = ["ce-id", "ce-source", "ce-specversion", "ce-type"].contains { attributes[$0] != nil }
         let headers = EventHeaders(
-            contentType: "application/json", id: attributes["ce-id"], source: attributes["ce-source"],
-            specVersion: attributes["ce-specversion"], type: attributes["ce-type"])
+            contentType: "application/json", id: attributes["ce-id"] ?? (described ? id : nil), source: attributes["ce-source"],
+            specVersion: attributes["ce-specversion"] ?? (described ? "1.0" : nil), type: attributes["ce-type"])
         // Decoded as the CloudEvent its attributes describe, or as a bare version when there are none.
         let inner = try EventDecoder.decode(body: data, headers: headers)
         var event = RemoteConfigEvent(id: id, project: inner.project, format: .pubSub, version: inner.version)

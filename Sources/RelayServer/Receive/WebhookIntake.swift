@@ -81,13 +81,6 @@ struct WebhookIntake: Sendable {
                 guard headers.webhookSignature != nil else { throw error }
             }
         }
-        if let id = headers.webhookID {
-            do throws(DecodeError) {
-                try EventDecoder.checkID(id, name: "webhook-id")
-            } catch {
-                throw Refusal(kind: .malformedEvent, detail: "\(error)")
-            }
-        }
         let signature = StandardWebhookVerifier.Headers(
             id: headers.webhookID, timestamp: headers.webhookTimestamp, signature: headers.webhookSignature)
         let signed: StandardWebhookVerifier.CheckedHeaders?
@@ -102,6 +95,14 @@ struct WebhookIntake: Sendable {
                 try settings.verifier.verify(signed, body: bytes)
             } catch {
                 throw Self.refusal(error)
+            }
+        }
+        // The id's form is checked once the sender is known, so an unsigned caller learns nothing of what is accepted.
+        if let id = headers.webhookID {
+            do throws(DecodeError) {
+                try EventDecoder.checkID(id, name: "webhook-id")
+            } catch {
+                throw Refusal(kind: .malformedEvent, detail: "\(error)")
             }
         }
         stages.verified = DefaultTracerClock.now
