@@ -286,6 +286,13 @@ import Testing
             #expect(try partly.decode(Components.Schemas.Reloaded.self).restartRequired == ["delivery.historySize"])
             #expect(try await relay.post(#"{"versionNumber": "3"}"#).status == 200)
             #expect(await relay.recordedMessages().last?["topic"] as? String == "LATER")
+            // The same file again: the running process still has the old size, so the restart is still required.
+            let again = try await relay.admin(.POST, "/admin/reload")
+            #expect(try again.decode(Components.Schemas.Reloaded.self).restartRequired == ["delivery.historySize"])
+            // Back to what it started with: nothing waits for a restart.
+            try original.write(toFile: path, atomically: true, encoding: .utf8)
+            let back = try await relay.admin(.POST, "/admin/reload")
+            #expect(try back.decode(Components.Schemas.Reloaded.self).restartRequired == [])
         }
     }
 

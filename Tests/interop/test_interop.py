@@ -15,7 +15,7 @@ from google.auth.transport.requests import AuthorizedSession
 from google.auth.transport.requests import Request as GoogleRequest
 from google.oauth2 import service_account
 
-from conftest import BINARY, ROOT, Process, recorded, signed_headers
+from conftest import BINARY, ROOT, Process, recorded, signed_headers, start_relay, stop_relay, until
 
 SAMPLES = ROOT / "Tests" / "Fixtures" / "samples"
 UPDATED = "google.firebase.remoteconfig.remoteConfig.v1.updated"
@@ -329,3 +329,26 @@ def test_every_refusal_is_logged_with_its_status_problem_and_reason(relay):
         assert line["level"] == "notice" and line["msg"].startswith("webhook refused"), line
         assert (line["status"], line["problem"]) == (str(status), problem), line
         assert line["reason"] == answer.json()["detail"], line
+
+
+def test_a_webhook_turned_away_while_stopping_is_logged_as_a_warning(emulator, tmp_path):
+    """docs/operations.md, Logs: a refusal is at `warning` when the relay itself is why, and stopping is such a reason:
+    during the shutdown delay a webhook is `503 not-ready` with `Retry-After`, logged at `warning` with its reason."""
+    relay = start_relay(emulator, tmp_path, "webhook: {secrets: [{env: TEST_WEBHOOK_SECRET}]}", server="{port: 0, shutdownDelaySeconds: 60}")
+    proc = relay["proc"]
+    try:
+        proc.proc.terminate()
+        assert until(lambda: requests.get(relay["url"] + "/readyz", timeout=10).status_code == 503, 30)
+        body = json.dumps({"versionNumber": "9"}).encode()
+        headers = {"content-type": "application/json", "X-Request-Id": "stopping-1", **signed_headers(body)}
+        answer = requests.post(relay["webhook"], data=body, headers=headers, timeout=30)
+        assert answer.status_code == 503 and answer.headers["Retry-After"] == "5", answer.text
+        assert answer.json()["type"] == "urn:rc-relay:problem:not-ready"
+        proc.wait_for(lambda l: '"msg":"request"' in l and "stopping-1" in l)
+        refusals = [json.loads(l) for l in proc.lines if '"stopping-1"' in l and '"msg":"request"' not in l]
+        assert [(line["level"], line["msg"], line["status"], line["problem"]) for line in refusals] == [
+            ("warning", "webhook refused", "503", "not-ready")], refusals
+        assert refusals[0]["reason"] == answer.json()["detail"]
+        assert recorded(emulator) == []
+    finally:
+        stop_relay(relay)

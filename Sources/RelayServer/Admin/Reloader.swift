@@ -3,7 +3,8 @@ import Foundation
 import Logging
 
 /// Reads the configuration file again and swaps the whole configuration in one step, or keeps the running one when
-/// the new file is refused. Settings bound at start (listeners, storage, pools) are reported as needing a restart.
+/// the new file is refused. Settings bound at start (listeners, storage, pools) that differ from the start's are
+/// reported as needing a restart, at every reload until the restart.
 struct Reloader: Sendable {
     struct Reloaded: Sendable {
         var loadedAt: Date
@@ -11,6 +12,8 @@ struct Reloader: Sendable {
     }
 
     let configuration: ConfigurationStore
+    /// The settings the process started with: what runs of everything a reload cannot change.
+    let started: RelaySettings
     /// Reads the file again; nil when there is no file to read (the development profile).
     let reader: (@Sendable () throws -> RelaySettings)?
     /// Builds a configuration from settings (credentials, token caches, verifiers), as the start did.
@@ -23,6 +26,7 @@ struct Reloader: Sendable {
         rebuild: @escaping @Sendable (RelaySettings) async throws -> RelayConfiguration
     ) {
         (self.configuration, self.reader, self.rebuild) = (configuration, reader, rebuild)
+        started = configuration.current.settings
     }
 
     func reload() async -> Result<Reloaded, ConfigurationError> {
@@ -44,8 +48,8 @@ struct Reloader: Sendable {
         } catch {
             return .failure(ConfigurationError(key: "--config", problem: "\(error)", fix: "check the file with rc-relay check-config"))
         }
-        let old = configuration.current.settings  // read inside the one-at-a-time section
-        if settings.webhookAuth == .none, old.poll == nil {
+        // Compared with the start, not with the last reload: a setting a reload changed still waits for the restart.
+        if settings.webhookAuth == .none, started.poll == nil {
             // Webhooks would stop at once, and polling only starts with a restart: nothing would be relayed meanwhile.
             return .failure(
                 ConfigurationError(
@@ -53,6 +57,6 @@ struct Reloader: Sendable {
                     fix: "restart rc-relay to switch to poll-only mode"))
         }
         configuration.replace(with: built)
-        return .success(Reloaded(loadedAt: built.loadedAt, restartRequired: RelaySettings.restartRequired(old, settings)))
+        return .success(Reloaded(loadedAt: built.loadedAt, restartRequired: RelaySettings.restartRequired(started, settings)))
     }
 }

@@ -56,7 +56,7 @@ struct Probes: Sendable {
             checks.append(.init(name: "store", ok: store.ok, detail: store.detail))
         }
         let depth = engine.queueDepth
-        let limit = configuration.settings.maxQueuedPings
+        let limit = engine.settings.maxInFlight  // fixed at start: a reload does not change it
         checks.append(.init(name: "queue", ok: depth < limit, detail: "\(depth) of \(limit) pings queued"))
         // Informational, as configuration is: FCM's outage is not this replica's, and the events are safe on disk.
         let parked = engine.parked
