@@ -327,3 +327,31 @@ private func refusal(_ yaml: String, environment: [String: String] = [:], argume
         #expect(RelaySettings.restartRequired(old, new) == (row.key.map { [$0] } ?? []), "\(row.yaml)")
     }
 }
+
+/// check-config validates the key file and the saved JWKS as `serve` reads them: a key file whose `private_key` is
+/// the placeholder deploy/kubernetes/secret.example.yaml ships, or a JWKS file that is not one, is refused at load.
+@Test func aKeyThatIsNoRSAKeyAndAJWKSFileThatIsNoneAreRefusedAtLoad() async throws {
+    let key = try await keyFile()
+    defer { try? FileManager.default.removeItem(atPath: key) }
+    var object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: key))) as? [String: Any])
+    object["private_key"] = "-----BEGIN PRIVATE KEY-----\nREPLACE\n-----END PRIVATE KEY-----\n"
+    let placeholder = key + ".placeholder.json"
+    try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: placeholder))
+    defer { try? FileManager.default.removeItem(atPath: placeholder) }
+    let badKey = refusal(base(placeholder))
+    #expect(badKey?.all.map(\.key) == ["fcm.credentialsFile"])
+    #expect(badKey?.description.contains("not an RSA PEM key") == true)
+
+    let jwks = key + ".jwks.json"
+    try Data("not json".utf8).write(to: URL(fileURLWithPath: jwks))
+    defer { try? FileManager.default.removeItem(atPath: jwks) }
+    let oidc = """
+        oidc: {audiences: ["https://relay.example.com/webhooks/remote-config"], allowedEmails: ["a@b.iam.gserviceaccount.com"], jwksFile: "\(jwks)"}
+        """
+    let badJWKS = refusal(base(key) + "\n" + oidc)
+    #expect(badJWKS?.all.map(\.key) == ["oidc.jwksFile"])
+    #expect(badJWKS?.description.contains("is not a JWKS") == true)
+    // A real one passes.
+    try Data(#"{"keys": []}"#.utf8).write(to: URL(fileURLWithPath: jwks))
+    #expect(refusal(base(key) + "\n" + oidc) == nil)
+}

@@ -1,4 +1,5 @@
 import Foundation
+import JWTKit
 
 /// A Google service-account key file (`type: service_account`), as the Firebase console downloads it.
 public struct ServiceAccountKey: Sendable, Decodable {
@@ -38,6 +39,8 @@ public struct ServiceAccountKey: Sendable, Decodable {
         guard type == "service_account" else {
             throw .unreadable(path: path, reason: "has type '\(type)', expected 'service_account'")
         }
+        // The key is read here as signing reads it, so check-config and doctor refuse a key that serve would.
+        guard (try? Insecure.RSA.PrivateKey(pem: privateKey)) != nil else { throw .invalidPrivateKey(path: path) }
     }
 }
 

@@ -1,5 +1,6 @@
 import FCMClient
 import Foundation
+import JWTKit
 import RelayCore
 
 /// The `oidc` section: which Google-signed ID tokens are accepted.
@@ -25,6 +26,12 @@ extension ConfigurationLoader {
             guard let json = BoundedFile.text(path) else {
                 throw ConfigurationError(
                     key: "oidc.jwksFile", problem: "\(path) cannot be read, or is not a regular file of at most 1 MiB",
+                    fix: "save Google's keys with: curl -o \(path) \(RelaySettings.googleJWKSURL)")
+            }
+            // Read as the relay will read it, so check-config refuses what serve would.
+            guard (try? JSONDecoder().decode(JWKS.self, from: Data(json.utf8))) != nil else {
+                throw ConfigurationError(
+                    key: "oidc.jwksFile", problem: "\(path) is not a JWKS (JSON Web Key Set)",
                     fix: "save Google's keys with: curl -o \(path) \(RelaySettings.googleJWKSURL)")
             }
             keys = .json(json)
