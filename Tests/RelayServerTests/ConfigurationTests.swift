@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Configuration
 import FCMEmulator
 import Foundation
@@ -354,4 +355,17 @@ private func refusal(_ yaml: String, environment: [String: String] = [:], argume
     // A real one passes.
     try Data(#"{"keys": []}"#.utf8).write(to: URL(fileURLWithPath: jwks))
     #expect(refusal(base(key) + "\n" + oidc) == nil)
+}
+
+/// configuration.md: `remoteConfig.timeoutSeconds` is Remote Config's read timeout, up to 120 s, whatever FCM's is:
+/// the one outbound client waits between two reads for the longer of the two.
+@Test func theOutboundReadTimeoutIsTheLongerOfFCMsAndRemoteConfigs() async throws {
+    let key = try await keyFile()
+    defer { try? FileManager.default.removeItem(atPath: key) }
+    for (yaml, read) in [("remoteConfig: {timeoutSeconds: 60}", 60), ("remoteConfig: {timeoutSeconds: 3}", 10), ("", 10)] {
+        let settings = try ConfigurationLoader(environment: [:]).load(yaml: base(key) + "\n" + yaml)
+        let client = RelayApplication.makeHTTPClient(settings)
+        #expect(client.configuration.timeout.read == .seconds(Int64(read)), "\(yaml)")
+        try await client.shutdown()
+    }
 }

@@ -110,10 +110,11 @@ public enum RelayApplication {
 
     /// The one outbound HTTP client: FCM, Remote Config, OAuth, the metadata server, JWKS.
     static func makeHTTPClient(_ settings: RelaySettings) -> HTTPClient {
+        // Each request has its own deadline (FCM's, Remote Config's); the read timeout between two reads is the longer
+        // of the two, so that a `remoteConfig.timeoutSeconds` above `fcm.timeoutSeconds` is not cut short.
+        let read = max(settings.fcmTimeout, settings.remoteConfigTimeout).components.seconds
         var client = HTTPClient.Configuration(
-            timeout: .init(
-                connect: .seconds(min(5, settings.fcmTimeout.components.seconds)),
-                read: .seconds(settings.fcmTimeout.components.seconds)),
+            timeout: .init(connect: .seconds(min(5, settings.fcmTimeout.components.seconds)), read: .seconds(read)),
             // The pool's default of 8 HTTP/1 connections per host would silently cap `delivery.concurrency`.
             connectionPool: .init(
                 idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: settings.outboundConcurrency))
