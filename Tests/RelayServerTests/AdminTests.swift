@@ -77,6 +77,7 @@ import Testing
                 """
                   - {name: stale, topic: PUSH_RC, data: {CONFIG_STATE: STALE, V: "{{version}}"}}
                   - {name: rollbacks, condition: "'ios' in topics && 'beta' in topics", when: {updateTypes: [ROLLBACK]}, android: {priority: NORMAL}}
+                  - {name: checkout, topic: CHECKOUT, when: {changed: {parameters: ["checkout_*"], conditions: [ios_ja]}}, audience: {ios_ja: lang_ja}}
                 """)
         ) { relay in
             let info = try await relay.admin(.GET, "/admin/info").decode(Components.Schemas.Info.self)
@@ -87,7 +88,12 @@ import Testing
             #expect(routes.status == 200)
             let effective = try routes.decode(Components.Schemas.EffectiveRoutes.self)
             let project = try #require(effective.projects.first)
-            #expect(project.routes.map(\.name) == ["stale", "rollbacks"])
+            #expect(project.routes.map(\.name) == ["stale", "rollbacks", "checkout"])
+            // A change-aware route is shown as validated, what it is for and its audience included.
+            let checkout = try #require(project.routes.last)
+            #expect(checkout.when?.changed?.parameters == ["checkout_*"] && checkout.when?.changed?.conditions == ["ios_ja"])
+            #expect(checkout.audience?.additionalProperties == ["ios_ja": "lang_ja"])
+            #expect(project.routes.first?.audience == nil && project.routes.first?.when == nil)
             #expect(project.credentials.kind == .keyFile)
             #expect(effective.webhook.secrets == 1)
             #expect(!routes.text.contains(relay.secret) && !routes.text.contains(String(relay.secret.dropFirst(6))))

@@ -40,7 +40,12 @@ extension Components.Schemas.RouteView {
         }
         self.init(
             name: route.name, topic: definition.topic, condition: definition.condition, data: .init(additionalProperties: data),
-            when: definition.when.map { .init(updateTypes: $0.updateTypes, origins: $0.origins) },
+            when: definition.when.map {
+                .init(
+                    updateTypes: $0.updateTypes, origins: $0.origins,
+                    changed: $0.changed.map { .init(parameters: $0.parameters, conditions: $0.conditions) })
+            },
+            audience: definition.audience.map { .init(additionalProperties: $0) },
             android: definition.android.map { .init(priority: $0.priority, collapseKey: $0.collapseKey, ttlSeconds: $0.ttlSeconds) },
             apns: definition.apns.map { .init(collapseId: $0.collapseId) },
             webpush: definition.webpush.map { .init(ttlSeconds: $0.ttlSeconds, urgency: $0.urgency) },
