@@ -365,7 +365,7 @@ private func refusal(_ yaml: String, environment: [String: String] = [:], argume
     for (yaml, read) in [("remoteConfig: {timeoutSeconds: 60}", 60), ("remoteConfig: {timeoutSeconds: 3}", 10), ("", 10)] {
         let settings = try ConfigurationLoader(environment: [:]).load(yaml: base(key) + "\n" + yaml)
         let client = RelayApplication.makeHTTPClient(settings)
-        #expect(client.configuration.timeout.read == .seconds(Int64(read)), "\(yaml)")
+        #expect(client.configuration.timeout.read?.nanoseconds == Int64(read) * 1_000_000_000, "\(yaml)")
         try await client.shutdown()
     }
 }
