@@ -38,7 +38,8 @@ extension PostgresStore {
     func apply(_ changes: [OutboxSpool.Change]) async {
         var settlements: [(SpoolRecord, [DeliveryReport])] = []
         var entries = JournalBatch()
-        for change in changes {
+        let moot = OutboxSpool.mootUpdates(changes)
+        for (index, change) in changes.enumerated() where !moot.contains(index) {
             switch change {
             case .settle(let record, let reports):
                 settlements.append((record, reports))

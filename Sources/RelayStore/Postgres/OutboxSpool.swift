@@ -70,6 +70,25 @@ package final class OutboxSpool: Spool, DeliveryJournal {
     /// Nothing to recover at start: a replica delivers a project's outbox once it holds the project's lease.
     package func recover() -> SpoolRecovery { SpoolRecovery() }
 
+    /// The updates in `changes` that a settlement of the same event later in them makes moot: the settlement overwrites
+    /// the record, so the update would only cost a statement (and a row version) of its own, and split the round's
+    /// settlements in two. An event whose one route FCM accepts records that progress and settles in the same moment,
+    /// so with `store.postgres` nearly every webhook had such an update. A flush between the two keeps the update: what
+    /// a stop waits for must be written.
+    static func mootUpdates(_ changes: [Change]) -> Set<Int> {
+        var settledAfter: Set<String> = []
+        var moot: Set<Int> = []
+        for (index, change) in changes.enumerated().reversed() {
+            switch change {
+            case .settle(let record, _): settledAfter.insert(record.keys.first ?? "")
+            case .update(let record): if settledAfter.contains(record.keys.first ?? "") { moot.insert(index) }
+            case .flush: settledAfter = []
+            case .journal: continue
+            }
+        }
+        return moot
+    }
+
     /// Takes a waiter that gave up out of the queue, so reads during an outage leave nothing behind.
     func forget(_ waiter: Settlement<Bool>) {
         queue.withLockedValue { queue in

@@ -27,4 +27,26 @@ struct OutboxSpoolTests {
         outbox.record(entry)
         #expect(outbox.take().count == 1)
     }
+
+    /// An update that a settlement of the same event follows in the same round is not written (the settlement
+    /// overwrites it), unless a flush comes between them; another event's update is written.
+    @Test func anUpdateSettledInTheSameRoundIsMootUnlessAFlushComesBetween() {
+        func record(_ version: Int64) -> SpoolRecord {
+            SpoolRecord(
+                keys: ["demo/version/\(version)"], project: "demo", eventID: nil, format: "bare", version: TemplateVersion(versionNumber: version),
+                receivedAt: Date())
+        }
+        let changes: [OutboxSpool.Change] = [
+            .update(record(1)),  // 0: settled at 2: moot
+            .update(record(2)),  // 1: never settled here: written
+            .settle(record(1), []),  // 2
+            .update(record(3)),  // 3: a flush comes before its settlement: written
+            .flush(Settlement<Bool>()),  // 4
+            .settle(record(3), []),  // 5
+            .update(record(4)),  // 6: settled at 7: moot
+            .settle(record(4), []),  // 7
+            .update(record(1)),  // 8: after its settlement: written (the store ignores an update of a settled event)
+        ]
+        #expect(OutboxSpool.mootUpdates(changes) == [0, 6])
+    }
 }
