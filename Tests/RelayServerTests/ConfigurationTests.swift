@@ -364,8 +364,7 @@ private func refusal(_ yaml: String, environment: [String: String] = [:], argume
     defer { try? FileManager.default.removeItem(atPath: key) }
     for (yaml, read) in [("remoteConfig: {timeoutSeconds: 60}", 60), ("remoteConfig: {timeoutSeconds: 3}", 10), ("", 10)] {
         let settings = try ConfigurationLoader(environment: [:]).load(yaml: base(key) + "\n" + yaml)
-        let client = RelayApplication.makeHTTPClient(settings)
-        #expect(client.configuration.timeout.read?.nanoseconds == Int64(read) * 1_000_000_000, "\(yaml)")
-        try await client.shutdown()
+        let client = RelayApplication.clientConfiguration(settings)
+        #expect(client.timeout.read?.nanoseconds == Int64(read) * 1_000_000_000, "\(yaml)")
     }
 }

@@ -110,6 +110,11 @@ public enum RelayApplication {
 
     /// The one outbound HTTP client: FCM, Remote Config, OAuth, the metadata server, JWKS.
     static func makeHTTPClient(_ settings: RelaySettings) -> HTTPClient {
+        HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration(settings))
+    }
+
+    /// That client's configuration.
+    static func clientConfiguration(_ settings: RelaySettings) -> HTTPClient.Configuration {
         // Each request has its own deadline (FCM's, Remote Config's); the read timeout between two reads is the longer
         // of the two, so that a `remoteConfig.timeoutSeconds` above `fcm.timeoutSeconds` is not cut short.
         let read = max(settings.fcmTimeout, settings.remoteConfigTimeout).components.seconds
@@ -128,7 +133,7 @@ public enum RelayApplication {
             tls.additionalTrustRoots = [.file(caFile)]
             client.tlsConfiguration = tls
         }
-        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: client)
+        return client
     }
 
     /// The engine's bounds, from the settings bound at start.
