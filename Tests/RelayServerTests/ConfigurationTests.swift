@@ -368,3 +368,19 @@ private func refusal(_ yaml: String, environment: [String: String] = [:], argume
         #expect(client.timeout.read?.nanoseconds == Int64(read) * 1_000_000_000, "\(yaml)")
     }
 }
+
+/// No secret in any output: settings printed or reflected, alone or inside another value (swift-service-lifecycle logs
+/// its services at `debug`, and the reloader keeps the settings it started with), show no admin token or secret.
+@Test func settingsPrintNoAdminTokenOrSecret() async throws {
+    let key = try await keyFile()
+    defer { try? FileManager.default.removeItem(atPath: key) }
+    let token = "admin-token-that-must-never-print"
+    let settings = try ConfigurationLoader(environment: [:]).load(yaml: base(key) + "\nadmin: {tokens: [\"\(token)\"]}")
+    struct Holder { let settings: RelaySettings }
+    let texts = [String(describing: settings), String(reflecting: settings), "\(Holder(settings: settings))", String(reflecting: Holder(settings: settings))]
+    for text in texts {
+        #expect(!text.contains(token), "\(text)")
+        #expect(!text.contains(String(secret.dropFirst("whsec_".count))), "\(text)")
+    }
+    #expect(texts[0].contains("127.0.0.1:8080") && texts[0].contains("demo-project"))
+}
