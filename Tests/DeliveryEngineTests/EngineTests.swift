@@ -133,6 +133,8 @@ private func withEngine(
         #expect(engine.parked == 1)
         #expect(spool.files.withLockedValue { $0.count } == 1, "still on disk while FCM has not accepted it")
         clock.advance(by: .seconds(299))
+        // The park's own wait is still the only one, with its last second to go: not run early, not dropped.
+        #expect(clock.pendingDelays == [.seconds(1)], "the park waits out the whole interval: \(clock.pendingDelays)")
         #expect(sender.sent.count == 1, "not tried again before the interval")
         clock.advance(by: .seconds(1))
         let reports = try #require(await delivery.reports.value(within: .seconds(60), on: SystemDeliveryClock()))
