@@ -167,7 +167,11 @@ private func withEngine(
     }
     await clock.waitForPending { $0.contains(.seconds(600)) }
     // The two pings race for the scripted answers: one is accepted, the other waits. The accepted one is written as
-    // progress at once, so a crash or a hand-over does not send it again.
+    // progress at once, so a crash or a hand-over does not send it again; "at once" is its own acceptance, which may
+    // come after the other's retry answered the sender: wait for that write itself.
+    try await eventually("the accepted route is written to the spool as done") {
+        spool.files.withLockedValue { $0.values.first?.done?.count == 1 }
+    }
     let done = spool.files.withLockedValue { $0.values.first?.done } ?? []
     #expect(done == ["a"] || done == ["b"])
     let waiting = done == ["a"] ? "b" : "a"
@@ -230,6 +234,10 @@ private final class ToggledFence: DeliveryFence {
     }
     #expect(fence.asked.withLockedValue { $0 } == 2, "asked before each of the two first attempts")
     await clock.waitForPending { $0.contains(.seconds(600)) }
+    // The accepted route's progress is written at its own acceptance, which may follow the other's retry: wait for it.
+    try await eventually("the accepted route is written to the spool as done") {
+        spool.files.withLockedValue { $0.values.first?.done?.count == 1 }
+    }
     let waiting = spool.files.withLockedValue { $0.values.first?.done } == ["a"] ? "b" : "a"
     fence.refusing.withLockedValue { $0 = true }
     clock.advance(by: .seconds(600))
