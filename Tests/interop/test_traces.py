@@ -228,12 +228,16 @@ def test_a_kept_event_replayed_after_kill_9_continues_its_trace(emulator, tmp_pa
     requests.delete(emulator["url"] + "/emulator/messages", timeout=10).raise_for_status()  # FCM is back
     restarted = traced_relay(emulator, tmp_path, receiver.url, kept)
     try:
-        receiver.wait(lambda: any(values(s.attributes).get("http.response.status_code") == 200 for s in receiver.named("FCM send", trace)),
-                      "the replayed ping's accepted send, in the first request's trace")
+        # The replayed ping's span ends last: after its accepted send, and after the replay's, which does not wait for it.
+        def replayed():
+            return [s for replay in receiver.named("replay kept event", trace) for s in receiver.children(replay) if s.name == "deliver ping"]
+
+        receiver.wait(replayed, "the replayed ping under the replay, in the first request's trace")
+        assert any(values(s.attributes).get("http.response.status_code") == 200 for s in receiver.named("FCM send", trace))
         [replay] = receiver.named("replay kept event", trace)
         assert replay.parent_span_id.hex() == request_span_id
         assert values(replay.attributes)["rc_relay.version"] == 31
-        [ping] = [s for s in receiver.children(replay) if s.name == "deliver ping"]
+        [ping] = replayed()
         assert values(ping.attributes)["rc_relay.status"] == "accepted"
         assert [m["message"]["data"]["CONFIG_VERSION"] for m in recorded(emulator)] == ["31"]
         assert restarted["proc"].saw('"trace_id":"' + trace + '"')
@@ -258,7 +262,9 @@ tracing: {{otlpEndpoint: "{receiver.url}/"}}
             "traceparent": f"00-{other}-{os.urandom(8).hex()}-01"})
         assert answer.status_code == 200, answer.text
         assert answer.headers["traceresponse"].split("-")[1] == trace
-        receiver.wait(lambda: receiver.named("FCM send", trace), "the push's FCM send in the publisher's trace")
+        # The request's span ends last (after its stages and its ping): once it is in, they are.
+        receiver.wait(lambda: receiver.named("FCM send", trace) and receiver.named("POST /pubsub/remote-config", trace),
+                      "the push's FCM send and its request, in the publisher's trace")
         [request] = receiver.named("POST /pubsub/remote-config", trace)
         assert request.parent_span_id.hex() == publisher
         assert [link.trace_id.hex() for link in request.links] == [other]
@@ -284,7 +290,9 @@ def test_a_malformed_traceparent_starts_a_new_trace_and_a_refusal_is_traced_too(
             "content-type": "application/json", **signed_headers(body, secret="whsec_" + "A" * 43 + "=")})
         assert forged.status_code == 401
         refused = forged.headers["traceresponse"].split("-")[1]
-        receiver.wait(lambda: receiver.named("verify", refused), "the refused request's verify span")
+        # The request's span ends after its verify span: wait for both.
+        receiver.wait(lambda: receiver.named("verify", refused) and receiver.named("POST /webhooks/remote-config", refused),
+                      "the refused request's span and its verify span")
         [verify] = receiver.named("verify", refused)
         assert verify.status.code == Status.STATUS_CODE_ERROR
         assert values(verify.attributes)["rc_relay.problem"] == "invalid-signature"
