@@ -133,7 +133,9 @@ def test_a_new_holder_sends_only_the_newest_of_the_versions_its_outbox_holds(emu
     """Defect 8, across replicas: while the holder is frozen, five versions are admitted by the other replica; the
     holder is killed, and the replica that takes over finds five pending versions for one audience: it sends the
     newest, and the older ones end `superseded`."""
-    replicas = [start(emulator, tmp_path, f"r{i}", config(cluster)) for i in range(2)]
+    # A long lease: the five versions must reach the other replica while the frozen holder's lease still stands (a
+    # 3 s lease could lapse on a slow machine, and the other would then deliver them itself).
+    replicas = [start(emulator, tmp_path, f"r{i}", config(cluster, lease=30)) for i in range(2)]
     try:
         frozen = holder(replicas)
         other = next(r for r in replicas if r is not frozen)
@@ -142,7 +144,8 @@ def test_a_new_holder_sends_only_the_newest_of_the_versions_its_outbox_holds(emu
             assert send(other["webhook"], version).status_code == 202
         frozen["proc"].proc.send_signal(signal.SIGKILL)
         frozen["proc"].proc.wait(timeout=10)
-        other["proc"].wait_for(lambda line: "project lease taken" in line, timeout=60)
+        # The lease lapses up to 30 s after the kill, and the other's next renewal round (every 7.5 s) takes it.
+        other["proc"].wait_for(lambda line: "project lease taken" in line, timeout=120)
         cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE settled", "5")
         assert versions_sent(emulator) == ["14"]
         superseded = requests.get(
