@@ -150,6 +150,9 @@ def test_any_replica_lists_shows_and_discards_every_replicas_pings(emulator, tmp
         # Sent to the replica that does not deliver: the holder's ping is in the other's admin API.
         assert send(other["webhook"], 60).status_code == 202
         cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE settled", "1")
+        # The holder copies its history to the store after it settles the event, in a statement of its own.
+        assert until(lambda: [(d["route"], d["status"]) for d in admin(other, "GET", "/admin/deliveries?version=60").json()["deliveries"]]
+                     == [("stale", "accepted")], 60), "the holder's accepted ping never reached the other's list"
         listed = admin(other, "GET", "/admin/deliveries?version=60")
         assert listed.status_code == 200, listed.text
         [ping] = listed.json()["deliveries"]
@@ -160,6 +163,9 @@ def test_any_replica_lists_shows_and_discards_every_replicas_pings(emulator, tmp
         fail_fcm(emulator)
         assert send(other["webhook"], 61).status_code == 202
         delivering["proc"].wait_for(lambda line: "ping is dead" in line, timeout=60)
+        # The history copy that says so reaches the store after the line, in a statement of its own.
+        assert until(lambda: admin(other, "GET", "/admin/deliveries?version=61&status=dead").json()["deliveries"], 60), \
+            "the holder's dead ping never reached the other's list"
         # Each parked retry of the event is a new ping in the list: the newest is the one to discard.
         dead = admin(other, "GET", "/admin/deliveries?version=61&status=dead").json()["deliveries"][0]
         discarded = admin(other, "POST", f"/admin/deliveries/{dead['id']}/discard")
