@@ -184,7 +184,9 @@ def test_any_replica_lists_shows_and_discards_every_replicas_pings(emulator, tmp
 
 
 def test_a_burst_across_replicas_makes_one_ping(emulator, tmp_path, cluster):
-    routes = ROUTES.replace("    data:", "    debounceSeconds: 2\n    data:")
+    # Each version's quiet period must still run when the next one reaches the holder (through another replica, maybe):
+    # 20 s, far more than one send takes on a slow machine.
+    routes = ROUTES.replace("    data:", "    debounceSeconds: 20\n    data:")
     replicas = start_replicas(emulator, tmp_path, cluster, 3, routes)
     try:
         holder(replicas)
@@ -192,7 +194,8 @@ def test_a_burst_across_replicas_makes_one_ping(emulator, tmp_path, cluster):
         for index, version in enumerate(range(50, 60)):
             answer = send(replicas[index % 3]["webhook"], version)
             assert answer.status_code == 202, answer.text
-        cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE settled", "10")
+        # The newest settles once its own 20 s quiet period has passed.
+        cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE settled", "10", timeout=120)
         assert versions_sent(emulator) == ["59"]
     finally:
         for replica in replicas:
