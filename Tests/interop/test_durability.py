@@ -5,7 +5,7 @@ import time
 
 import requests
 
-from conftest import recorded, signed_headers, start_relay, stop_relay
+from conftest import recorded, signed_headers, start_relay, stop_relay, until
 
 BODY = json.dumps({"versionNumber": "77", "updateType": "FORCED_UPDATE"}).encode()
 
@@ -25,16 +25,6 @@ def post(relay):
     return requests.post(relay["webhook"], data=BODY, headers={"content-type": "application/json", **signed_headers(BODY)}, timeout=30)
 
 
-def wait_for_messages(emulator, count, seconds=15):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        messages = recorded(emulator)
-        if len(messages) >= count:
-            return messages
-        time.sleep(0.1)
-    return recorded(emulator)
-
-
 def test_kill_9_during_retries_then_restart_delivers_the_acknowledged_ping(emulator, tmp_path):
     spool = tmp_path / "spool"
     fail_fcm(emulator, 1000)  # FCM is down
@@ -47,8 +37,8 @@ def test_kill_9_during_retries_then_restart_delivers_the_acknowledged_ping(emula
     requests.delete(emulator["url"] + "/emulator/messages", timeout=10)  # FCM is back (faults cleared)
     restarted = start_relay(emulator, tmp_path, spool_config(spool))
     try:
-        messages = wait_for_messages(emulator, 1)
-        assert [m["message"]["data"]["CONFIG_VERSION"] for m in messages] == ["77"]
+        assert until(lambda: recorded(emulator), 120), "the replayed ping never reached FCM"
+        assert [m["message"]["data"]["CONFIG_VERSION"] for m in recorded(emulator)] == ["77"]
         deadline = time.time() + 30
         while list(spool.glob("*.json")) and time.time() < deadline:
             time.sleep(0.05)
