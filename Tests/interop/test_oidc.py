@@ -138,17 +138,24 @@ def test_no_token_is_refused(relay):
     expect_refusal(relay, post(relay, None), "no Authorization")
 
 
+# Times (iat, exp, nbf) are seconds from when the test runs, not from when the module was collected: a long run
+# could otherwise reach a "future" one.
+TIMES = ("iat", "exp", "nbf")
+
+
 @pytest.mark.parametrize("name,overrides,check", [
     ("wrong audience", {"aud": "https://elsewhere.example.com/"}, "audience"),
     ("wrong issuer", {"iss": "https://evil.example.com"}, "issuer"),
-    ("expired", {"iat": int(time.time()) - 7200, "exp": int(time.time()) - 3600}, "expired"),
-    ("not yet valid", {"iat": int(time.time()) + 3600, "exp": int(time.time()) + 7200}, "not valid yet"),
-    ("nbf in the future", {"nbf": int(time.time()) + 3600}, "not valid yet"),
+    ("expired", {"iat": -7200, "exp": -3600}, "expired"),
+    ("not yet valid", {"iat": 3600, "exp": 7200}, "not valid yet"),
+    ("nbf in the future", {"nbf": 3600}, "not valid yet"),
     ("email not verified", {"email_verified": False}, "not verified"),
     ("unlisted email", {"email": "someone-else@demo-project.iam.gserviceaccount.com"}, "allowedEmails"),
     ("no email", {"email": None}, "allowedEmails"),
 ])
 def test_bad_claims_are_refused(relay, keys, name, overrides, check):
+    now = int(time.time())
+    overrides = {claim: now + value if claim in TIMES else value for claim, value in overrides.items()}
     expect_refusal(relay, post(relay, token(keys, **overrides)), check)
 
 
