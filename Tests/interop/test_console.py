@@ -12,7 +12,7 @@ from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from conftest import recorded, shot, signed_headers, start_relay, stop_relay
+from conftest import recorded, shot, signed_headers, start_relay, stop_relay, until
 
 TOKEN = "console-token-" + os.urandom(12).hex()
 OTHER = "console-other-" + os.urandom(12).hex()
@@ -130,7 +130,13 @@ def test_the_console_in_a_browser(emulator, tmp_path, browser):
         # again and the emulator records it.
         requests.post(emulator["url"] + "/emulator/faults", json={"status": 503, "count": 1}, timeout=10)
         before = len(recorded(emulator))
-        post_webhook(relay, 78)
+        # Answered 202 as soon as the fleet route's shards wait for their turns: the stale ping may still be on its way.
+        assert post_webhook(relay, 78).status_code == 202
+        def listed():
+            return requests.get(relay["url"] + "/admin/deliveries?version=78&route=stale",
+                                headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10).json()["deliveries"]
+
+        assert until(lambda: [d["status"] for d in listed()] == ["dead"], 60), listed()
         browser.get(relay["url"] + "/console/deliveries?version=78&route=stale")
         seen_urls.append(browser.current_url)
         rows = browser.find_elements(By.CSS_SELECTOR, "tbody tr")
