@@ -429,13 +429,19 @@ def test_nginx_rate_limits_the_webhook(emulator, tmp_path):
                 local.session = client_session(verify=proxy["cert"])
             return local.session.post(proxy["url"] + "/webhooks/remote-config", data=b"{}", headers={"content-type": "application/json"}, timeout=30)
 
+        started = time.monotonic()
         with concurrent.futures.ThreadPoolExecutor(max_workers=32) as pool:
             answers = list(pool.map(send, range(300)))
+        elapsed = time.monotonic() - started
         statuses = [answer.status_code for answer in answers]
         assert set(statuses) <= {401, 429}, statuses  # unsigned: rc-relay answers 401 to each one that gets through
         assert statuses.count(401) >= 50, f"the burst of 50 was not allowed: {statuses}"
+        # rate=10r/s, burst=50 nodelay: nginx lets the first request and the burst through at once, then one per 0.1 s.
+        # No more got through than that allows in the time all of them took (measured around them, so at least nginx's
+        # own span; one more for nginx's cached millisecond clock).
+        assert statuses.count(401) <= 51 + 10 * elapsed + 1, f"more got through than the limit allows in {elapsed:.1f} s: {statuses}"
         limited = [answer for answer in answers if answer.status_code == 429]
-        assert len(limited) >= 300 - 50 - 10 * 25, f"too few were limited: {statuses}"  # even if sending took 25 s
+        assert limited, f"none was limited: {statuses}"
         for answer in limited:
             assert answer.headers["content-type"].startswith("application/problem+json")
             assert answer.headers.get("Retry-After")
