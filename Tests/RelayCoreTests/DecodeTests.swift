@@ -141,10 +141,13 @@ func refusesOtherContentTypes(contentType: String?) {
     let event = try PubSubDecoder.decode(body: Data(body.utf8), contentType: "application/json")
     #expect(event.id == "m-1" && event.project == "other-project" && event.version.versionNumber == 7)
     // What is given is still checked: another version of CloudEvents, or another type, is refused.
-    let old = #"{"message":{"messageId":"m-2","data":"\#(version)","attributes":{"ce-specversion":"0.3","ce-type":"\#(updatedType)","ce-source":"\#(other)"}}}"#
+    let old =
+        #"{"message":{"messageId":"m-2","data":"\#(version)","attributes":{"ce-specversion":"0.3","ce-type":"\#(updatedType)","ce-source":"\#(other)"}}}"#
     #expect(throws: DecodeError.unsupportedSpecVersion("0.3")) { try PubSubDecoder.decode(body: Data(old.utf8), contentType: "application/json") }
     let typeOnly = #"{"message":{"messageId":"m-3","data":"\#(version)","attributes":{"ce-type":"other.type"}}}"#
-    #expect(throws: DecodeError.unknownEventType("other.type")) { try PubSubDecoder.decode(body: Data(typeOnly.utf8), contentType: "application/json") }
+    #expect(throws: DecodeError.unknownEventType("other.type")) {
+        try PubSubDecoder.decode(body: Data(typeOnly.utf8), contentType: "application/json")
+    }
 }
 
 @Test func refusesBadPubSubEnvelopes() {

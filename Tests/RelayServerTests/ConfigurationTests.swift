@@ -377,7 +377,9 @@ private func refusal(_ yaml: String, environment: [String: String] = [:], argume
     let token = "admin-token-that-must-never-print"
     let settings = try ConfigurationLoader(environment: [:]).load(yaml: base(key) + "\nadmin: {tokens: [\"\(token)\"]}")
     struct Holder { let settings: RelaySettings }
-    let texts = [String(describing: settings), String(reflecting: settings), "\(Holder(settings: settings))", String(reflecting: Holder(settings: settings))]
+    let texts = [
+        String(describing: settings), String(reflecting: settings), "\(Holder(settings: settings))", String(reflecting: Holder(settings: settings)),
+    ]
     for text in texts {
         #expect(!text.contains(token), "\(text)")
         #expect(!text.contains(String(secret.dropFirst("whsec_".count))), "\(text)")
