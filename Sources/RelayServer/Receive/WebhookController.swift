@@ -111,10 +111,10 @@ struct WebhookController: Sendable {
             throw conflict(key, logger: logger)
         case .saturated:
             throw Refusal(kind: .notReady, detail: "too many deliveries are under way; retry shortly", retryAfter: 5)
-                .logged("webhook refused: too many deliveries under way", level: .warning, to: logger)
+                .logged("webhook refused: too many deliveries under way", to: logger)
         case .stopping:
             throw Refusal(kind: .notReady, detail: "the relay is stopping; retry shortly", retryAfter: 5)
-                .logged("webhook refused: the relay is stopping", level: .warning, to: logger)
+                .logged("webhook refused: the relay is stopping", to: logger)
         case .pending(let delivery, let retryAfter):
             let seconds = retryAfter.map { Int(($0 / .seconds(1)).rounded(.up)) } ?? Int(configuration.settings.answerWithin.components.seconds)
             let inProgress = Refusal(

@@ -41,8 +41,7 @@ struct WebhookIntake: Sendable {
             } else if error.kind == .notFound {
                 throw error.logged("Pub/Sub push refused: oidc is not configured, so the endpoint does not exist", to: logger)
             }
-            // The relay itself is why when it is stopping (operations.md, Logs): a warning, as the engine's own refusals.
-            throw error.logged("webhook refused", level: error.kind == .notReady ? .warning : .notice, to: logger)
+            throw error.logged("webhook refused", to: logger)
         }
     }
 

@@ -26,12 +26,13 @@ struct Refusal: Error {
         }
     }
 
-    /// Logs the refusal with its `status`, `problem` and `reason` (and `extra`), at `notice` unless `level` says
-    /// otherwise, and returns it to throw: every refusal's line carries the three fields operations.md names.
-    func logged(_ message: Logger.Message, level: Logger.Level = .notice, to logger: Logger, _ extra: Logger.Metadata = [:]) -> Refusal {
+    /// Logs the refusal with its `status`, `problem` and `reason` (and `extra`), and returns it to throw: every
+    /// refusal's line carries the three fields operations.md names. At `warning` when the relay itself is why (`not-ready`:
+    /// stopping, saturated, its store away), else at `notice`.
+    func logged(_ message: Logger.Message, to logger: Logger, _ extra: Logger.Metadata = [:]) -> Refusal {
         var metadata: Logger.Metadata = ["status": "\(kind.status.code)", "problem": "\(kind.rawValue)", "reason": "\(detail)"]
         metadata.merge(extra) { _, new in new }
-        logger.log(level: level, message, metadata: metadata)
+        logger.log(level: kind == .notReady ? .warning : .notice, message, metadata: metadata)
         return self
     }
 
