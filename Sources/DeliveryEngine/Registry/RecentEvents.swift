@@ -180,6 +180,9 @@ package final class RecentEvents: Sendable {
         }
         let now = clock.now()
         let fingerprint = record.fingerprint
+        // Made before the lock that every request and worker takes, not under it (a dozen allocations); a duplicate
+        // drops it unused.
+        let candidate = EventDelivery(record: record, onDisk: onDisk, clock: clock, spool: spool)
         let found = state.withLockedValue { state -> Found in
             forgetExpired(&state, now: now)
             for key in record.keys {
@@ -191,10 +194,9 @@ package final class RecentEvents: Sendable {
                 return running.record.fingerprint == fingerprint ? .running(running) : .conflict(key)
             }
             guard state.inFlightCount < maxInFlight else { return .saturated }
-            let delivery = EventDelivery(record: record, onDisk: onDisk, clock: clock, spool: spool)
-            for key in record.keys { state.inFlight[key] = delivery }
+            for key in record.keys { state.inFlight[key] = candidate }
             state.inFlightCount += 1
-            return .started(delivery)
+            return .started(candidate)
         }
         let delivery: EventDelivery
         let duplicate: Bool
