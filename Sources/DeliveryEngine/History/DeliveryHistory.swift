@@ -178,7 +178,7 @@ package struct DeliveryBatch: Sendable {
     package var retryOf: String?
     /// Asks FCM to check without delivering, whatever `fcm.validateOnly` says (the admin API's dry run).
     package var validateOnly: Bool
-    /// A version that moves no mark (``SpoolRecord/outlier``): sent at once, unscheduled, superseding nothing.
+    /// A version that moves no mark (``EventRecord/outlier``): sent at once, unscheduled, superseding nothing.
     package var outlier = false
     /// Pings (by route name) that stand down without a request (``DeliveryPlan/standDown``).
     package var standDown: Set<String> = []

@@ -63,7 +63,7 @@ struct WebhookController: Sendable {
         let keys = [
             "\(project)/version/\(event.version.versionNumber)", event.id.map { "\(project)/id/\($0)" }, webhookID.map { "webhook/\($0)" },
         ].compactMap { $0 }
-        var record = SpoolRecord(
+        var record = EventRecord(
             keys: keys, project: project, eventID: eventID, format: event.format.rawValue, version: event.version,
             receivedAt: Date())
         let outlier = await versions.isOutlier(
