@@ -65,13 +65,15 @@ struct RequestLogMiddleware: RouterMiddleware {
         let elapsed = ContinuousClock.now - started
         // The access line's fields set on this request's own logger (its last line), not passed as a dictionary that
         // the line would sort and merge: the same line, for less of a webhook's CPU (issue #35).
-        logger[metadataKey: "method"] = "\(request.method)"
-        logger[metadataKey: "path"] = .string(request.uri.path)
-        logger[metadataKey: "status"] = "\(response.status.code)"
-        logger[metadataKey: "peer"] = .string(peer ?? "-")
-        logger[metadataKey: "duration_ms"] =
-            "\(Double(elapsed.components.attoseconds / 1_000_000_000_000) / 1000 + Double(elapsed.components.seconds) * 1000)"
-        logger.info("request")
+        if logger.logLevel <= .info {
+            logger[metadataKey: "method"] = "\(request.method)"
+            logger[metadataKey: "path"] = .string(request.uri.path)
+            logger[metadataKey: "status"] = "\(response.status.code)"
+            logger[metadataKey: "peer"] = .string(peer ?? "-")
+            logger[metadataKey: "duration_ms"] =
+                "\(Double(elapsed.components.attoseconds / 1_000_000_000_000) / 1000 + Double(elapsed.components.seconds) * 1000)"
+            logger.info("request")
+        }
         return response
     }
 
