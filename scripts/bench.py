@@ -77,7 +77,7 @@ class Process:
             text = Path(path).read_text()
             if text.count(needle) >= count:
                 return text
-            time.sleep(0.005)
+            time.sleep(0.001)  # the start figure waits for this line: a coarser poll would add to it
         raise SystemExit(f"{path} never showed {needle!r}:\n{Path(path).read_text()}")
 
     def cpu_ticks(self):
