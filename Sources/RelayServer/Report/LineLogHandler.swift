@@ -1,7 +1,7 @@
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import RelayCore
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -180,18 +180,18 @@ public struct LineLogHandler: LogHandler {
     /// was a measurable part of a line's cost (issue #35).
     static func localTimestamp() -> String {
         var now = time(nil)
-        if let text = lastTimestamp.withLock({ $0.second == now ? $0.text : nil }) { return text }
+        if let text = lastTimestamp.withLockedValue({ $0.second == now ? $0.text : nil }) { return text }
         var parts = tm()
         guard localtime_r(&now, &parts) != nil else { return "<unknown>" }
         let text = withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer in
             let count = strftime(buffer.baseAddress!, buffer.count, "%Y-%m-%dT%H:%M:%S%z", &parts)
             return String(decoding: UnsafeRawBufferPointer(start: buffer.baseAddress, count: count), as: UTF8.self)
         }
-        lastTimestamp.withLock { $0 = (now, text) }
+        lastTimestamp.withLockedValue { $0 = (now, text) }
         return text
     }
 
-    private static let lastTimestamp = Mutex<(second: time_t, text: String)>((-1, ""))
+    private static let lastTimestamp = NIOLockedValueBox<(second: time_t, text: String)>((-1, ""))
 
     private static let reserved: Set<String> = ["ts", "level", "msg", "logger"]
 
