@@ -77,7 +77,7 @@ class Process:
             text = Path(path).read_text()
             if text.count(needle) >= count:
                 return text
-            time.sleep(0.005)
+            time.sleep(0.001)  # the start figure waits for this line: a coarser poll would add to it
         raise SystemExit(f"{path} never showed {needle!r}:\n{Path(path).read_text()}")
 
     def cpu_ticks(self):
@@ -197,21 +197,35 @@ def start_yardstick(name, work, emulator_url, token, ca=None, message=None):
     return proc, re.search(r"listening on (http://\S+)", text).group(1) + "/webhooks/remote-config"
 
 
-def idle(binary, work, emulator_url, key, seconds):
+def idle(binary, work, emulator_url, key, seconds, ca=None):
     """A relay on a production configuration (no poll, nothing arriving) for `seconds` after it settled: its threads'
     wake-ups a second (context switches, all threads) and its CPU ticks."""
-    relay, url, _ = start_relay(binary, work, emulator_url, key, name="idle")
+    relay, url, _ = start_relay(binary, work, emulator_url, key, name="idle", ca=ca)
     try:
-        first_accepted(url, time.monotonic())  # one webhook: the token is fetched and cached, as in production
-        time.sleep(5)  # what a start and a first webhook leave (the token's refresh timer, idle connections) settles
-        switches, ticks, ns = relay.context_switches(), relay.cpu_ticks(), relay.cpu_ns()
-        time.sleep(seconds)
-        after = relay.context_switches()
-        # Threads that ended meanwhile take their counts with them; threads started meanwhile count from zero.
-        woken = sum(count - switches.get(thread, 0) for thread, count in after.items())
-        return woken / seconds, relay.cpu_ticks() - ticks, (relay.cpu_ns() - ns) / 1e6
+        return watch_idle(relay, url, seconds)
     finally:
         relay.stop()
+
+
+def idle_fair_floor(work, emulator_url, seconds, ca=None):
+    """The same watch of the fair floor: what any relay on Swift's runtime costs idle (the yardstick for the idle
+    target; libdispatch's once-a-second timer is in every Swift process that has run a task, docs/performance.md)."""
+    floor, url = start_yardstick("fair-floor", work, emulator_url, access_token(emulator_url), ca=ca)
+    try:
+        return watch_idle(floor, url, seconds)
+    finally:
+        floor.stop()
+
+
+def watch_idle(proc, url, seconds):
+    first_accepted(url, time.monotonic())  # one webhook: the token is fetched and cached, as in production
+    time.sleep(5)  # what a start and a first webhook leave (the token's refresh timer, idle connections) settles
+    switches, ticks, ns = proc.context_switches(), proc.cpu_ticks(), proc.cpu_ns()
+    time.sleep(seconds)
+    after = proc.context_switches()
+    # Threads that ended meanwhile take their counts with them; threads started meanwhile count from zero.
+    woken = sum(count - switches.get(thread, 0) for thread, count in after.items())
+    return woken / seconds, proc.cpu_ticks() - ticks, (proc.cpu_ns() - ns) / 1e6
 
 
 def checkpointing(cluster, began, ended):
@@ -628,7 +642,8 @@ def bench(args, work):
     if args.idle_seconds:
         emulator, emulator_url, key = start_emulator(args.bin, work, tls=tls, name="emulator-idle")
         try:
-            idle_wakeups, idle_ticks, idle_cpu_ms = idle(args.bin, work, emulator_url, key, args.idle_seconds)
+            idle_wakeups, idle_ticks, idle_cpu_ms = idle(args.bin, work, emulator_url, key, args.idle_seconds, ca=ca)
+            floor_idle = None if args.no_bare else idle_fair_floor(work, emulator_url, args.idle_seconds, ca=ca)
         finally:
             emulator.stop()
 
@@ -741,6 +756,9 @@ def bench(args, work):
     if args.idle_seconds:
         figures |= {"idle_wakeups_per_s": idle_wakeups, "idle_cpu_ticks": idle_ticks, "idle_cpu_ms": idle_cpu_ms,
                     "idle_seconds": args.idle_seconds}
+        if floor_idle:
+            figures |= {"fair_idle_wakeups_per_s": floor_idle[0], "fair_idle_cpu_ticks": floor_idle[1],
+                        "fair_idle_cpu_ms": floor_idle[2]}
     machine = f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}"
     load = (f"webhooks spread over {args.projects} projects (CloudEvents, binary mode)" if args.projects > 1
             else "one project (bare versions)")
@@ -812,6 +830,9 @@ def bench(args, work):
     if args.idle_seconds:
         rows += [(f"idle, {args.idle_seconds} s: wake-ups a second, all threads (target ≤ 2); CPU ticks (target 0); CPU time",
                   f"{mark(figures['idle_wakeups_per_s'], '<=', 2)}; {idle_ticks} {'✓' if idle_ticks == 0 else '✗'}; {idle_cpu_ms:.2f} ms")]
+        if "fair_idle_wakeups_per_s" in figures:
+            rows += [(f"fair floor: idle, {args.idle_seconds} s: wake-ups a second; CPU ticks; CPU time",
+                      f"{figures['fair_idle_wakeups_per_s']:.2f}; {figures['fair_idle_cpu_ticks']}; {figures['fair_idle_cpu_ms']:.2f} ms")]
     if args.micro:
         figures["micro_ns"] = micro()
         rows += [(f"micro: {name}", f"{ns / 1000:.2f} µs") for name, ns in figures["micro_ns"].items()]

@@ -25,7 +25,7 @@ private func plan(_ sender: ScriptedSender, routes: [String] = ["a"], policy: Re
 /// An engine on a manual clock, running as a service for the duration of `body`, then stopped gracefully.
 private func withEngine(
     spool: (any Spool)? = nil, settings: EngineSettings = EngineSettings(), clock: ManualDeliveryClock,
-    replan: @escaping @Sendable (SpoolRecord) -> DeliveryPlan? = { _ in nil }, _ body: (DeliveryEngine, ServiceGroup) async throws -> Void
+    replan: @escaping @Sendable (EventRecord) -> DeliveryPlan? = { _ in nil }, _ body: (DeliveryEngine, ServiceGroup) async throws -> Void
 ) async throws {
     let engine = DeliveryEngine(settings: settings, spool: spool, metrics: noMetrics, clock: clock, logger: logger, replan: replan)
     let group = ServiceGroup(services: [engine], gracefulShutdownSignals: [], logger: logger)
@@ -43,7 +43,7 @@ private func withEngine(
     // The window on a clock the test moves: ten minutes pass in no time, and a slow machine changes nothing.
     let clock = ManualDeliveryClock()
     try await withRecentEvents(window: .seconds(600), clock: clock) { recent in
-        let record = SpoolRecord(
+        let record = EventRecord(
             keys: ["p/version/40", "p/id/msg_window"], project: "p", eventID: "msg_window", format: "template-version",
             version: try JSONDecoder().decode(TemplateVersion.self, from: Data(#"{"versionNumber":40}"#.utf8)), receivedAt: Date())
         let sent = NIOLockedValueBox(0)

@@ -32,13 +32,13 @@ struct RecordJSONTests {
             attempts: []),
     ]
 
-    static let records: [SpoolRecord] = {
-        var full = SpoolRecord(
+    static let records: [EventRecord] = {
+        var full = EventRecord(
             keys: ["demo/version/1234567890123", awkward, ""], project: "demo", eventID: awkward, format: "cloudevent",
             version: version, receivedAt: dates[0], routes: ["a", awkward])
         full.done = ["a@0", "a@1"]
         full.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-        let bare = SpoolRecord(
+        let bare = EventRecord(
             keys: [], project: "", eventID: nil, format: "bare", version: TemplateVersion(versionNumber: -1), receivedAt: dates[1])
         var empty = bare
         (empty.routes, empty.done) = ([], [])
@@ -70,7 +70,7 @@ struct RecordJSONTests {
         return entries
     }()
 
-    @Test(arguments: records) func aRecord(_ record: SpoolRecord) throws {
+    @Test(arguments: records) func aRecord(_ record: EventRecord) throws {
         try expectSameJSON(record.jsonText, as: record)
     }
 

@@ -68,7 +68,7 @@ private func plan(_ route: Route, version: Int, sender: any MessageSender) -> De
 /// moves (no drain grace, no turn comes during the stop); else with time released, so what waits goes.
 private func withEngine(
     clock: ManualDeliveryClock, spool: (any Spool)? = nil, frozen: Bool = false,
-    replan: @escaping @Sendable (SpoolRecord) -> DeliveryPlan? = { _ in nil }, _ body: (DeliveryEngine, ServiceGroup) async throws -> Void
+    replan: @escaping @Sendable (EventRecord) -> DeliveryPlan? = { _ in nil }, _ body: (DeliveryEngine, ServiceGroup) async throws -> Void
 ) async throws {
     var settings = EngineSettings()
     if frozen { settings.drainGrace = .zero }
@@ -90,7 +90,7 @@ private func advance(_ clock: ManualDeliveryClock, to instant: Duration) {
 
 /// Delivers the event and acknowledges it as a `202` does: its pings wait (a quiet period, a wave's turns), so the
 /// first news is "later", and the event is then on disk.
-private func deliverAcknowledged(_ event: SpoolRecord, plan: DeliveryPlan, to engine: DeliveryEngine) async throws {
+private func deliverAcknowledged(_ event: EventRecord, plan: DeliveryPlan, to engine: DeliveryEngine) async throws {
     guard case .pending(let delivery, _) = await engine.deliver(event, plan: plan, wait: .seconds(5), logger: logger) else {
         Issue.record("version \(event.version.versionNumber): a ping that waits is answered 'later'")
         throw CancellationError()
@@ -346,7 +346,7 @@ extension TemplateVersion {
     let sender = TimedSender(clock: clock)
     let spool = RecordingSpool()
     let waved = route(waves: .init(shards: 4, spreadSeconds: 40, topic: "PUSH_RC_{shard}"))
-    var onDisk: SpoolRecord?
+    var onDisk: EventRecord?
     try await withEngine(clock: clock, spool: spool, frozen: true) { engine, _ in
         try await deliverAcknowledged(record(1), plan: plan(waved, version: 1, sender: sender), to: engine)
         try await eventually("shard 0") { sender.sent.count == 1 }

@@ -8,8 +8,8 @@ import Testing
 @testable import DeliveryEngine
 
 /// An event of project `p` for `version`, known by its version alone unless `keys` says otherwise.
-func record(_ version: Int, keys: [String]? = nil, routes: [String]? = nil) -> SpoolRecord {
-    SpoolRecord(
+func record(_ version: Int, keys: [String]? = nil, routes: [String]? = nil) -> EventRecord {
+    EventRecord(
         keys: keys ?? ["p/version/\(version)"], project: "p", eventID: nil, format: "template-version",
         version: try! JSONDecoder().decode(TemplateVersion.self, from: Data(#"{"versionNumber":"\#(version)"}"#.utf8)),
         receivedAt: Date(timeIntervalSince1970: 1_800_000_000), routes: routes)
@@ -71,18 +71,18 @@ final class ScriptedSender: MessageSender {
 
 /// A spool in memory that records what it was asked, and can hold a write until told to go on.
 final class RecordingSpool: Spool, @unchecked Sendable {
-    let files = NIOLockedValueBox<[String: SpoolRecord]>([:])
+    let files = NIOLockedValueBox<[String: EventRecord]>([:])
     let writes = NIOLockedValueBox(0)
     /// While set, `write` blocks until it is signalled; `entered` says a write is waiting.
     let hold: DispatchSemaphore?
     let entered = DispatchSemaphore(value: 0)
 
-    init(hold: DispatchSemaphore? = nil, files: [SpoolRecord] = []) {
+    init(hold: DispatchSemaphore? = nil, files: [EventRecord] = []) {
         self.hold = hold
         for record in files { self.files.withLockedValue { $0[record.keys.first ?? record.project] = record } }
     }
 
-    func write(_ record: SpoolRecord) throws {
+    func write(_ record: EventRecord) throws {
         if let hold {
             entered.signal()
             hold.wait()
@@ -90,7 +90,7 @@ final class RecordingSpool: Spool, @unchecked Sendable {
         writes.withLockedValue { $0 += 1 }
         files.withLockedValue { $0[record.keys.first ?? record.project] = record }
     }
-    func remove(_ record: SpoolRecord) { files.withLockedValue { $0[record.keys.first ?? record.project] = nil } }
+    func remove(_ record: EventRecord) { files.withLockedValue { $0[record.keys.first ?? record.project] = nil } }
     func recover() -> SpoolRecovery { SpoolRecovery(records: Array(files.withLockedValue { $0.values })) }
 }
 

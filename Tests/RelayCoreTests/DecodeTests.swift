@@ -287,3 +287,32 @@ func keepsUpdateTimeInUTC(sent: String, kept: String) throws {
             body: Data(("{" + attributes + #","data_base64":"%%%"}"#).utf8), headers: EventHeaders(contentType: "application/cloudevents+json"))
     }
 }
+
+/// `checkID` answers printable ASCII without looking at scalars (issue #35): the same answer as the scalar check, for
+/// every ASCII byte and at the length limit.
+@Test func idCheckOfPlainASCIIAnswersAsTheScalarCheck() {
+    func scalarCheck(_ id: String) -> DecodeError? {
+        if id.unicodeScalars.count > EventDecoder.maximumIDLength { return .idTooLong("id") }
+        if id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) { return .idHasControlCharacter("id") }
+        return nil
+    }
+    func answer(_ id: String) -> DecodeError? {
+        do throws(DecodeError) {
+            try EventDecoder.checkID(id, name: "id")
+            return nil
+        } catch {
+            return error
+        }
+    }
+    var ids: [String] = []
+    for byte in UInt8(0)...UInt8(0x7F) {
+        let character = String(decoding: [byte], as: UTF8.self)
+        ids += ["id" + character, character, String(repeating: "a", count: 255) + character]
+    }
+    for count in [255, 256, 257] { ids += [String(repeating: "x", count: count), String(repeating: "é", count: count)] }
+    ids.append(String(repeating: "a", count: 256) + "\u{85}")
+    for id in ids { #expect(answer(id) == scalarCheck(id), "\(id.utf8.map { $0 })") }
+    #expect(answer(String(repeating: "a", count: 256)) == nil)
+    #expect(answer(String(repeating: "a", count: 257)) == .idTooLong("id"))
+    #expect(answer("del\u{7F}") == .idHasControlCharacter("id"))
+}

@@ -6,7 +6,7 @@ import Testing
 @testable import DeliveryEngine
 @testable import RelayServer
 
-private let valid = SpoolRecord(
+private let valid = EventRecord(
     keys: ["demo-project/version/7", "demo-project/id/ev-7"], project: "demo-project", eventID: "ev-7", format: "template-version",
     version: try! JSONDecoder().decode(TemplateVersion.self, from: Data(#"{"versionNumber":"7"}"#.utf8)), receivedAt: Date())
 

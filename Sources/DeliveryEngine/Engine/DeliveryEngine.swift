@@ -9,7 +9,7 @@ import Tracing
 /// Deduplication, the in-flight registry, fan-out, FCM's retry rules, the outbound limit, superseding, the spool and
 /// the delivery history: everything between "this event is verified and routed" and "FCM accepted each ping".
 ///
-/// Its inputs are values (an event as a ``SpoolRecord``, a ``DeliveryPlan``), its outputs are values (outcomes and
+/// Its inputs are values (an event as a ``EventRecord``, a ``DeliveryPlan``), its outputs are values (outcomes and
 /// ``DeliveryReport``s); it knows no HTTP server and no configuration file. Deliveries run in a task group owned by
 /// ``run()``: on start it replays the spool, and on a graceful stop it gives deliveries under way
 /// ``EngineSettings/drainGrace`` to settle, hands the rest over to the spool, and returns once nothing runs.
@@ -26,7 +26,7 @@ package final class DeliveryEngine: Service {
     let clock: any DeliveryClock
     let logger: Logger
     /// The plan for a spooled event under the configuration in force (nil: its project is no longer configured).
-    let replan: @Sendable (SpoolRecord) async -> DeliveryPlan?
+    let replan: @Sendable (EventRecord) async -> DeliveryPlan?
     private let tasks = DeliveryTasks()
     /// Asked before every FCM request of an event's delivery (not an operator's send or retry); nil: always yes.
     private let fence: (any DeliveryFence)?
@@ -34,7 +34,7 @@ package final class DeliveryEngine: Service {
     package init(
         settings: EngineSettings, spool: (any Spool)?, metrics factory: any MetricsFactory, clock: any DeliveryClock = SystemDeliveryClock(),
         logger: Logger, journal: (any DeliveryJournal)? = nil, fence: (any DeliveryFence)? = nil,
-        replan: @escaping @Sendable (SpoolRecord) async -> DeliveryPlan?
+        replan: @escaping @Sendable (EventRecord) async -> DeliveryPlan?
     ) {
         self.fence = fence
         let metrics = DeliveryMetrics(factory: factory)
@@ -62,7 +62,7 @@ package final class DeliveryEngine: Service {
     /// Starts the event's delivery (or joins the one under way) and waits up to `wait` for its first news.
     /// `onDisk`: the record comes from the spool, so it is acknowledged already.
     package func deliver(
-        _ record: SpoolRecord, plan: DeliveryPlan, origin: DeliveryHistory.Origin = .webhook, wait: Duration, onDisk: Bool = false,
+        _ record: EventRecord, plan: DeliveryPlan, origin: DeliveryHistory.Origin = .webhook, wait: Duration, onDisk: Bool = false,
         logger: Logger
     ) async -> RecentEvents.Outcome {
         let dispatcher = dispatcher(plan.send)
@@ -95,7 +95,7 @@ package final class DeliveryEngine: Service {
 
     /// Starts the delivery of an event kept on disk or in the shared store (a replay on start, a project taken over),
     /// without waiting. Its trace goes on, when it came with one: a span of the replay, child of its request's.
-    package func deliverKept(_ record: SpoolRecord, plan: DeliveryPlan, logger: Logger) async {
+    package func deliverKept(_ record: EventRecord, plan: DeliveryPlan, logger: Logger) async {
         await Traces.withSpan("replay kept event", context: Traces.context(traceparent: record.traceparent) ?? .topLevel) { span in
             span?.attributes["rc_relay.project"] = record.project
             span?.attributes["rc_relay.version"] = record.version.versionNumber
@@ -106,7 +106,7 @@ package final class DeliveryEngine: Service {
     }
 
     /// Whether the event is being delivered here, or was delivered within the deduplication window.
-    package func knows(_ record: SpoolRecord) -> Bool { recent.knows(record) }
+    package func knows(_ record: EventRecord) -> Bool { recent.knows(record) }
 
     /// Seeds what FCM accepted per route and audience from another replica's history (a project taken over), so an
     /// older version's ping does not follow a newer one there.
@@ -211,7 +211,7 @@ package final class DeliveryEngine: Service {
         }
     }
 
-    private static func metadata(_ record: SpoolRecord) -> Logger.Metadata {
+    private static func metadata(_ record: EventRecord) -> Logger.Metadata {
         [
             "event_id": "\(record.eventID ?? "-")", "version": "\(record.version.versionNumber)",
             "routes": "\(record.routes?.joined(separator: ",") ?? "all")",

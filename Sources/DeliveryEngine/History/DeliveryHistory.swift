@@ -91,7 +91,9 @@ package final class DeliveryHistory: Sendable {
     func start(_ ping: Ping, batch: DeliveryBatch, validateOnly: Bool) -> String {
         var toDevice = false
         if case .token = ping.message.target { toDevice = true }
-        let entry = state.withLockedValue { state in
+        // The entry is copied out of the lock only for a journal (the store's); in memory, only its id is.
+        let keep = journal != nil
+        let (id, recorded): (String, Entry?) = state.withLockedValue { state in
             state.next += 1
             let id = "\(prefix)-\(state.next)"
             var entry = Entry(
@@ -112,10 +114,10 @@ package final class DeliveryHistory: Sendable {
                     state.head = 0
                 }
             }
-            return entry
+            return (id, keep ? entry : nil)
         }
-        journal?.record(entry)
-        return entry.id
+        if let recorded { journal?.record(recorded) }
+        return id
     }
 
     func settle(_ id: String, _ report: DeliveryReport) {
@@ -136,13 +138,13 @@ package final class DeliveryHistory: Sendable {
         }
     }
 
-    /// Changes the entry (if still kept) and tells the journal, outside the lock.
+    /// Changes the entry (if still kept) in place and tells the journal, outside the lock (a copy only for it).
     private func change(_ id: String, _ body: (inout Entry) -> Void) {
+        let keep = journal != nil
         let changed: Entry? = state.withLockedValue { state in
-            guard var entry = state.entries[id] else { return nil }
-            body(&entry)
-            state.entries[id] = entry
-            return entry
+            guard let index = state.entries.index(forKey: id) else { return nil }
+            body(&state.entries.values[index])
+            return keep ? state.entries.values[index] : nil
         }
         if let changed { journal?.record(changed) }
     }
@@ -176,7 +178,7 @@ package struct DeliveryBatch: Sendable {
     package var retryOf: String?
     /// Asks FCM to check without delivering, whatever `fcm.validateOnly` says (the admin API's dry run).
     package var validateOnly: Bool
-    /// A version that moves no mark (``SpoolRecord/outlier``): sent at once, unscheduled, superseding nothing.
+    /// A version that moves no mark (``EventRecord/outlier``): sent at once, unscheduled, superseding nothing.
     package var outlier = false
     /// Pings (by route name) that stand down without a request (``DeliveryPlan/standDown``).
     package var standDown: Set<String> = []

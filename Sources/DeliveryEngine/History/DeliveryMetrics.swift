@@ -86,13 +86,50 @@ final class DeliveryMetrics: Sendable {
 /// Counters by label and label values, made once: making one takes the registry's lock and builds its name.
 package final class LabelledCounters: Sendable {
     let factory: any MetricsFactory
-    private let cache = NIOLockedValueBox<[String: Counter]>([:])
+    private let cache = NIOLockedValueBox<[Key: Counter]>([:])
+
+    /// A counter's label and dimensions as they are, without joining them into a new string for every look-up (three
+    /// look-ups a webhook, issue #35); more than three dimensions, which no counter has, are joined.
+    private struct Key: Hashable {
+        let label: String
+        let count: Int
+        var first = ("", ""), second = ("", ""), third = ("", "")
+        var rest = ""
+
+        init(_ label: String, _ dimensions: [(String, String)]) {
+            self.label = label
+            self.count = dimensions.count
+            for (index, dimension) in dimensions.enumerated() {
+                switch index {
+                case 0: first = dimension
+                case 1: second = dimension
+                case 2: third = dimension
+                default: rest += "\u{1}\(dimension.0)=\(dimension.1)"
+                }
+            }
+        }
+
+        static func == (a: Key, b: Key) -> Bool {
+            a.label == b.label && a.count == b.count && a.first == b.first && a.second == b.second && a.third == b.third && a.rest == b.rest
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(label)
+            hasher.combine(count)
+            hasher.combine(first.0)
+            hasher.combine(first.1)
+            hasher.combine(second.0)
+            hasher.combine(second.1)
+            hasher.combine(third.0)
+            hasher.combine(third.1)
+            hasher.combine(rest)
+        }
+    }
 
     package init(factory: any MetricsFactory) { self.factory = factory }
 
     package func callAsFunction(_ label: String, _ dimensions: [(String, String)]) -> Counter {
-        var key = label
-        for (name, value) in dimensions { key += "\u{1}\(name)=\(value)" }
+        let key = Key(label, dimensions)
         return cache.withLockedValue { cache in
             if let counter = cache[key] { return counter }
             let counter = Counter(label: label, dimensions: dimensions, factory: factory)

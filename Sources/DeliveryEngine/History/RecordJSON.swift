@@ -6,7 +6,7 @@ import RelayCore
 // what `JSONEncoder` writes, key order aside, and `JSONDecoder` reads it back as the same value; RecordJSONTests holds
 // every field to that.
 
-extension SpoolRecord {
+extension EventRecord {
     /// The record as `JSONEncoder` would encode it.
     package var jsonText: String {
         var json = JSONBytes()

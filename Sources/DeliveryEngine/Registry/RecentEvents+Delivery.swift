@@ -87,7 +87,7 @@ extension RecentEvents {
         delivery.reports.settle(reports)
     }
 
-    func remember(_ record: SpoolRecord, _ reports: [DeliveryReport], at now: Date, in state: inout State) {
+    func remember(_ record: EventRecord, _ reports: [DeliveryReport], at now: Date, in state: inout State) {
         guard capacity > 0 else { return }
         let remembered = Remembered(fingerprint: record.fingerprint, reports: reports, at: now)
         for key in record.keys { state.done[key] = remembered }

@@ -45,13 +45,13 @@ package final class RecentEvents: Sendable {
     /// How a delivery ended at shutdown.
     package enum HandOver: Sendable {
         case settled
-        case spooled(SpoolRecord)
-        case lost(SpoolRecord)
+        case spooled(EventRecord)
+        case lost(EventRecord)
     }
 
     /// One event's delivery under way.
     package final class EventDelivery: Sendable {
-        package let record: SpoolRecord
+        package let record: EventRecord
         let control: DeliveryControl
         /// The first news for waiting senders: settled, or a retry under way (the outcome is known to be "later").
         let news: Settlement<News>
@@ -65,12 +65,12 @@ package final class RecentEvents: Sendable {
             var handOver: HandOver?
             /// Its retries ran out and it waits to be tried again: nothing to wait for at shutdown.
             var parked = false
-            /// Pings FCM accepted while others were due (`SpoolRecord.done`: waved shards, and the event's other routes),
+            /// Pings FCM accepted while others were due (`EventRecord.done`: waved shards, and the event's other routes),
             /// kept in the spool from the acknowledgement on.
             var done: [String]
         }
 
-        init(record: SpoolRecord, onDisk: Bool, clock: any DeliveryClock, spool: (any Spool)?) {
+        init(record: EventRecord, onDisk: Bool, clock: any DeliveryClock, spool: (any Spool)?) {
             let news = Settlement<News>()
             let disk = NIOLockedValueBox(Disk(onDisk: onDisk, done: record.done ?? []))
             self.record = record
@@ -92,7 +92,7 @@ package final class RecentEvents: Sendable {
         }
 
         /// The record as the spool should hold it now.
-        func current(_ disk: Disk) -> SpoolRecord {
+        func current(_ disk: Disk) -> EventRecord {
             var record = record
             record.done = disk.done.isEmpty ? nil : disk.done
             return record
@@ -164,13 +164,13 @@ package final class RecentEvents: Sendable {
     var inFlight: Int { state.withLockedValue { $0.inFlightCount } }
 
     /// Whether the event is under way here, or settled within the window.
-    func knows(_ record: SpoolRecord) -> Bool {
+    func knows(_ record: EventRecord) -> Bool {
         state.withLockedValue { state in record.keys.contains { state.inFlight[$0] != nil || state.done[$0] != nil } }
     }
 
     /// Starts the delivery (or joins the one under way) and waits up to `wait` for its first news (a joiner: for its
     /// outcome). `onDisk`: the record comes from the spool, so it is acknowledged already.
-    func deliver(_ record: SpoolRecord, wait: Duration, onDisk: Bool = false, _ work: @escaping Work) async -> Outcome {
+    func deliver(_ record: EventRecord, wait: Duration, onDisk: Bool = false, _ work: @escaping Work) async -> Outcome {
         enum Found {
             case done([DeliveryReport])
             case running(EventDelivery)
@@ -180,6 +180,9 @@ package final class RecentEvents: Sendable {
         }
         let now = clock.now()
         let fingerprint = record.fingerprint
+        // Made before the lock that every request and worker takes, not under it (a dozen allocations); a duplicate
+        // drops it unused.
+        let candidate = EventDelivery(record: record, onDisk: onDisk, clock: clock, spool: spool)
         let found = state.withLockedValue { state -> Found in
             forgetExpired(&state, now: now)
             for key in record.keys {
@@ -191,10 +194,9 @@ package final class RecentEvents: Sendable {
                 return running.record.fingerprint == fingerprint ? .running(running) : .conflict(key)
             }
             guard state.inFlightCount < maxInFlight else { return .saturated }
-            let delivery = EventDelivery(record: record, onDisk: onDisk, clock: clock, spool: spool)
-            for key in record.keys { state.inFlight[key] = delivery }
+            for key in record.keys { state.inFlight[key] = candidate }
             state.inFlightCount += 1
-            return .started(delivery)
+            return .started(candidate)
         }
         let delivery: EventDelivery
         let duplicate: Bool

@@ -93,8 +93,8 @@ struct Dispatcher: Sendable {
         let id = history.start(ping, batch: batch, validateOnly: validateOnly)
         metrics.queueChanged(by: 1)
         var logger = logger
-        logger[metadataKey: "route"] = "\(ping.route)"
-        logger[metadataKey: "delivery_id"] = "\(id)"
+        logger[metadataKey: "route"] = .string(ping.route)
+        logger[metadataKey: "delivery_id"] = .string(id)
         // Only a real delivery of a received event (or an operator's retry of one) may make older pings stand down.
         var realDelivery = !validateOnly && batch.origin != .send && !batch.outlier
         if case .token = ping.message.target { realDelivery = false }
@@ -195,7 +195,8 @@ struct Dispatcher: Sendable {
                 metrics.fcmResponse(status: 200, errorCode: nil)
                 if supersedes, !validateOnly { latest.noteAccepted(project: ping.project, route: audience, version: version) }
                 attempts.append(DeliveryReport.attempt(nil, at: clock.now()))
-                logger.info(validateOnly ? "ping validated by FCM" : "ping accepted by FCM", metadata: ["fcm_message": "\(name)"])
+                logger[metadataKey: "fcm_message"] = .string(name)
+                logger.info(validateOnly ? "ping validated by FCM" : "ping accepted by FCM")
                 return DeliveryReport(route: ping.route, status: validateOnly ? .validated : .accepted, messageName: name, attempts: attempts)
             case .failure(let failure):
                 let attempt = DeliveryReport.attempt(failure, at: clock.now())

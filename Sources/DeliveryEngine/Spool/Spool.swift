@@ -1,8 +1,9 @@
 import Foundation
 import RelayCore
 
-/// An event acknowledged before its pings settled, as kept until they do.
-package struct SpoolRecord: Codable, Sendable, Equatable {
+/// An event as the engine keeps it until its pings settle: in memory, and where one is configured in the spool or
+/// the store (acknowledged before they settled).
+package struct EventRecord: Codable, Sendable, Equatable {
     /// The event's identities: its project and version first (the file's name), then its ids.
     package var keys: [String]
     package var project: String
@@ -45,28 +46,28 @@ package struct SpoolRecord: Codable, Sendable, Equatable {
 /// What a spool found on start.
 package struct SpoolRecovery: Sendable {
     /// The events to deliver.
-    package var records: [SpoolRecord] = []
+    package var records: [EventRecord] = []
     /// Files that could not be read as an event, moved aside with the reason.
     package var quarantined: [(file: String, reason: String)] = []
     /// Temporary files of writes a crash interrupted, removed.
     package var temporaryFilesRemoved = 0
 
-    package init(records: [SpoolRecord] = []) { self.records = records }
+    package init(records: [EventRecord] = []) { self.records = records }
 }
 
 /// Where acknowledged events wait until delivered, so a crash or restart loses none.
 package protocol Spool: Sendable {
     /// Writes the record durably (fsynced) before the sender is told 202.
-    func write(_ record: SpoolRecord) throws
-    func remove(_ record: SpoolRecord)
+    func write(_ record: EventRecord) throws
+    func remove(_ record: EventRecord)
     /// The event's pings settled: a spool that answers duplicates keeps the reports, a file spool removes the file.
-    func settle(_ record: SpoolRecord, reports: [DeliveryReport])
+    func settle(_ record: EventRecord, reports: [DeliveryReport])
     /// Everything left from before, to deliver on start; never fails and never traps on what it finds.
     func recover() -> SpoolRecovery
 }
 
 extension Spool {
-    package func settle(_ record: SpoolRecord, reports: [DeliveryReport]) { remove(record) }
+    package func settle(_ record: EventRecord, reports: [DeliveryReport]) { remove(record) }
 }
 
 package enum SpoolError: Error, CustomStringConvertible {

@@ -24,7 +24,9 @@ public struct FCMSender: Sendable {
     ///
     /// A 401 means the cached token went bad early: it is dropped and the send is tried once more.
     public func send(project: String, message: ByteBuffer, validateOnly: Bool) async throws(FCMError) -> String {
-        var body = ByteBuffer(string: #"{"message":"#)
+        // Sized once for the envelope around the message (33 bytes at most), not grown as it is written.
+        var body = ByteBufferAllocator().buffer(capacity: message.readableBytes + 33)
+        body.writeString(#"{"message":"#)
         body.writeImmutableBuffer(message)
         body.writeString(validateOnly ? #","validate_only":true}"# : "}")
         do {

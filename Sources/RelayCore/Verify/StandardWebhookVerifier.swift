@@ -58,12 +58,14 @@ public struct StandardWebhookVerifier: Sendable {
 
     /// Checks the body against headers that passed ``check(_:now:)``.
     public func verify(_ headers: CheckedHeaders, body: Data) throws(VerificationError) {
-        var content = Data("\(headers.id).\(headers.timestamp).".utf8)
-        content.append(body)
+        let prefix = Data("\(headers.id).\(headers.timestamp).".utf8)
         // One MAC per secret, whatever the caller sends: the cost of a refusal is bounded by the configuration, not by
         // the number of entries. `==` on a MAC compares in constant time.
         for secret in secrets {
-            let expected = HMAC<SHA256>.authenticationCode(for: content, using: secret.key)
+            var mac = secret.keyed
+            mac.update(data: prefix)
+            mac.update(data: body)
+            let expected = mac.finalize()
             if headers.candidates.contains(where: { expected == $0 }) { return }
         }
         throw .signatureMismatch

@@ -15,7 +15,7 @@ protocol Admission: Sendable {
     var readiness: (ok: Bool, detail: String)? { get }
 
     /// A webhook's event.
-    func admit(_ record: SpoolRecord, window: Duration, logger: Logger) async throws(Refusal) -> Admitted
+    func admit(_ record: EventRecord, window: Duration, logger: Logger) async throws(Refusal) -> Admitted
 
     /// The claim under which this process polls `project` now; nil when another replica delivers it.
     func pollClaim(_ project: String) -> PollClaim?
@@ -27,7 +27,7 @@ protocol Admission: Sendable {
     func noteRelayed(_ project: String, _ version: Int64) async
 
     /// A version a poll found, under the claim the poll started with.
-    func admitPolled(_ record: SpoolRecord, claim: PollClaim, window: Duration, logger: Logger) async -> PolledAdmission
+    func admitPolled(_ record: EventRecord, claim: PollClaim, window: Duration, logger: Logger) async -> PolledAdmission
 
     /// Keeps a delivery that did not settle within its wait, so that the sender may be told 202: it survives a restart.
     func keep(_ delivery: RecentEvents.EventDelivery, logger: Logger) -> Kept

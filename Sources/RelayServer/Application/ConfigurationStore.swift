@@ -48,7 +48,7 @@ final class ConfigurationStore: Sendable {
     /// The plan for a spooled event under the configuration in force; nil when its project is no longer configured.
     /// `since`: the newest version relayed before it, so a change-aware route sees every change since (a version left
     /// for the poller included), as for a webhook.
-    func plan(for record: SpoolRecord, since: Int64? = nil, planner: Planner, logger: Logger) async -> DeliveryPlan? {
+    func plan(for record: EventRecord, since: Int64? = nil, planner: Planner, logger: Logger) async -> DeliveryPlan? {
         let current = current
         guard let pipeline = current.projects[record.project] else { return nil }
         return await planner.plan(

@@ -53,8 +53,11 @@ public struct TrustedProxies: Sendable, Equatable {
     }
 
     /// The client's address: the peer's own, unless the peer is a trusted proxy and says otherwise.
-    public func client(peer: String?, forwardedFor: [String]) -> String? {
-        guard let peer, trusts(peer), !forwardedFor.isEmpty else { return peer }
+    /// `forwardedFor` is read only when the peer is trusted (no header scan per request otherwise).
+    public func client(peer: String?, forwardedFor headers: @autoclosure () -> [String]) -> String? {
+        guard let peer, trusts(peer) else { return peer }
+        let forwardedFor = headers()
+        guard !forwardedFor.isEmpty else { return peer }
         let hops = forwardedFor.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
         var nearest = peer
         for hop in hops.reversed().map(Self.address) where !hop.isEmpty {

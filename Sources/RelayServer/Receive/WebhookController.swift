@@ -48,10 +48,10 @@ struct WebhookController: Sendable {
             ).logged("webhook refused: unknown project", to: logger, ["project": "\(project)"])
         }
         let eventID = event.id ?? webhookID
-        logger[metadataKey: "event_id"] = "\(eventID ?? "-")"
-        logger[metadataKey: "project"] = "\(project)"
+        logger[metadataKey: "event_id"] = .string(eventID ?? "-")
+        logger[metadataKey: "project"] = .string(project)
         logger[metadataKey: "version"] = "\(event.version.versionNumber)"
-        logger[metadataKey: "format"] = "\(event.format.rawValue)"
+        logger[metadataKey: "format"] = .string(event.format.rawValue)
         // Not at info: every outcome has its own decision line (a ping accepted, a duplicate, kept, refused), and a
         // third line per webhook was about 5 µs of its CPU (issue #35).
         logger.debug("webhook accepted")
@@ -63,7 +63,7 @@ struct WebhookController: Sendable {
         let keys = [
             "\(project)/version/\(event.version.versionNumber)", event.id.map { "\(project)/id/\($0)" }, webhookID.map { "webhook/\($0)" },
         ].compactMap { $0 }
-        var record = SpoolRecord(
+        var record = EventRecord(
             keys: keys, project: project, eventID: eventID, format: event.format.rawValue, version: event.version,
             receivedAt: Date())
         let outlier = await versions.isOutlier(

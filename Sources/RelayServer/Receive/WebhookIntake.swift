@@ -146,13 +146,14 @@ struct WebhookIntake: Sendable {
 
     /// Reads the body, refusing as soon as it passes the limit (a declared length is checked before reading).
     private func read(_ body: RequestBody, declared: Int?, limit: Int) async throws(Refusal) -> Data {
-        let tooLarge = Refusal(kind: .bodyTooLarge, detail: "the body is larger than \(limit) bytes")
-        if let declared, declared > limit { throw tooLarge }
+        // A function, not a value: the refusal's text is built only for a body that is refused.
+        func tooLarge() -> Refusal { Refusal(kind: .bodyTooLarge, detail: "the body is larger than \(limit) bytes") }
+        if let declared, declared > limit { throw tooLarge() }
         var data = Data()
         if let declared { data.reserveCapacity(declared) }
         do {
             for try await chunk in body {
-                guard data.count + chunk.readableBytes <= limit else { throw tooLarge }
+                guard data.count + chunk.readableBytes <= limit else { throw tooLarge() }
                 data.append(contentsOf: chunk.readableBytesView)
             }
         } catch let refusal as Refusal {

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import RelayCore
 
 #if canImport(Glibc)
@@ -113,7 +114,7 @@ public struct LineLogHandler: LogHandler {
     }
 
     static func sortedFields(_ metadata: Logger.Metadata) -> [Field] {
-        metadata.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) }
+        metadata.sorted { $0.key < $1.key }
     }
 
     /// Sets, replaces or (nil) removes `key` in fields sorted by key, keeping them sorted.
@@ -130,7 +131,7 @@ public struct LineLogHandler: LogHandler {
 
     static func jsonLine(_ event: LogEvent, fields: [Field], label: String) -> [UInt8] {
         var line: [UInt8] = []
-        line.reserveCapacity(256)
+        line.reserveCapacity(512)
         line.append(contentsOf: #"{"ts":""#.utf8)
         Self.appendTimestamp(to: &line)
         line.append(contentsOf: #"","level":"#.utf8)
@@ -151,7 +152,7 @@ public struct LineLogHandler: LogHandler {
 
     static func textLine(_ event: LogEvent, fields: [Field], label: String, timestamp: String) -> [UInt8] {
         var line: [UInt8] = []
-        line.reserveCapacity(256)
+        line.reserveCapacity(512)
         line.append(contentsOf: timestamp.utf8)
         line.append(UInt8(ascii: " "))
         line.append(contentsOf: event.level.rawValue.utf8)
@@ -174,16 +175,23 @@ public struct LineLogHandler: LogHandler {
         return line
     }
 
-    /// Now, in local time, as `StreamLogHandler` writes it: `%Y-%m-%dT%H:%M:%S%z`.
+    /// Now, in local time, as `StreamLogHandler` writes it: `%Y-%m-%dT%H:%M:%S%z`. The text changes once a second, so
+    /// the last one is kept with its second: formatting it for every line (`localtime_r`, `strftime`, a new string)
+    /// was a measurable part of a line's cost (issue #35).
     static func localTimestamp() -> String {
         var now = time(nil)
+        if let text = lastTimestamp.withLockedValue({ $0.second == now ? $0.text : nil }) { return text }
         var parts = tm()
         guard localtime_r(&now, &parts) != nil else { return "<unknown>" }
-        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer in
+        let text = withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer in
             let count = strftime(buffer.baseAddress!, buffer.count, "%Y-%m-%dT%H:%M:%S%z", &parts)
             return String(decoding: UnsafeRawBufferPointer(start: buffer.baseAddress, count: count), as: UTF8.self)
         }
+        lastTimestamp.withLockedValue { $0 = (now, text) }
+        return text
     }
+
+    private static let lastTimestamp = NIOLockedValueBox<(second: time_t, text: String)>((-1, ""))
 
     private static let reserved: Set<String> = ["ts", "level", "msg", "logger"]
 

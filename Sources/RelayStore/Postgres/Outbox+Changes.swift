@@ -36,7 +36,7 @@ extension PostgresStore {
     }
 
     func apply(_ changes: [OutboxSpool.Change]) async {
-        var settlements: [(SpoolRecord, [DeliveryReport])] = []
+        var settlements: [(EventRecord, [DeliveryReport])] = []
         var entries = JournalBatch()
         let moot = OutboxSpool.mootUpdates(changes)
         for (index, change) in changes.enumerated() where !moot.contains(index) {
@@ -71,7 +71,7 @@ extension PostgresStore {
     }
 
     /// Settles the events in one statement; if the database refuses it, one by one (so only the refused one is lost).
-    func settleAll(_ settlements: [(SpoolRecord, [DeliveryReport])]) async {
+    func settleAll(_ settlements: [(EventRecord, [DeliveryReport])]) async {
         guard !settlements.isEmpty else { return }
         if settlements.count > 1 {
             do {
@@ -90,7 +90,7 @@ extension PostgresStore {
     }
 
     /// Settles several events in one statement.
-    func settle(_ settlements: [(SpoolRecord, [DeliveryReport])]) async throws(StoreError) {
+    func settle(_ settlements: [(EventRecord, [DeliveryReport])]) async throws(StoreError) {
         var keys: [String] = []
         var reports: [String] = []
         var marks: [Bool] = []

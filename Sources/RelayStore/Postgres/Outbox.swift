@@ -22,7 +22,7 @@ extension PostgresStore {
     /// settled event older than it is forgotten first). `notify`: tell the replica that delivers the project (false
     /// when this one does). The admissions waiting at the same time share one round trip and one commit
     /// (``AdmissionBatcher``); this returns once the commit holding the event is done.
-    package func admit(_ record: SpoolRecord, window: Duration, notify: Bool = true) async throws(StoreError) -> Admission {
+    package func admit(_ record: EventRecord, window: Duration, notify: Bool = true) async throws(StoreError) -> Admission {
         // The lease holder delivers what it admits itself: only other replicas' admissions need to wake it.
         let request = Self.admission(record, window: window, notice: notify ? Self.notice(project: record.project, holder: holder) : "")
         let holders = try await admissions.admit(request) { batch throws(StoreError) in try await self.admitAll(batch) }
@@ -31,7 +31,7 @@ extension PostgresStore {
 
     /// Admits the event only while this replica holds the lease `name` under `epoch` (fencing: a poll decided under an
     /// older epoch is refused with ``StoreError/leaseLost(_:)``, and nothing is admitted).
-    package func admit(_ record: SpoolRecord, window: Duration, lease name: String, epoch: Int64) async throws(StoreError) -> Admission {
+    package func admit(_ record: EventRecord, window: Duration, lease name: String, epoch: Int64) async throws(StoreError) -> Admission {
         let request = Self.admission(record, window: window, notice: "")
         let holder = holder
         let holders = try await run("admit") { client, logger in
@@ -60,7 +60,7 @@ extension PostgresStore {
     }
 
     /// What the holders of an event's keys (none: it was admitted) say of its admission.
-    static func admission(of record: SpoolRecord, holders: [String: AdmissionBatcher.Holder]) throws(StoreError) -> Admission {
+    static func admission(of record: EventRecord, holders: [String: AdmissionBatcher.Holder]) throws(StoreError) -> Admission {
         guard !holders.isEmpty else { return .admitted }
         // In the order of the event's keys (its project and version first), as the in-memory registry does.
         for key in record.keys {
@@ -78,7 +78,7 @@ extension PostgresStore {
     }
 
     /// The event as `rc_relay_admit_all` takes it; `notice` empty for none.
-    static func admission(_ record: SpoolRecord, window: Duration, notice: String) -> AdmissionBatcher.Request {
+    static func admission(_ record: EventRecord, window: Duration, notice: String) -> AdmissionBatcher.Request {
         AdmissionBatcher.Request(
             project: record.project, version: record.version.versionNumber, fingerprint: record.fingerprint, record: record.jsonText,
             keys: record.keys, window: seconds(window), notice: notice)
@@ -112,7 +112,7 @@ extension PostgresStore {
     }
 
     /// Records progress (shards accepted, the routes still due at a stop) of an event still pending.
-    package func update(_ record: SpoolRecord) async throws(StoreError) {
+    package func update(_ record: EventRecord) async throws(StoreError) {
         let json = record.jsonText
         let key = record.keys.first ?? ""
         try await run("update") { client, logger in
@@ -126,14 +126,14 @@ extension PostgresStore {
 
     /// Marks the event delivered (or given up by an operator), with its reports for duplicates. Its record goes: only
     /// a delivery reads it, and the settled row version is smaller without it (less WAL: docs/performance.md).
-    package func settle(_ record: SpoolRecord, reports: [DeliveryReport]) async throws(StoreError) {
+    package func settle(_ record: EventRecord, reports: [DeliveryReport]) async throws(StoreError) {
         try await settle([(record, reports)])
     }
 
     /// The project's events still to deliver, oldest first, in pages (so rows already under way, or that this relay
     /// cannot read, never hide newer ones).
-    package func pending(project: String, pageSize: Int = 200) async throws(StoreError) -> [SpoolRecord] {
-        var records: [SpoolRecord] = []
+    package func pending(project: String, pageSize: Int = 200) async throws(StoreError) -> [EventRecord] {
+        var records: [EventRecord] = []
         var after: Int64 = 0
         while true {
             let cursor = after
@@ -149,7 +149,7 @@ extension PostgresStore {
             }
             for (_, text) in page {
                 // A row this relay cannot read (written by hand, or by a newer rc-relay) is skipped, never trapped on.
-                guard let record = try? JSONDecoder().decode(SpoolRecord.self, from: Data(text.utf8)), record.defect == nil else {
+                guard let record = try? JSONDecoder().decode(EventRecord.self, from: Data(text.utf8)), record.defect == nil else {
                     logger.error("outbox row skipped: it is not an event this relay can read", metadata: ["project": "\(project)"])
                     continue
                 }

@@ -9,8 +9,8 @@ import NIOConcurrencyHelpers
 /// crash leaves the row as it was, which sends again what it would have recorded as done: never fewer pings.
 package final class OutboxSpool: Spool, DeliveryJournal {
     enum Change: Sendable {
-        case update(SpoolRecord)
-        case settle(SpoolRecord, [DeliveryReport])
+        case update(EventRecord)
+        case settle(EventRecord, [DeliveryReport])
         /// Settled once every change before it is applied (a waiter that gives up first is taken out of the queue).
         case flush(Settlement<Bool>)
         /// A delivery history entry, copied for the other replicas' admin API.
@@ -62,9 +62,9 @@ package final class OutboxSpool: Spool, DeliveryJournal {
         }
     }
 
-    package func write(_ record: SpoolRecord) throws { _ = enqueue(.update(record)) }
-    package func remove(_ record: SpoolRecord) { _ = enqueue(.settle(record, [])) }
-    package func settle(_ record: SpoolRecord, reports: [DeliveryReport]) { _ = enqueue(.settle(record, reports)) }
+    package func write(_ record: EventRecord) throws { _ = enqueue(.update(record)) }
+    package func remove(_ record: EventRecord) { _ = enqueue(.settle(record, [])) }
+    package func settle(_ record: EventRecord, reports: [DeliveryReport]) { _ = enqueue(.settle(record, reports)) }
     /// Copies a history entry to the store (see ``DeliveryJournal``).
     package func record(_ entry: DeliveryHistory.Entry) { _ = enqueue(.journal(entry)) }
     /// Nothing to recover at start: a replica delivers a project's outbox once it holds the project's lease.

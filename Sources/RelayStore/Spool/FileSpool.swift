@@ -15,7 +15,7 @@ package struct FileSpool: Spool {
 
     package var quarantine: URL { directory.appendingPathComponent("quarantine", isDirectory: true) }
 
-    package func write(_ record: SpoolRecord) throws {
+    package func write(_ record: EventRecord) throws {
         let data = Data(record.jsonText.utf8)
         let final = directory.appendingPathComponent(record.fileName)
         let temporary = directory.appendingPathComponent(".\(record.fileName).\(UUID().uuidString)")
@@ -31,7 +31,7 @@ package struct FileSpool: Spool {
         syncDirectory()
     }
 
-    package func remove(_ record: SpoolRecord) {
+    package func remove(_ record: EventRecord) {
         unlink(directory.appendingPathComponent(record.fileName).path)
     }
 
@@ -58,13 +58,13 @@ package struct FileSpool: Spool {
         return recovery
     }
 
-    private func read(_ path: String) -> Result<SpoolRecord, SpoolError> {
+    private func read(_ path: String) -> Result<EventRecord, SpoolError> {
         guard path.hasSuffix(".json") else { return .failure(.unreadable("not a .json spool file")) }
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
             let size = attributes[.size] as? Int, size <= Self.maximumFileBytes
         else { return .failure(.unreadable("larger than \(Self.maximumFileBytes) bytes or unreadable")) }
         guard let data = FileManager.default.contents(atPath: path), !data.isEmpty else { return .failure(.unreadable("empty")) }
-        guard let record = try? JSONDecoder().decode(SpoolRecord.self, from: data) else {
+        guard let record = try? JSONDecoder().decode(EventRecord.self, from: data) else {
             return .failure(.unreadable("not a spooled event (corrupt or partial JSON)"))
         }
         if let defect = record.defect { return .failure(.unreadable(defect)) }
@@ -90,7 +90,7 @@ package struct FileSpool: Spool {
     }
 }
 
-extension SpoolRecord {
+extension EventRecord {
     /// The file name: stable for the event, safe on any file system.
     package var fileName: String {
         let name = (keys.first ?? project).unicodeScalars.map { CharacterSet.alphanumerics.contains($0) ? String($0) : "_" }.joined()

@@ -14,7 +14,7 @@ struct OutboxSpoolTests {
             id: "e", project: "demo", route: "default", version: TemplateVersion(versionNumber: 1), eventID: nil, origin: .webhook,
             retryOf: nil, toDevice: false, validateOnly: false, receivedAt: Date(), settledAt: nil, report: nil)
         for _ in 0...OutboxSpool.journalLimit { outbox.record(entry) }
-        let record = SpoolRecord(
+        let record = EventRecord(
             keys: ["demo/version/1"], project: "demo", eventID: nil, format: "bare", version: TemplateVersion(versionNumber: 1), receivedAt: Date())
         outbox.settle(record, reports: [])
         let changes = outbox.take()
@@ -31,8 +31,8 @@ struct OutboxSpoolTests {
     /// An update that a settlement of the same event follows in the same round is not written (the settlement
     /// overwrites it), unless a flush comes between them; another event's update is written.
     @Test func anUpdateSettledInTheSameRoundIsMootUnlessAFlushComesBetween() {
-        func record(_ version: Int64) -> SpoolRecord {
-            SpoolRecord(
+        func record(_ version: Int64) -> EventRecord {
+            EventRecord(
                 keys: ["demo/version/\(version)"], project: "demo", eventID: nil, format: "bare", version: TemplateVersion(versionNumber: version),
                 receivedAt: Date())
         }

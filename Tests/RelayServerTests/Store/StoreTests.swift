@@ -20,8 +20,8 @@ import Testing
         return logger
     }()
 
-    func record(project: String = "demo", version: Int64 = 7, id: String? = "evt-1") -> SpoolRecord {
-        SpoolRecord(
+    func record(project: String = "demo", version: Int64 = 7, id: String? = "evt-1") -> EventRecord {
+        EventRecord(
             keys: ["\(project)/version/\(version)"] + (id.map { ["\(project)/id/\($0)"] } ?? []), project: project, eventID: id, format: "cloudevent",
             version: TemplateVersion(versionNumber: version), receivedAt: Date(timeIntervalSince1970: 1_700_000_000))
     }
@@ -151,7 +151,7 @@ import Testing
             try await withReplicas(cluster, count: 1) { stores in
                 let store = stores[0]
                 try await store.migrate()
-                func request(_ record: SpoolRecord) -> AdmissionBatcher.Request {
+                func request(_ record: EventRecord) -> AdmissionBatcher.Request {
                     PostgresStore.admission(record, window: .seconds(600), notice: "")
                 }
                 // In one round: an event, the same event again, its id for another version, an event without an id

@@ -6,7 +6,7 @@ import RelayStore
 extension ProjectLeases: Admission {
     var keepsAdmitted: Bool { true }
 
-    func admit(_ record: SpoolRecord, window: Duration, logger: Logger) async throws(Refusal) -> Admitted {
+    func admit(_ record: EventRecord, window: Duration, logger: Logger) async throws(Refusal) -> Admitted {
         // Committed before anything else: from here on any replica delivers it, and a 202 means it is kept.
         let admission = try await admitToOutbox(record, window: window, logger: logger)
         switch admission {
@@ -18,7 +18,7 @@ extension ProjectLeases: Admission {
 
     func pollClaim(_ project: String) -> PollClaim? { epoch(project).map { PollClaim(epoch: $0) } }
 
-    func admitPolled(_ record: SpoolRecord, claim: PollClaim, window: Duration, logger: Logger) async -> PolledAdmission {
+    func admitPolled(_ record: EventRecord, claim: PollClaim, window: Duration, logger: Logger) async -> PolledAdmission {
         guard let epoch = claim.epoch else { return .leave }
         switch await admitPolled(record, epoch: epoch, window: window, logger: logger) {
         case .admitted?: return .deliverHere

@@ -27,7 +27,7 @@ extension ProjectLeases {
     /// come in any order), only the newest is sent and the older ones end `superseded`.
     private func sweep(_ project: String) async {
         guard holds(project) else { return }
-        let records: [SpoolRecord]
+        let records: [EventRecord]
         let since: Int64?
         do {
             if wasTakenOver(project) {
@@ -46,7 +46,7 @@ extension ProjectLeases {
             failed(error, doing: "reading the outbox")
             return
         }
-        var planned: [(SpoolRecord, DeliveryPlan, Logger)] = []
+        var planned: [(EventRecord, DeliveryPlan, Logger)] = []
         for record in records where !engine.knows(record) {
             var logger = logger
             logger[metadataKey: "event_id"] = "\(record.eventID ?? "-")"

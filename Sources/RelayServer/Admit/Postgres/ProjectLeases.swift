@@ -89,7 +89,7 @@ final class ProjectLeases: Service, Sendable {
 
     /// Commits the event to the outbox (or finds it there); a store that does not answer is a `503`, with nothing
     /// acknowledged.
-    func admitToOutbox(_ record: SpoolRecord, window: Duration, logger: Logger) async throws(Refusal) -> PostgresStore.Admission {
+    func admitToOutbox(_ record: EventRecord, window: Duration, logger: Logger) async throws(Refusal) -> PostgresStore.Admission {
         do {
             let admission = try await store.admit(record, window: window, notify: !holds(record.project))
             contact()
@@ -102,7 +102,7 @@ final class ProjectLeases: Service, Sendable {
 
     /// A poll's admission, fenced: refused (and this replica stands down) when the lease was taken over since the
     /// poll began. Nil when this replica does not hold the project, or the store did not answer.
-    func admitPolled(_ record: SpoolRecord, epoch: Int64, window: Duration, logger: Logger) async -> PostgresStore.Admission? {
+    func admitPolled(_ record: EventRecord, epoch: Int64, window: Duration, logger: Logger) async -> PostgresStore.Admission? {
         do {
             let admission =
                 fencing

@@ -196,7 +196,7 @@ final class CatchUpPoller: Service {
         _ version: TemplateVersion, since known: Int64, project: String, claim: PollClaim, pipeline: ProjectDirectory.Pipeline,
         settings: RelaySettings, logger: Logger
     ) async -> Outcome {
-        let record = SpoolRecord(
+        let record = EventRecord(
             keys: ["\(project)/version/\(version.versionNumber)"], project: project, eventID: nil, format: "poll", version: version,
             receivedAt: clock.now())
         // Fenced: a poll that outlived its claim (paused, or slow retries) admits nothing.
