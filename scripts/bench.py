@@ -100,16 +100,17 @@ class Process:
         return counts
 
     def cpu_ns(self):
-        """The CPU time of the process's threads in nanoseconds, exact (the scheduler's own count,
-        /proc/PID/task/*/schedstat; threads that ended take theirs with them), where `cpu_ticks` counts the 10 ms
-        clock ticks that found it running: a few microseconds of work can cost a tick."""
-        total = 0
+        """Each thread's CPU time in nanoseconds, by thread id, exact (the scheduler's own count,
+        /proc/PID/task/*/schedstat), where `cpu_ticks` counts the 10 ms clock ticks that found it running: a few
+        microseconds of work can cost a tick. A thread that ends takes its count with it, so compare by thread: a
+        sum over the threads alive at each end went below zero when Swift's runtime let idle worker threads go."""
+        times = {}
         for stat in Path(f"/proc/{self.proc.pid}/task").glob("*/schedstat"):
             try:
-                total += int(stat.read_text().split()[0])
+                times[stat.parent.name] = int(stat.read_text().split()[0])
             except FileNotFoundError:  # the thread ended meanwhile
                 continue
-        return total
+        return times
 
     def memory_kb(self, field):
         match = re.search(rf"{field}:\s+(\d+) kB", Path(f"/proc/{self.proc.pid}/status").read_text())
@@ -225,7 +226,8 @@ def watch_idle(proc, url, seconds):
     after = proc.context_switches()
     # Threads that ended meanwhile take their counts with them; threads started meanwhile count from zero.
     woken = sum(count - switches.get(thread, 0) for thread, count in after.items())
-    return woken / seconds, proc.cpu_ticks() - ticks, (proc.cpu_ns() - ns) / 1e6
+    spent = sum(time - ns.get(thread, 0) for thread, time in proc.cpu_ns().items())
+    return woken / seconds, proc.cpu_ticks() - ticks, spent / 1e6
 
 
 def checkpointing(cluster, began, ended):
