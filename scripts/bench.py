@@ -226,7 +226,7 @@ def watch_idle(proc, url, seconds):
     after = proc.context_switches()
     # Threads that ended meanwhile take their counts with them; threads started meanwhile count from zero.
     woken = sum(count - switches.get(thread, 0) for thread, count in after.items())
-    spent = sum(time - ns.get(thread, 0) for thread, time in proc.cpu_ns().items())
+    spent = sum(now - ns.get(thread, 0) for thread, now in proc.cpu_ns().items())
     return woken / seconds, proc.cpu_ticks() - ticks, spent / 1e6
 
 

@@ -88,48 +88,28 @@ package final class LabelledCounters: Sendable {
     let factory: any MetricsFactory
     private let cache = NIOLockedValueBox<[Key: Counter]>([:])
 
-    /// A counter's label and dimensions as they are, without joining them into a new string for every look-up (three
-    /// look-ups a webhook, issue #35); more than three dimensions, which no counter has, are joined.
+    /// A counter's label and the caller's dimensions as they are, compared and hashed pair by pair; joining them into
+    /// a new string was work every look-up (three a webhook) repeated (issue #35).
     private struct Key: Hashable {
         let label: String
-        let count: Int
-        var first = ("", ""), second = ("", ""), third = ("", "")
-        var rest = ""
+        let dimensions: [(String, String)]
 
-        init(_ label: String, _ dimensions: [(String, String)]) {
-            self.label = label
-            self.count = dimensions.count
-            for (index, dimension) in dimensions.enumerated() {
-                switch index {
-                case 0: first = dimension
-                case 1: second = dimension
-                case 2: third = dimension
-                default: rest += "\u{1}\(dimension.0)=\(dimension.1)"
-                }
-            }
-        }
-
-        static func == (a: Key, b: Key) -> Bool {
-            a.label == b.label && a.count == b.count && a.first == b.first && a.second == b.second && a.third == b.third && a.rest == b.rest
-        }
+        static func == (a: Key, b: Key) -> Bool { a.label == b.label && a.dimensions.elementsEqual(b.dimensions, by: ==) }
 
         func hash(into hasher: inout Hasher) {
             hasher.combine(label)
-            hasher.combine(count)
-            hasher.combine(first.0)
-            hasher.combine(first.1)
-            hasher.combine(second.0)
-            hasher.combine(second.1)
-            hasher.combine(third.0)
-            hasher.combine(third.1)
-            hasher.combine(rest)
+            hasher.combine(dimensions.count)
+            for (name, value) in dimensions {
+                hasher.combine(name)
+                hasher.combine(value)
+            }
         }
     }
 
     package init(factory: any MetricsFactory) { self.factory = factory }
 
     package func callAsFunction(_ label: String, _ dimensions: [(String, String)]) -> Counter {
-        let key = Key(label, dimensions)
+        let key = Key(label: label, dimensions: dimensions)
         return cache.withLockedValue { cache in
             if let counter = cache[key] { return counter }
             let counter = Counter(label: label, dimensions: dimensions, factory: factory)
