@@ -21,6 +21,9 @@ and almost every webhook is sent, as the yardsticks' are; the share that stood d
 --tls: the emulator serves HTTPS with HTTP/2 (as fcm.googleapis.com does) on a certificate of a CA made for the run,
 which both relays trust as rc-relay's fcm.caFile says; run it beside a plaintext run to compare.
 --flood: also measure refusals of an unauthenticated flood, and signed webhooks answered during it.
+--store: also a relay with store.postgres on a throwaway PostgreSQL cluster, and (unless --no-bare) the store floor:
+the fair floor on the same cluster, committing each event under a unique key before it answers and marking it settled
+once FCM accepts it, both in batches (Benchmarks/Sources/FairFloor/StoreFloor.swift).
 """
 import argparse
 import csv
@@ -182,18 +185,20 @@ def access_token(emulator_url):
     return json.loads(body)["access_token"]
 
 
-def start_yardstick(name, work, emulator_url, token, ca=None, message=None):
+def start_yardstick(name, work, emulator_url, token, ca=None, message=None, postgres=None):
     """A yardstick (Benchmarks/): `bare-relay`, bare Hummingbird + AsyncHTTPClient doing only the minimum, or
     `fair-floor`, the same plus the guarantees any production relay owes. Built (release) when missing or older than
-    its sources. `message`: the FCM message it sends, with `@VERSION@` for the version (default: a minimal one)."""
+    its sources. `message`: the FCM message it sends, with `@VERSION@` for the version (default: a minimal one).
+    `postgres`: a database URL, which makes the fair floor the store floor (each event committed before the answer,
+    settled once FCM accepts it: Benchmarks/Sources/FairFloor/StoreFloor.swift)."""
     binary = ROOT / "Benchmarks" / ".build" / "release" / name
     sources = [p for p in (ROOT / "Benchmarks").rglob("*.swift") if ".build" not in p.parts]
     if not binary.exists() or binary.stat().st_mtime < max(p.stat().st_mtime for p in sources):
         subprocess.run(["swift", "build", "-c", "release", "--package-path", "Benchmarks", "--product", name,
                         "--static-swift-stdlib"], cwd=ROOT, check=True)
-    log = work / f"{name}.log"
-    proc = Process([str(binary), "0", emulator_url, token, SECRET, *([str(ca)] if ca else [])], log,
-                   env={"YARDSTICK_MESSAGE": message} if message else None)
+    log = work / ("store-floor.log" if postgres else f"{name}.log")
+    env = ({"YARDSTICK_MESSAGE": message} if message else {}) | ({"FAIR_FLOOR_POSTGRES": postgres} if postgres else {})
+    proc = Process([str(binary), "0", emulator_url, token, SECRET, *([str(ca)] if ca else [])], log, env=env)
     text = proc.wait_for_line(log, f"{name} listening")
     return proc, re.search(r"listening on (http://\S+)", text).group(1) + "/webhooks/remote-config"
 
@@ -465,7 +470,7 @@ def bench(args, work):
         TLS_CONTEXT = ssl.create_default_context(cafile=str(ca))
     emulator, emulator_url, key = start_emulator(args.bin, work, tls=tls, projects=args.projects)
     relay, url, started = start_relay(args.bin, work, emulator_url, key, ca=ca, projects=args.projects)
-    cluster = stored = None
+    cluster = stored = store_floor = None
     try:
         startup = first_accepted(url, started)
         idle_rss = relay.memory_kb("VmRSS")
@@ -509,9 +514,14 @@ def bench(args, work):
                                                 extra=f'store: {{postgres: {{url: "{cluster.url}"}}}}\n')
             # It delivers its own webhooks once it holds every project's lease.
             stored.wait_for_line(work / "store.log", "project lease taken", count=args.projects)
+            if not args.no_bare:
+                # The store's yardstick: the fair floor on the same cluster, with what any relay on a shared store owes.
+                store_floor, store_floor_url = start_yardstick("fair-floor", work, emulator_url, token, ca=ca, message=same,
+                                                               postgres=cluster.url)
         runs = {key: [] for key in ("relay", "ceiling", "ceiling_minimal", "cpu", "floor", "bare", "bare_cpu", "bare_floor",
                                     "fair", "fair_cpu", "fair_floor",
-                                    "store", "store_cpu", "store_db_cpu", "flood", "flood_cpu", "flood_probe",
+                                    "store", "store_cpu", "store_db_cpu", "store_floor", "store_floor_cpu", "store_floor_db_cpu",
+                                    "flood", "flood_cpu", "flood_probe",
                                     "bare_flood", "bare_flood_cpu")}
         # Each target's versions follow the last one it was sent: a relay that saw another's load in between would
         # meet a jump of more than 100,000 past the newest it relayed, which makes every version of the run an
@@ -593,6 +603,12 @@ def bench(args, work):
                 store_result, store_cpu = load(stored, stored_url, "rc-relay with PostgreSQL")
                 store_db_cpu = (cluster.cpu_seconds() - db_before) / max(store_result["ok"], 1) * 1000
                 store_result["checkpoint"] = checkpointing(cluster, store_began, time.time())
+            if store_floor:
+                db_before = cluster.cpu_seconds()
+                floor_began = time.time()
+                store_floor_result, store_floor_cpu = load(store_floor, store_floor_url, "store floor")
+                store_floor_db_cpu = (cluster.cpu_seconds() - db_before) / max(store_floor_result["ok"], 1) * 1000
+                store_floor_result["checkpoint"] = checkpointing(cluster, floor_began, time.time())
             if args.flood:
                 flood_result, flood_cpu, probes = flood(relay, url, flood_script, args.connections, args.duration, probe)
                 if bare:
@@ -611,6 +627,10 @@ def bench(args, work):
                 runs["store"].append(store_result)
                 runs["store_cpu"].append(store_cpu)
                 runs["store_db_cpu"].append(store_db_cpu)
+            if store_floor:
+                runs["store_floor"].append(store_floor_result)
+                runs["store_floor_cpu"].append(store_floor_cpu)
+                runs["store_floor_db_cpu"].append(store_floor_db_cpu)
             runs["relay"].append(result)
             runs["cpu"].append(cpu)
             runs["ceiling"].append(ceiling)
@@ -628,6 +648,8 @@ def bench(args, work):
             fair.stop()
         if stored:
             stored.stop()
+        if store_floor:
+            store_floor.stop()
         # One connection: a webhook's own latency when nothing queues in front of it.
         single, _ = load(relay, url, "rc-relay, one connection", connections=1, threads=1)
         peak_rss = relay.memory_kb("VmHWM")
@@ -755,6 +777,19 @@ def bench(args, work):
             "store_runs": [{"p99_ms": r["p99_ms"], "checkpoint": r["checkpoint"],
                             "ratio_to_in_memory": r["rps"] / memory["rps"]} for r, memory in zip(runs["store"], relay_runs)],
         }
+    if runs["store_floor"]:
+        figures |= {
+            "store_floor_webhooks_per_s": median("rps", runs["store_floor"]),
+            "store_floor_ratio_to_fair": median("rps", runs["store_floor"]) / median("rps", runs["fair"]),
+            "store_floor_ratio_to_in_memory": median("rps", runs["store_floor"]) / median("rps", relay_runs),
+            "store_floor_p50_ms": median("p50_ms", runs["store_floor"]),
+            "store_floor_p99_ms": median("p99_ms", runs["store_floor"]),
+            "store_floor_cpu_ms_per_webhook": statistics.median(runs["store_floor_cpu"]),
+            "store_floor_postgres_cpu_ms_per_webhook": statistics.median(runs["store_floor_db_cpu"]),
+            "store_floor_runs": [{"p99_ms": r["p99_ms"], "checkpoint": r["checkpoint"],
+                                  "ratio_to_in_memory": r["rps"] / memory["rps"], "ratio_to_fair": r["rps"] / fair["rps"]}
+                                 for r, memory, fair in zip(runs["store_floor"], relay_runs, runs["fair"])],
+        }
     if args.idle_seconds:
         figures |= {"idle_wakeups_per_s": idle_wakeups, "idle_cpu_ticks": idle_ticks, "idle_cpu_ms": idle_cpu_ms,
                     "idle_seconds": args.idle_seconds}
@@ -828,6 +863,21 @@ def bench(args, work):
             ("with PostgreSQL: each run's ÷ in-memory (target ≥ 0.6)",
              ", ".join(f"{r['ratio_to_in_memory']:.2f}" for r in figures["store_runs"])
              + (" ✓" if all(r["ratio_to_in_memory"] >= 0.6 for r in figures["store_runs"]) else " ✗")),
+        ]
+    if runs["store_floor"]:
+        rows += [
+            ("store floor (fair floor + PostgreSQL): webhooks/s; ÷ fair floor; ÷ rc-relay in memory",
+             f"{figures['store_floor_webhooks_per_s']:.0f}; {figures['store_floor_ratio_to_fair']:.2f}; "
+             f"{figures['store_floor_ratio_to_in_memory']:.2f}"),
+            ("store floor: latency p50 / p99", f"{figures['store_floor_p50_ms']:.2f} ms / {figures['store_floor_p99_ms']:.2f} ms"),
+            ("store floor: CPU per webhook, floor / PostgreSQL",
+             f"{figures['store_floor_cpu_ms_per_webhook']:.3f} ms / {figures['store_floor_postgres_cpu_ms_per_webhook']:.3f} ms"),
+            ("store floor, each run: ÷ fair floor; ÷ rc-relay in memory; p99 (* a checkpoint)",
+             ", ".join(f"{r['ratio_to_fair']:.2f}" for r in figures["store_floor_runs"]) + "; "
+             + ", ".join(f"{r['ratio_to_in_memory']:.2f}" for r in figures["store_floor_runs"]) + "; "
+             + ", ".join(f"{r['p99_ms']:.2f}{' *' if r['checkpoint'] else ''}" for r in figures["store_floor_runs"]) + " ms"),
+            ("rc-relay with PostgreSQL ÷ store floor, each run",
+             ", ".join(f"{r['rps'] / floor['rps']:.2f}" for r, floor in zip(runs["store"], runs["store_floor"]))),
         ]
     if args.idle_seconds:
         rows += [(f"idle, {args.idle_seconds} s: wake-ups a second, all threads (target ≤ 2); CPU ticks (target 0); CPU time",

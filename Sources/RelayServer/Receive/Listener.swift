@@ -63,7 +63,9 @@ struct Listener: Service {
         } onServerRunning: {
             await onServerRunning($0)
         }
-        try await ServiceGroup(configuration: .init(services: services + [server], logger: logger)).run()
+        try await ServiceGroup(
+            configuration: .init(services: (services + [server]).map(ServiceGroupConfiguration.ServiceConfiguration.named), logger: logger)
+        ).run()
     }
 }
 
