@@ -586,6 +586,14 @@ def bench(args, work):
                 raise SystemExit(f"void run: GET /healthz answered {result}")
             return (process.cpu_seconds() - cpu_before) / max(result["ok"], 1) * 1000
 
+        def load_on_store(process, target, label):
+            """A load of a relay on the PostgreSQL cluster: also PostgreSQL's CPU ms per webhook, and whether it checkpointed."""
+            db_before, began = cluster.cpu_seconds(), time.time()
+            result, cpu = load(process, target, label)
+            db_cpu = (cluster.cpu_seconds() - db_before) / max(result["ok"], 1) * 1000
+            result["checkpoint"] = checkpointing(cluster, began, time.time())
+            return result, cpu, db_cpu
+
         for run in range(args.runs + 1):  # run 0 warms up
             result, cpu = load(relay, url, "rc-relay")
             send_url = emulator_url + "/v1/projects/demo-project/messages:send"
@@ -598,17 +606,9 @@ def bench(args, work):
                 fair_result, fair_cpu = load(fair, fair_url, "fair floor")
                 fair_floor = floor(fair, fair_url)
             if stored:
-                db_before = cluster.cpu_seconds()
-                store_began = time.time()
-                store_result, store_cpu = load(stored, stored_url, "rc-relay with PostgreSQL")
-                store_db_cpu = (cluster.cpu_seconds() - db_before) / max(store_result["ok"], 1) * 1000
-                store_result["checkpoint"] = checkpointing(cluster, store_began, time.time())
+                store_result, store_cpu, store_db_cpu = load_on_store(stored, stored_url, "rc-relay with PostgreSQL")
             if store_floor:
-                db_before = cluster.cpu_seconds()
-                floor_began = time.time()
-                store_floor_result, store_floor_cpu = load(store_floor, store_floor_url, "store floor")
-                store_floor_db_cpu = (cluster.cpu_seconds() - db_before) / max(store_floor_result["ok"], 1) * 1000
-                store_floor_result["checkpoint"] = checkpointing(cluster, floor_began, time.time())
+                store_floor_result, store_floor_cpu, store_floor_db_cpu = load_on_store(store_floor, store_floor_url, "store floor")
             if args.flood:
                 flood_result, flood_cpu, probes = flood(relay, url, flood_script, args.connections, args.duration, probe)
                 if bare:
@@ -766,30 +766,27 @@ def bench(args, work):
                 "bare_flood_refusals_per_s": median("rps", runs["bare_flood"]),
                 "bare_flood_cpu_ms_per_refusal": statistics.median(runs["bare_flood_cpu"]),
             }
+    def store_figures(name):
+        """The figures of a relay on the PostgreSQL cluster (`store`, `store_floor`), against rc-relay in memory."""
+        results = runs[name]
+        return {
+            f"{name}_webhooks_per_s": median("rps", results),
+            f"{name}_ratio_to_in_memory": median("rps", results) / median("rps", relay_runs),
+            f"{name}_p50_ms": median("p50_ms", results),
+            f"{name}_p99_ms": median("p99_ms", results),
+            f"{name}_cpu_ms_per_webhook": statistics.median(runs[f"{name}_cpu"]),
+            f"{name}_postgres_cpu_ms_per_webhook": statistics.median(runs[f"{name}_db_cpu"]),
+            f"{name}_runs": [{"p99_ms": r["p99_ms"], "checkpoint": r["checkpoint"], "ratio_to_in_memory": r["rps"] / memory["rps"]}
+                             for r, memory in zip(results, relay_runs)],
+        }
+
     if runs["store"]:
-        figures |= {
-            "store_webhooks_per_s": median("rps", runs["store"]),
-            "store_ratio_to_in_memory": median("rps", runs["store"]) / median("rps", relay_runs),
-            "store_p50_ms": median("p50_ms", runs["store"]),
-            "store_p99_ms": median("p99_ms", runs["store"]),
-            "store_cpu_ms_per_webhook": statistics.median(runs["store_cpu"]),
-            "store_postgres_cpu_ms_per_webhook": statistics.median(runs["store_db_cpu"]),
-            "store_runs": [{"p99_ms": r["p99_ms"], "checkpoint": r["checkpoint"],
-                            "ratio_to_in_memory": r["rps"] / memory["rps"]} for r, memory in zip(runs["store"], relay_runs)],
-        }
+        figures |= store_figures("store")
     if runs["store_floor"]:
-        figures |= {
-            "store_floor_webhooks_per_s": median("rps", runs["store_floor"]),
-            "store_floor_ratio_to_fair": median("rps", runs["store_floor"]) / median("rps", runs["fair"]),
-            "store_floor_ratio_to_in_memory": median("rps", runs["store_floor"]) / median("rps", relay_runs),
-            "store_floor_p50_ms": median("p50_ms", runs["store_floor"]),
-            "store_floor_p99_ms": median("p99_ms", runs["store_floor"]),
-            "store_floor_cpu_ms_per_webhook": statistics.median(runs["store_floor_cpu"]),
-            "store_floor_postgres_cpu_ms_per_webhook": statistics.median(runs["store_floor_db_cpu"]),
-            "store_floor_runs": [{"p99_ms": r["p99_ms"], "checkpoint": r["checkpoint"],
-                                  "ratio_to_in_memory": r["rps"] / memory["rps"], "ratio_to_fair": r["rps"] / fair["rps"]}
-                                 for r, memory, fair in zip(runs["store_floor"], relay_runs, runs["fair"])],
-        }
+        figures |= store_figures("store_floor")
+        figures["store_floor_ratio_to_fair"] = median("rps", runs["store_floor"]) / median("rps", runs["fair"])
+        for figure, r, fair in zip(figures["store_floor_runs"], runs["store_floor"], runs["fair"]):
+            figure["ratio_to_fair"] = r["rps"] / fair["rps"]
     if args.idle_seconds:
         figures |= {"idle_wakeups_per_s": idle_wakeups, "idle_cpu_ticks": idle_ticks, "idle_cpu_ms": idle_cpu_ms,
                     "idle_seconds": args.idle_seconds}
