@@ -59,6 +59,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.3.0"),
+        // W3C Trace Context's parser, swift-otel's own: incoming headers are checked with it before the tracer sees them.
+        .package(url: "https://github.com/swift-otel/swift-w3c-trace-context.git", from: "1.0.0"),
     ]
         // Traces over OTLP/HTTP only (`tracing.otlpEndpoint`): the gRPC trait would build gRPC Swift for nothing.
         + (withoutOTel ? [] : [.package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"])]),
@@ -90,6 +92,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "W3CTraceContext", package: "swift-w3c-trace-context"),
             ],
             swiftSettings: strict
         ),

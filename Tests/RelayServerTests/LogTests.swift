@@ -43,7 +43,8 @@ import Testing
     }
 }
 
-/// The text format is what swift-log's `StreamLogHandler` writes, but for the second the line was written at.
+/// The text format is what swift-log's `StreamLogHandler` writes, but for the second the line was written at, and for
+/// escapes (below: no line break or control character reaches the line).
 @Test func textLogLinesAreWhatStreamLogHandlerWrites() throws {
     final class Captured: TextOutputStream, @unchecked Sendable {
         var text = ""
@@ -55,7 +56,7 @@ import Testing
         (
             ["request_id": "abc", "client": "127.0.0.1", "a": "first"],
             LogEvent(
-                level: .notice, message: "webhook refused", metadata: ["status": "401", "reason": "a b=c\nd", "a": "overridden"],
+                level: .notice, message: "webhook refused", metadata: ["status": "401", "reason": "a b=c d", "a": "overridden"],
                 source: "RelayServer", file: "", function: "", line: 0)
         ),
         (
@@ -115,5 +116,58 @@ func metadataSetKeyByKeyIsKeptAsStreamLogHandlerKeepsIt(seed: UInt64) {
         let fields = ours.fields(for: event)
         let line = String(decoding: LineLogHandler.textLine(event, fields: fields, label: "rc-relay", timestamp: "T"), as: UTF8.self)
         #expect(line.dropFirst(1) == captured.text.drop { $0 != " " }, "seed \(seed)")
+    }
+}
+
+/// Issue #48: a record is one line whatever it holds. Every control character, the Unicode line breaks and a backslash
+/// are escaped in the message, the keys and the values, in both formats; the JSON line still reads back exactly.
+@Test(arguments: [RelaySettings.LogFormat.text, .json])
+func aRecordIsOneLineWhateverItHolds(format: RelaySettings.LogFormat) throws {
+    let controls = (0..<0x20).map { String(UnicodeScalar(UInt8($0))) }.joined() + "\u{7F}" + (0x80...0x9F).map { String(UnicodeScalar($0)!) }.joined()
+    let hostile = "start\(controls)\u{2028}\u{2029}\\n\"end\r\n2026-11-29T00:00:00+0000 critical rc-relay: forged"
+    let event = LogEvent(
+        level: .notice, message: "\(hostile)", metadata: ["reason": "\(hostile)", "k\ney": "v"], source: "RelayServer", file: "", function: "",
+        line: 0)
+    let fields = LineLogHandler.fields(event, metadata: ["path": "\(hostile)"])
+    let line =
+        format == .json
+        ? LineLogHandler.jsonLine(event, fields: fields, label: "rc-relay") : LineLogHandler.textLine(event, fields: fields, label: "rc-relay", timestamp: "T")
+    #expect(line.last == UInt8(ascii: "\n"))
+    #expect(!line.dropLast().contains { $0 < 0x20 || $0 == 0x7F }, "no control byte but the line's own end")
+    let text = String(decoding: line, as: UTF8.self)
+    #expect(!text.unicodeScalars.dropLast().contains { (0x80...0x9F).contains($0.value) || $0.value == 0x2028 || $0.value == 0x2029 })
+    if format == .json {
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line)) as? [String: String])
+        #expect(object["msg"] == hostile && object["reason"] == hostile && object["path"] == hostile && object["k\ney"] == "v")
+    } else {
+        #expect(text.contains(#"reason=start\u0000\u0001"#))
+        #expect(text.contains(#"\t\n\u000b\u000c\r"#))
+        #expect(text.contains(#"\u007f\u0080"#) && text.contains(#"\u009f\u2028\u2029\\n"end\r\n2026"#))
+        #expect(text.contains(#" k\ney=v "#))
+    }
+}
+
+/// Issue #48: a message or value is cut past 1,024 bytes of its escaped text (a key past 128), at a character's
+/// boundary, with a marker saying how much was cut: one request cannot make a line of kilobytes.
+@Test(arguments: [RelaySettings.LogFormat.text, .json])
+func everyValueIsBoundedAndSaysWhatWasCut(format: RelaySettings.LogFormat) throws {
+    let huge = String(repeating: "é", count: 32 * 1024)  // 64 KB of two-byte characters
+    let controls = String(repeating: "\u{1}", count: 64 * 1024)  // 64 KB that escape to six times as much
+    let event = LogEvent(
+        level: .info, message: "\(huge)", metadata: ["huge": "\(huge)", "controls": "\(controls)", String(repeating: "k", count: 300): "v"],
+        source: "RelayServer", file: "", function: "", line: 0)
+    let fields = LineLogHandler.fields(event, metadata: [:])
+    let line =
+        format == .json
+        ? LineLogHandler.jsonLine(event, fields: fields, label: "rc-relay") : LineLogHandler.textLine(event, fields: fields, label: "rc-relay", timestamp: "T")
+    // Three values of at most 1,024 bytes and their markers, a key of 128, and the line's own fields.
+    #expect(line.count < 4 * 1024, "\(line.count) bytes")
+    let text = String(decoding: line, as: UTF8.self)
+    #expect(!text.contains("\u{FFFD}"), "cut at a character's boundary")
+    #expect(text.contains("…[\(64 * 1024 - 1024) bytes cut]"), "the message and the huge value: 512 characters of two bytes kept")
+    #expect(text.contains("…[\(64 * 1024 - 170) bytes cut]"), "the controls: 170 escapes of six bytes kept")
+    if format == .json {
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line)) as? [String: String])
+        #expect(object["huge"] == String(repeating: "é", count: 512) + "…[\(64 * 1024 - 1024) bytes cut]")
     }
 }

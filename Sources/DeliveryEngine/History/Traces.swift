@@ -42,29 +42,17 @@ package enum Traces {
     /// The current span's context, when tracing is on.
     package static var current: ServiceContext? { isOn ? ServiceContext.current : nil }
 
-    /// The context `fields` (`traceparent`, `tracestate`) describe, as a child of nothing else; nil when they
-    /// describe none the tracer accepts.
+    /// The context `traceparent` and `tracestate` describe, as a child of nothing else; nil when tracing is off or
+    /// `traceparent` is not well formed. ``TraceHeaders`` reads them first, as W3C Trace Context says: a malformed one
+    /// starts a new trace without a word, where the tracer would log a warning with the whole header, which any caller
+    /// could flood the log with (issue #48). Callers pass a request's headers only once its sender is verified.
     package static func context(traceparent: String?, tracestate: String? = nil) -> ServiceContext? {
-        // Checked here first: a malformed one starts a new trace without a word (W3C Trace Context), where the tracer
-        // would log a warning for each, which any caller could flood the log with.
-        guard isOn, let traceparent, isWellFormed(traceparent) else { return nil }
-        var fields = ["traceparent": traceparent]
-        if let tracestate { fields["tracestate"] = tracestate }
+        guard isOn, let read = TraceHeaders.read(traceparent: traceparent, tracestate: tracestate) else { return nil }
+        var fields = ["traceparent": read.traceparent]
+        if let tracestate = read.tracestate { fields["tracestate"] = tracestate }
         var context = ServiceContext.topLevel
         InstrumentationSystem.instrument.extract(fields, into: &context, using: FieldExtractor())
         return Self.traceparent(of: context) == nil ? nil : context
-    }
-
-    /// `version-traceid-spanid-flags` in lower-case hex, of 2, 32, 16 and 2 digits, neither id all zeros, version not `ff`
-    /// (a later version may add fields after a dash).
-    static func isWellFormed(_ traceparent: String) -> Bool {
-        let parts = traceparent.utf8.split(separator: UInt8(ascii: "-"), omittingEmptySubsequences: false)
-        guard parts.count >= 4, parts[0].count == 2, parts[1].count == 32, parts[2].count == 16, parts[3].count == 2 else { return false }
-        let hex = { (byte: UInt8) in (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
-        }
-        guard parts[0...3].allSatisfy({ $0.allSatisfy(hex) }), !parts[0].elementsEqual("ff".utf8) else { return false }
-        guard parts.count == 4 || !parts[0].elementsEqual("00".utf8) else { return false }
-        return !parts[1].allSatisfy { $0 == UInt8(ascii: "0") } && !parts[2].allSatisfy { $0 == UInt8(ascii: "0") }
     }
 
     /// The `traceparent` of the span `context` holds (nil: no span, or tracing off).

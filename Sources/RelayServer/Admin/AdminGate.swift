@@ -20,9 +20,9 @@ struct AdminGate: RouterMiddleware {
 
     let listener: Listener
     let configuration: ConfigurationStore
-    /// The sign-in throttle the operator's page uses: a client's wrong bearer tokens slow its next checks down as wrong
-    /// console sign-ins do (its right ones forget them).
-    let throttle: ConsoleSessions
+    /// The throttle the operator's page's sign-ins use too: a client's wrong bearer tokens put its next checks later,
+    /// as wrong sign-ins do; a right token is always checked, and accepted.
+    let throttle: GuessThrottle
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let path = request.uri.path
@@ -73,21 +73,12 @@ struct AdminGate: RouterMiddleware {
         return rest.prefix { $0 != "/" }
     }
 
-    /// Whether the request carries an admin token, checked after the wait the client's earlier wrong tokens earned
-    /// (ConsoleSessions' throttle, by the address the trusted proxies vouch for).
+    /// Whether the request carries an admin token, checked in its client's turn (``GuessThrottle``, by the address the
+    /// trusted proxies vouch for).
     private func authorized(_ request: Request, context: Context, tokens: [String]) async -> Bool {
-        let client = ConsoleSessions.throttleKey(RequestInfo.current?.client ?? context.remoteAddress?.ipAddress ?? "unknown")
-        // A client with failures on record is checked one request at a time: this one waits its turn (bounded).
-        var turn = throttle.beginAttempt(from: client, oneAtATime: false)
-        for _ in 0..<80 where turn == nil {
-            try? await Task.sleep(for: .milliseconds(250))
-            turn = throttle.beginAttempt(from: client, oneAtATime: false)
-        }
-        guard let wait = turn else { return false }
-        if wait > .zero { try? await Task.sleep(for: wait) }
-        let ok = Self.bearer(request.headers[.authorization]).map { Self.matches($0, tokens) } == true
-        throttle.endAttempt(from: client, failed: !ok)
-        return ok
+        let client = GuessThrottle.key(RequestInfo.current?.client ?? context.remoteAddress?.ipAddress ?? "unknown")
+        let presented = Self.bearer(request.headers[.authorization])
+        return await throttle.attempt(from: client) { presented.map { Self.matches($0, tokens) } == true }.accepted
     }
 
     static func bearer(_ header: String?) -> String? {

@@ -65,7 +65,8 @@ public enum RelayApplication {
             versions: VersionCheck(clock: clock, metrics: metrics))
         let ingest = IngestRoutes(intake: WebhookIntake(configuration: store, drain: drain, metrics: metrics), controller: controller)
         let server = httpServer(settings)
-        let console = ConsoleRoutes(admin: api.admin, probes: api.probes, configuration: store, sessions: ConsoleSessions())
+        let console = ConsoleRoutes(
+            admin: api.admin, probes: api.probes, configuration: store, sessions: ConsoleSessions(), throttle: GuessThrottle(clock: clock))
         let main = Listener(
             router: try makeRouter(
                 api, ingest: ingest, console: console, configuration: store, listener: settings.adminPort == nil ? .only : .main, logger: logger),
@@ -177,7 +178,7 @@ public enum RelayApplication {
     ) throws -> Router<RelayRequestContext> {
         let router = Router(context: RelayRequestContext.self)
         router.add(middleware: RequestLogMiddleware(configuration: configuration, logger: logger))
-        router.add(middleware: AdminGate(listener: listener, configuration: configuration, throttle: console.sessions))
+        router.add(middleware: AdminGate(listener: listener, configuration: configuration, throttle: console.throttle))
         ingest.register(on: router)
         AdminBodyRoutes(admin: api.admin).register(on: router)
         console.register(on: router)

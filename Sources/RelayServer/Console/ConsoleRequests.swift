@@ -9,14 +9,20 @@ import RelayCore
 /// that forbid framing, scripts and caching.
 extension ConsoleRoutes {
     /// No `Origin` (an older browser, a test client), or one naming the host the browser addressed: `Host`, or the
-    /// `X-Forwarded-Host` a trusted proxy sends. Host and port are compared without the scheme, the host in any case,
-    /// a missing port as the origin scheme's default (`http://relay` is `relay:80`).
+    /// `X-Forwarded-Host` a trusted proxy sends, read as `X-Forwarded-For` is (the entry the nearest trusted proxy
+    /// added, ``TrustedProxies/resolve(peer:forwardedFor:)``). Host and port are compared without the scheme, the host in
+    /// any case, a missing port as the origin scheme's default (`http://relay` is `relay:80`).
     static func sameOrigin(_ request: Request) -> Bool {
-        sameOrigin(
-            origin: request.headers[HTTPField.Name("Origin")!], host: request.head.authority,
-            forwardedHost: request.headers[HTTPField.Name("X-Forwarded-Host")!], viaTrustedProxy: RequestInfo.current?.viaTrustedProxy ?? false)
+        let info = RequestInfo.current
+        let forwarded =
+            info?.viaTrustedProxy == true
+            ? TrustedProxies.forwardedHost(request.headers[values: HTTPField.Name("X-Forwarded-Host")!], hop: info?.forwardedHop ?? 0) : nil
+        return sameOrigin(
+            origin: request.headers[HTTPField.Name("Origin")!], host: request.head.authority, forwardedHost: forwarded,
+            viaTrustedProxy: info?.viaTrustedProxy ?? false)
     }
 
+    /// `forwardedHost`: the one `X-Forwarded-Host` entry that counts, already chosen.
     static func sameOrigin(origin: String?, host: String?, forwardedHost: String?, viaTrustedProxy: Bool) -> Bool {
         guard let origin else { return true }
         guard let url = URL(string: origin), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
@@ -25,10 +31,7 @@ extension ConsoleRoutes {
         let schemeDefault = scheme == "https" ? 443 : 80
         let expected = (bare(originHost), url.port ?? schemeDefault)
         var addressed: [String] = []
-        if viaTrustedProxy, let forwardedHost {
-            // The first entry: the host the client itself addressed (each proxy on the way appends its own).
-            addressed.append(String(forwardedHost.split(separator: ",").first ?? "").trimmingCharacters(in: .whitespaces))
-        }
+        if viaTrustedProxy, let forwardedHost { addressed.append(forwardedHost) }
         if let host { addressed.append(host) }
         return addressed.contains { hostAndPort($0, defaultPort: schemeDefault).map { $0 == expected } ?? false }
     }

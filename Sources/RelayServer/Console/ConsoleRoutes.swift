@@ -14,6 +14,8 @@ struct ConsoleRoutes: Sendable {
     let probes: Probes
     let configuration: ConfigurationStore
     let sessions: ConsoleSessions
+    /// Sign-ins are checked in their client's turn, with `/admin/`'s bearer tokens.
+    let throttle: GuessThrottle
 
     static let contentSecurityPolicy =
         "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"

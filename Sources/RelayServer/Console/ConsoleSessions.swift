@@ -8,8 +8,8 @@ import NIOConcurrencyHelpers
 /// so it ends as soon as that token is rotated out of `admin.tokens`; it also ends after ``lifetime`` and on sign-out.
 /// Each session has its own CSRF token, which every form that changes something carries.
 ///
-/// Failed sign-ins are slowed down per client address: each answer waits longer than the one before (up to
-/// ``maximumDelay``), so guessing a token from a browser form is no faster than through `/admin/` with a bearer.
+/// Sign-ins are checked in their client's turn (``GuessThrottle``, shared with `/admin/`'s bearer tokens), so guessing
+/// a token from a browser form is no faster than through `/admin/` with a bearer.
 final class ConsoleSessions: Sendable {
     struct Session: Sendable {
         var id: String
@@ -24,18 +24,10 @@ final class ConsoleSessions: Sendable {
     let lifetime: TimeInterval
     /// Sessions kept at most; the oldest ends first.
     static let capacity = 1000
-    /// Failed sign-ins remembered per address, and how long.
-    static let failureWindow: TimeInterval = 900
-    static let maximumDelay: Duration = .seconds(8)
 
     private struct State {
         var sessions: [String: Session] = [:]
-        var failures: [String: (count: Int, last: Date)] = [:]
-        /// Clients with a sign-in attempt under way.
-        var attempting: Set<String> = []
     }
-    /// Clients whose failures are remembered at most; the oldest is forgotten first.
-    static let failureCapacity = 10_000
     private let state = NIOLockedValueBox(State())
 
     init(lifetime: TimeInterval = 8 * 3600) { self.lifetime = lifetime }
@@ -70,51 +62,6 @@ final class ConsoleSessions: Sendable {
     }
 
     func signOut(_ id: String) { state.withLockedValue { _ = $0.sessions.removeValue(forKey: id) } }
-
-    /// Starts a sign-in attempt from `client`: how long it must wait first (from its earlier failures), or nil when
-    /// an attempt from it is under way already. `oneAtATime: false` (the admin API's bearer checks, which a client may
-    /// make in parallel): a client with no failure on record goes at once, without holding the others up.
-    func beginAttempt(from client: String, now: Date = Date(), oneAtATime: Bool = true) -> Duration? {
-        state.withLockedValue { state in
-            let entry = state.failures[client].flatMap { now.timeIntervalSince($0.last) < Self.failureWindow && $0.count > 0 ? $0 : nil }
-            if !oneAtATime, entry == nil { return .zero }
-            guard state.attempting.insert(client).inserted else { return nil }
-            guard let entry else { return .zero }
-            return min(.milliseconds(250) * (1 << min(entry.count - 1, 10)), Self.maximumDelay)
-        }
-    }
-
-    /// Ends the attempt; a failure makes the next one wait longer (0.25 s, doubling, at most ``maximumDelay``), and a
-    /// success forgets the client's failures.
-    func endAttempt(from client: String, failed: Bool, now: Date = Date()) {
-        state.withLockedValue { state in
-            state.attempting.remove(client)
-            guard failed else {
-                state.failures[client] = nil
-                return
-            }
-            var entry = state.failures[client] ?? (0, now)
-            if now.timeIntervalSince(entry.last) >= Self.failureWindow { entry.count = 0 }
-            entry.count += 1
-            entry.last = now
-            if state.failures[client] == nil, state.failures.count >= Self.failureCapacity,
-                let oldest = state.failures.min(by: { $0.value.last < $1.value.last })
-            {
-                state.failures[oldest.key] = nil
-            }
-            state.failures[client] = entry
-        }
-    }
-
-    /// The throttle's key for a client address: an IPv4 address as itself (also when it arrives IPv4-mapped,
-    /// `::ffff:a.b.c.d`, as it does on a listener bound to `::`), an IPv6 address by its /64 (one host usually holds
-    /// the whole /64).
-    static func throttleKey(_ address: String) -> String {
-        guard let bytes = TrustedProxies.bytes(of: TrustedProxies.address(address)) else { return address }
-        if bytes.count == 4 { return bytes.map(String.init).joined(separator: ".") }
-        let groups = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
-        return groups.joined(separator: ":") + "::/64"
-    }
 
     /// Whether a form's CSRF token is the session's (compared in constant time).
     static func csrfMatches(_ presented: String?, _ session: Session) -> Bool {

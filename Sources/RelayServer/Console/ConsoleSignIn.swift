@@ -39,19 +39,14 @@ extension ConsoleRoutes {
                 metadata: ["origin": "\(request.headers[HTTPField.Name("Origin")!] ?? "-")", "host": "\(request.head.authority ?? "-")"])
             return page("Sign in", "sign-in", ["error": "This sign-in did not come from this page."], session: nil, status: .forbidden)
         }
-        // One attempt at a time per client (the address the trusted proxies vouch for), each after the wait its
-        // earlier failures earned, whether or not this one is right: a guesser cannot cut the wait short.
-        let address = ConsoleSessions.throttleKey(RequestInfo.current?.client ?? context.remoteAddress?.ipAddress ?? "unknown")
-        guard let wait = sessions.beginAttempt(from: address) else {
-            logger.notice("console sign-in refused: another attempt from this client is under way", metadata: ["client": "\(address)"])
-            return page(
-                "Sign in", "sign-in", ["error": "Another sign-in from here is under way; wait for it."], session: nil, status: .tooManyRequests)
-        }
-        if wait > .zero { try? await Task.sleep(for: wait) }
-        let session = sessions.signIn(token: fields["token"] ?? "", tokens: tokens)
-        sessions.endAttempt(from: address, failed: session == nil)
-        guard let session else {
-            logger.notice("console sign-in refused: not an admin token", metadata: ["client": "\(address)", "waited": "\(wait)"])
+        // Checked in the client's turn (the address the trusted proxies vouch for): at once for a client with no wrong
+        // token on record, else after the wait its failures earned (8 s at most), whether or not this one is right.
+        let address = GuessThrottle.key(RequestInfo.current?.client ?? context.remoteAddress?.ipAddress ?? "unknown")
+        let token = fields["token"] ?? ""
+        let tokens = tokens
+        let outcome = await throttle.attempt(from: address) { !token.isEmpty && AdminGate.matches(token, tokens) }
+        guard outcome.accepted, let session = sessions.signIn(token: token, tokens: tokens) else {
+            logger.notice("console sign-in refused: not an admin token", metadata: ["client": "\(address)", "waited": "\(outcome.waited)"])
             return page("Sign in", "sign-in", ["error": "That is not an admin token."], session: nil, status: .unauthorized)
         }
         logger.notice("console sign-in")

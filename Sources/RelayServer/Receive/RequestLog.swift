@@ -15,6 +15,8 @@ struct RequestInfo: Sendable {
     var logger: Logger
     /// The peer is one of `server.trustedProxies`: its `X-Forwarded-*` headers are believed.
     var viaTrustedProxy = false
+    /// Which `X-Forwarded-*` entry, from the right, names the client (``TrustedProxies/resolve(peer:forwardedFor:)``).
+    var forwardedHop = 0
 
     @TaskLocal static var current: RequestInfo?
 }
@@ -32,11 +34,12 @@ struct RequestLogMiddleware: RouterMiddleware {
         let id = request.headers[.requestID].flatMap(Self.acceptable) ?? Self.makeID()
         let peer = context.remoteAddress?.ipAddress
         let trusted = configuration.current.settings.trustedProxies
-        let client = trusted.client(peer: peer, forwardedFor: request.headers[values: .xForwardedFor])
+        let (client, hop) = trusted.resolve(peer: peer, forwardedFor: request.headers[values: .xForwardedFor])
         var logger = logger
         logger[metadataKey: "request_id"] = .string(id)
         if let client { logger[metadataKey: "client"] = .string(client) }
-        let info = RequestInfo(id: id, client: client, logger: logger, viaTrustedProxy: peer.map(trusted.trusts) ?? false)
+        let info = RequestInfo(
+            id: id, client: client, logger: logger, viaTrustedProxy: peer.map(trusted.trusts) ?? false, forwardedHop: hop)
         var response: Response
         do {
             response = try await RequestInfo.$current.withValue(info) { try await next(request, context) }

@@ -18,12 +18,16 @@ struct IntakeStages: Sendable {
 /// continuing the caller's W3C trace context: the push's message attributes first, then the request's `traceparent`
 /// header; without either, a new trace. The handler runs as its child, and the answer carries `traceresponse`
 /// (W3C Trace Context level 2) naming the trace, which the access line logs too.
+///
+/// Only a verified sender's request is traced: one refused before its sender was proven has no span, and its
+/// `traceparent` and `tracestate` are never read, so it costs what it costs with tracing off, and its sampled flag
+/// decides nothing (issue #48, docs/operations.md).
 enum RequestSpan {
     static func run(
         _ request: Request, stages: IntakeStages, refused: Refusal? = nil, event: VerifiedEvent? = nil,
         _ handle: ((any Span)?) async -> Response
     ) async -> Response {
-        guard Traces.isOn else { return await handle(nil) }
+        guard Traces.isOn, stages.verified != nil else { return await handle(nil) }
         let header = Traces.context(traceparent: request.headers[.traceparent], tracestate: request.headers[.tracestate])
         let pushed = event.flatMap { Traces.context(traceparent: $0.event.traceParent, tracestate: $0.event.traceState) }
         let span = startSpan(

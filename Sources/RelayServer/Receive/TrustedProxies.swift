@@ -12,6 +12,7 @@ import Foundation
 ///
 /// Only when the TCP peer is trusted is the header read, right to left, skipping trusted hops: the first untrusted
 /// address is the client. A client cannot forge its way past the proxy, since the proxy appends what it saw.
+/// `X-Forwarded-Host` is read the same way, at the same entry (``resolve(peer:forwardedFor:)``, issue #48).
 public struct TrustedProxies: Sendable, Equatable {
     /// An IPv4 or IPv6 network: `10.0.0.0/8`, `127.0.0.1`, `::1`, `fd00::/8`.
     public struct Range: Sendable, Equatable {
@@ -55,18 +56,42 @@ public struct TrustedProxies: Sendable, Equatable {
     /// The client's address: the peer's own, unless the peer is a trusted proxy and says otherwise.
     /// `forwardedFor` is read only when the peer is trusted (no header scan per request otherwise).
     public func client(peer: String?, forwardedFor headers: @autoclosure () -> [String]) -> String? {
-        guard let peer, trusts(peer) else { return peer }
+        resolve(peer: peer, forwardedFor: headers()).client
+    }
+
+    /// The client's address, and which `X-Forwarded-*` entry names it, counted from the right (0: the last entry, the
+    /// one the peer added). Read right to left: the last entry is what the nearest proxy (the peer, trusted) saw;
+    /// while it is a trusted proxy's own address, the entry before it, which that proxy added, is read. The peer's own
+    /// address (no header, or an entry that is not an address) is hop 0: `X-Forwarded-Host` is then read by its last
+    /// entry, the peer's.
+    func resolve(peer: String?, forwardedFor headers: @autoclosure () -> [String]) -> (client: String?, hop: Int) {
+        guard let peer, trusts(peer) else { return (peer, 0) }
         let forwardedFor = headers()
-        guard !forwardedFor.isEmpty else { return peer }
-        let hops = forwardedFor.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
-        var nearest = peer
-        for hop in hops.reversed().map(Self.address) where !hop.isEmpty {
+        guard !forwardedFor.isEmpty else { return (peer, 0) }
+        let hops = Self.entries(forwardedFor)
+        var nearest = (client: peer, hop: 0)
+        for (hop, entry) in hops.reversed().enumerated() {
+            let address = Self.address(entry)
             // Anything unparsable is where trust ends: the nearest trusted address is reported, not a forgery.
-            guard Self.bytes(of: hop) != nil else { return nearest }
-            if !trusts(hop) { return hop }
-            nearest = hop
+            guard !address.isEmpty, Self.bytes(of: address) != nil else { return nearest }
+            if !trusts(address) { return (address, hop) }
+            nearest = (address, hop)
         }
         return nearest
+    }
+
+    /// The comma-separated entries of a header's lines, in order, trimmed.
+    static func entries(_ lines: [String]) -> [String] {
+        lines.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }.map { $0.trimmingCharacters(in: .whitespaces) }
+    }
+
+    /// The `X-Forwarded-Host` entry at `hop` from the right: the host the client addressed, as the proxy that added the
+    /// client's `X-Forwarded-For` entry saw it; nil when there is no such entry.
+    static func forwardedHost(_ lines: [String], hop: Int) -> String? {
+        let entries = entries(lines)
+        guard hop < entries.count else { return nil }
+        let entry = entries[entries.count - 1 - hop]
+        return entry.isEmpty ? nil : entry
     }
 
     /// A hop without its port: `1.2.3.4:5678` and `[2001:db8::1]:443` as some proxies write them.

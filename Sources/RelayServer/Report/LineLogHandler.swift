@@ -11,11 +11,14 @@ import RelayCore
     import Darwin
 #endif
 
-/// One line per event, in the configured `log.format`:
+/// One line per event, in the configured `log.format`, whatever the event holds:
 ///
 /// - `json`: one JSON object per line: `ts`, `level`, `msg`, `logger`, then the metadata as fields in key order;
 /// - `text`: what swift-log's `StreamLogHandler` writes (`2026-11-26T01:36:48+0000 notice rc-relay: key=value …
-///   [module] message`).
+///   [module] message`), but escaped (``LogText``).
+///
+/// Every message, key and value, rc-relay's own and the libraries' alike (they log through this handler too), is
+/// escaped and bounded by ``LogText``: no input can start a line of its own or make one line kilobytes long (issue #48).
 ///
 /// Written by hand: every webhook logs a few lines, and `JSONSerialization` with a date formatter were a measurable
 /// share of its CPU; `StreamLogHandler` sorts and formats the whole metadata again each time one key is set, and
@@ -137,14 +140,14 @@ public struct LineLogHandler: LogHandler {
         line.append(contentsOf: #"","level":"#.utf8)
         JSONBytes.appendString(event.level.rawValue, to: &line)
         line.append(contentsOf: #","msg":"#.utf8)
-        JSONBytes.appendString(event.message.description, to: &line)
+        LogText.append(event.message.description, json: true, to: &line)
         line.append(contentsOf: #","logger":"#.utf8)
-        JSONBytes.appendString(label, to: &line)
+        LogText.append(label, json: true, to: &line, limit: LogText.maximumKeyBytes)
         for (key, value) in fields where !Self.reserved.contains(key) {
             line.append(UInt8(ascii: ","))
-            JSONBytes.appendString(key, to: &line)
+            LogText.append(key, json: true, to: &line, limit: LogText.maximumKeyBytes)
             line.append(UInt8(ascii: ":"))
-            JSONBytes.appendString(value.description, to: &line)
+            LogText.append(value.description, json: true, to: &line)
         }
         line.append(contentsOf: "}\n".utf8)
         return line
@@ -158,19 +161,19 @@ public struct LineLogHandler: LogHandler {
         line.append(contentsOf: event.level.rawValue.utf8)
         if !label.isEmpty {
             line.append(UInt8(ascii: " "))
-            line.append(contentsOf: label.utf8)
+            LogText.append(label, json: false, to: &line, limit: LogText.maximumKeyBytes)
         }
         line.append(UInt8(ascii: ":"))
         for (key, value) in fields {
             line.append(UInt8(ascii: " "))
-            line.append(contentsOf: key.utf8)
+            LogText.append(key, json: false, to: &line, limit: LogText.maximumKeyBytes)
             line.append(UInt8(ascii: "="))
-            line.append(contentsOf: value.description.utf8)
+            LogText.append(value.description, json: false, to: &line)
         }
         line.append(contentsOf: " [".utf8)
-        line.append(contentsOf: event.source.utf8)
+        LogText.append(event.source, json: false, to: &line, limit: LogText.maximumKeyBytes)
         line.append(contentsOf: "] ".utf8)
-        line.append(contentsOf: event.message.description.utf8)
+        LogText.append(event.message.description, json: false, to: &line)
         line.append(UInt8(ascii: "\n"))
         return line
     }
