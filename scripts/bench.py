@@ -20,7 +20,8 @@ yardsticks do, which send every one. Spread over 32 projects, a project's consec
 and almost every webhook is sent, as the yardsticks' are; the share that stood down is a row of the table either way.
 --tls: the emulator serves HTTPS with HTTP/2 (as fcm.googleapis.com does) on a certificate of a CA made for the run,
 which both relays trust as rc-relay's fcm.caFile says; run it beside a plaintext run to compare.
---flood: also measure refusals of an unauthenticated flood, and signed webhooks answered during it.
+--flood: also measure refusals of an unauthenticated flood, and signed webhooks answered during it; and the same flood,
+         with hostile trace context, on a relay with tracing on (issue #48): refusals/s, CPU and log bytes per refusal.
 --store: also a relay with store.postgres on a throwaway PostgreSQL cluster, and (unless --no-bare) the store floor:
 the fair floor on the same cluster, committing each event under a unique key before it answers and marking it settled
 once FCM accepts it, both in batches (Benchmarks/Sources/FairFloor/StoreFloor.swift).
@@ -314,7 +315,16 @@ end
 """
 
 
-def write_flood(path, target_path):
+# Issue #48's hostile trace context: a version the tracer's parser refuses, a valid one, and 8 KB of tracestate that is
+# not well formed. Refused before the sender is verified, none of it may cost anything: the flood of the traced relay
+# carries them on every request.
+HOSTILE_TRACE = [
+    {"traceparent": "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tracestate": "x" * 8192},
+    {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tracestate": ("k=v=w," * 1366)[:8192]},
+]
+
+
+def write_flood(path, target_path, trace=False):
     body = json.dumps({"versionNumber": "1"}, separators=(",", ":"))
     now = int(time.time())
     fake = "v1," + base64.b64encode(bytes(32)).decode()
@@ -323,6 +333,8 @@ def write_flood(path, target_path):
         signed(body.encode(), "msg_replayed", timestamp=now - 3600),
         {"webhook-id": "msg_oversized", "webhook-timestamp": str(now), "webhook-signature": " ".join([fake] * 1000)},
     ]
+    if trace:
+        variants = [{**headers, **HOSTILE_TRACE[index % 2]} for index, headers in enumerate(variants * 2)]
     lines = []
     for headers in variants:
         fields = ", ".join(f"[{json.dumps(k)}] = {json.dumps(v)}" for k, v in {"Content-Type": "application/json", **headers}.items())
@@ -330,10 +342,42 @@ def write_flood(path, target_path):
     path.write_text(FLOOD_LUA % "\n".join(lines))
 
 
-def flood(process, target, script, connections, duration, probe=None):
+class OTLPSink:
+    """A collector that takes every OTLP/HTTP export and answers 200 (an empty ExportTraceServiceResponse), counting the
+    bytes it was sent: the traced relay's spans go here."""
+
+    def __init__(self):
+        import http.server
+        import threading
+
+        sink = self
+        self.received = 0
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                sink.received += len(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *_):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+
+
+def flood(process, target, script, connections, duration, probe=None, log=None):
     """wrk floods `target` with refused requests; meanwhile `probe` (a function returning one signed webhook's latency in
-    seconds, or None) runs one after another. Returns (wrk, CPU ms per refusal, probe latencies)."""
+    seconds, or None) runs one after another. Returns (wrk, CPU ms per refusal, probe latencies); with `log` (the
+    process's log file), the result's `log_bytes` is its growth per refusal."""
     cpu_before = process.cpu_seconds()
+    log_before = log.stat().st_size if log else 0
     command = ["wrk", "-t", "2", "-c", str(connections), "-d", f"{duration}s", "--latency", "-s", str(script), target]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         runner = subprocess.Popen(command, stdout=out, stderr=err, text=True)
@@ -351,6 +395,9 @@ def flood(process, target, script, connections, duration, probe=None):
     result = parse_wrk(output)
     if result["requests"] != result["non2xx"]:
         raise SystemExit(f"void flood run: {result['requests'] - result['non2xx']} requests were not refused")
+    if log:
+        time.sleep(0.2)  # the last access lines
+        result["log_bytes"] = (log.stat().st_size - log_before) / max(result["requests"], 1)
     return result, (process.cpu_seconds() - cpu_before) / max(result["requests"], 1) * 1000, latencies
 
 
@@ -518,11 +565,18 @@ def bench(args, work):
                 # The store's yardstick: the fair floor on the same cluster, with what any relay on a shared store owes.
                 store_floor, store_floor_url = start_yardstick("fair-floor", work, emulator_url, token, ca=ca, message=same,
                                                                postgres=cluster.url)
+        traced = sink = None
+        if args.flood:
+            # Issue #48: the same relay with tracing on, exporting to a sink that answers 200, flooded with hostile trace
+            # context in the same runs: refusing must cost what it costs with tracing off.
+            sink = OTLPSink()
+            traced, traced_url, _ = start_relay(args.bin, work, emulator_url, key, name="traced", ca=ca, projects=args.projects,
+                                                extra=f'tracing: {{otlpEndpoint: "{sink.url}"}}\n')
         runs = {key: [] for key in ("relay", "ceiling", "ceiling_minimal", "cpu", "floor", "bare", "bare_cpu", "bare_floor",
                                     "fair", "fair_cpu", "fair_floor",
                                     "store", "store_cpu", "store_db_cpu", "store_floor", "store_floor_cpu", "store_floor_db_cpu",
                                     "flood", "flood_cpu", "flood_probe",
-                                    "bare_flood", "bare_flood_cpu")}
+                                    "bare_flood", "bare_flood_cpu", "traced_flood", "traced_flood_cpu", "traced_export_bytes")}
         # Each target's versions follow the last one it was sent: a relay that saw another's load in between would
         # meet a jump of more than 100,000 past the newest it relayed, which makes every version of the run an
         # outlier (docs/webhook.md) with a warning line each, a different workload (it did, before 2026-11-27).
@@ -567,6 +621,8 @@ def bench(args, work):
         write_flood(flood_script, "/webhooks/remote-config")
         bare_flood_script = work / "bare-flood.lua"
         write_flood(bare_flood_script, "/refuse")
+        traced_flood_script = work / "traced-flood.lua"
+        write_flood(traced_flood_script, "/webhooks/remote-config", trace=True)
 
         def probe():
             """One signed webhook, on a connection of its own; its latency in seconds."""
@@ -610,7 +666,13 @@ def bench(args, work):
             if store_floor:
                 store_floor_result, store_floor_cpu, store_floor_db_cpu = load_on_store(store_floor, store_floor_url, "store floor")
             if args.flood:
-                flood_result, flood_cpu, probes = flood(relay, url, flood_script, args.connections, args.duration, probe)
+                flood_result, flood_cpu, probes = flood(relay, url, flood_script, args.connections, args.duration, probe,
+                                                        log=work / "relay.log")
+                exported_before = sink.received
+                traced_result, traced_cpu, _ = flood(traced, traced_url, traced_flood_script, args.connections, args.duration,
+                                                     log=work / "traced.log")
+                time.sleep(5.5)  # the exporter's batch interval: whatever the flood made reaches the sink
+                traced_exported = (sink.received - exported_before) / max(traced_result["requests"], 1)
                 if bare:
                     bare_flood_result, bare_flood_cpu, _ = flood(
                         bare, bare_url.replace("/webhooks/remote-config", "/refuse"), bare_flood_script, args.connections, args.duration)
@@ -620,6 +682,9 @@ def bench(args, work):
                 runs["flood"].append(flood_result)
                 runs["flood_cpu"].append(flood_cpu)
                 runs["flood_probe"] += probes
+                runs["traced_flood"].append(traced_result)
+                runs["traced_flood_cpu"].append(traced_cpu)
+                runs["traced_export_bytes"].append(traced_exported)
                 if bare:
                     runs["bare_flood"].append(bare_flood_result)
                     runs["bare_flood_cpu"].append(bare_flood_cpu)
@@ -646,6 +711,9 @@ def bench(args, work):
         if bare:
             bare.stop()
             fair.stop()
+        if traced:
+            traced.stop()
+            sink.stop()
         if stored:
             stored.stop()
         if store_floor:
@@ -760,6 +828,11 @@ def bench(args, work):
             "flood_signed_webhooks": len(probes),
             "flood_signed_p50_ms": probes[len(probes) // 2] * 1000,
             "flood_signed_p99_ms": probes[min(len(probes) - 1, int(len(probes) * 0.99))] * 1000,
+            "flood_log_bytes_per_refusal": median("log_bytes", runs["flood"]),
+            "traced_flood_refusals_per_s": median("rps", runs["traced_flood"]),
+            "traced_flood_cpu_ms_per_refusal": statistics.median(runs["traced_flood_cpu"]),
+            "traced_flood_log_bytes_per_refusal": median("log_bytes", runs["traced_flood"]),
+            "traced_flood_exported_bytes_per_refusal": statistics.median(runs["traced_export_bytes"]),
         }
         if runs["bare_flood"]:
             figures |= {
@@ -844,6 +917,11 @@ def bench(args, work):
             ("flood: refusals/s; CPU per refusal", f"{figures['flood_refusals_per_s']:.0f}; {figures['flood_cpu_ms_per_refusal']:.3f} ms"),
             ("flood: signed webhooks during it, p50 / p99",
              f"{figures['flood_signed_p50_ms']:.2f} ms / {figures['flood_signed_p99_ms']:.2f} ms ({figures['flood_signed_webhooks']} webhooks)"),
+            ("flood: log bytes per refusal", f"{figures['flood_log_bytes_per_refusal']:.0f}"),
+            ("flood, tracing on, hostile trace context: refusals/s; CPU per refusal",
+             f"{figures['traced_flood_refusals_per_s']:.0f}; {figures['traced_flood_cpu_ms_per_refusal']:.3f} ms"),
+            ("flood, tracing on: log bytes per refusal; bytes exported per refusal",
+             f"{figures['traced_flood_log_bytes_per_refusal']:.0f}; {figures['traced_flood_exported_bytes_per_refusal']:.1f}"),
         ]
         if runs["bare_flood"]:
             rows += [("bare Hummingbird 401 route: refusals/s; CPU per refusal",

@@ -1,3 +1,4 @@
+import DeliveryEngine
 import FCMEmulator
 import Foundation
 import RelayCore
@@ -156,4 +157,21 @@ private func text(_ path: String) throws -> String {
     let row = try #require(operations.split(separator: "\n").first { $0.hasPrefix("| `POST /admin/reload` |") })
     let named = Set(row.matches(of: /`([a-z]+\.[A-Za-z]+)`/).map { String($0.1) })
     #expect(named == Set(RelaySettings.restartOnly.map(\.key)))
+}
+
+/// Issue #48: the figures operations.md and console.md give for the log's bounds, the trace context's limits and the
+/// token throttle are the code's.
+@Test func theHostileInputFiguresInTheDocsAreTheCodes() throws {
+    // Compared with line breaks and indentation as single spaces.
+    func flat(_ text: String) -> String { text.split(whereSeparator: \.isWhitespace).joined(separator: " ") }
+    let operations = flat(try text("docs/operations.md"))
+    let console = flat(try text("docs/console.md"))
+    func figure(_ value: Int) -> String { value.formatted(.number.grouping(.automatic).locale(Locale(identifier: "en_US"))) }
+    #expect(operations.contains("cut after **\(figure(LogText.maximumValueBytes)) bytes** of its escaped text"))
+    #expect(operations.contains("a key after \(LogText.maximumKeyBytes) bytes"))
+    #expect(operations.contains("at most \(TraceHeaders.maximumStateMembers) members within \(TraceHeaders.maximumStateBytes) bytes"))
+    #expect(GuessThrottle.maximumDelay == .seconds(8) && GuessThrottle.firstDelay == .milliseconds(250) && GuessThrottle.window == .seconds(15 * 60))
+    #expect(operations.contains("0.25 s after its first failure, doubling with each one, at most 8 s"))
+    #expect(operations.contains("at most \(figure(GuessThrottle.capacity)) clients are remembered"))
+    #expect(console.contains("at most \(figure(GuessThrottle.capacity)) clients are remembered"))
 }

@@ -128,9 +128,9 @@ def substitute(text, edits, source):
     return text
 
 
-def render_nginx(tmp, upstream, port, cert, key, console=False):
+def render_nginx(tmp, upstream, port, cert, key, console=False, edits=()):
     optional = [("    # location ^~ /console/ { proxy_pass http://rc_relay; }", "    location ^~ /console/ { proxy_pass http://rc_relay; }")]
-    conf = substitute((DEPLOY / "nginx" / "rc-relay.conf").read_text(), (optional if console else []) + [
+    conf = substitute((DEPLOY / "nginx" / "rc-relay.conf").read_text(), (optional if console else []) + list(edits) + [
         ("server 127.0.0.1:8080;", f"server {upstream};"),
         ("listen 443 ssl;", f"listen 127.0.0.1:{port} ssl;"),
         ("listen [::]:443 ssl;", ""),
@@ -180,14 +180,14 @@ def caddy_env(tmp):
     return {**os.environ, "HOME": str(tmp), "XDG_DATA_HOME": str(tmp / "data"), "XDG_CONFIG_HOME": str(tmp / "config")}
 
 
-def start_proxy(kind, tmp, upstream, console=False):
+def start_proxy(kind, tmp, upstream, console=False, edits=()):
     tmp.mkdir(exist_ok=True)
     port = free_port()
     cert, key = make_certificate(tmp)
     log_file = tmp / "proxy.out"
     if kind == "nginx":
         nginx = tool("nginx", "nginx")
-        conf = render_nginx(tmp, upstream, port, cert, key, console=console)
+        conf = render_nginx(tmp, upstream, port, cert, key, console=console, edits=edits)
         args, env = [nginx, "-p", str(tmp), "-c", str(conf), "-e", str(tmp / "error.log")], None
         log_file = tmp / "error.log"
     else:
@@ -946,6 +946,34 @@ def test_the_operators_page_signs_in_through_nginx_on_a_non_default_port(emulato
                               allow_redirects=False, timeout=30)
         assert signed.status_code == 303, signed.text
         assert "rc_console=" in signed.headers["Set-Cookie"]
+    finally:
+        stop_proxy(proxy)
+        stop_relay(relay)
+
+
+def test_behind_a_proxy_that_appends_the_forwarded_headers_the_nearest_entries_count(emulator, tmp_path):
+    """Issue #48: X-Forwarded-Host is read as X-Forwarded-For is, by the entry the nearest trusted proxy added. nginx
+    here appends to both (`$proxy_add_x_forwarded_for`, and X-Forwarded-Host as `<the client's>, $http_host`), so a
+    client's own X-Forwarded-Host comes first: a sign-in whose Origin matches only that forged entry is refused, one
+    from the page's own origin signs in, and the client address logged is the one nginx saw, not the forged one."""
+    appending = [("    proxy_set_header X-Forwarded-Host $http_host;",
+                  '    proxy_set_header X-Forwarded-Host "$http_x_forwarded_host, $http_host";')]
+    relay = start_relay(emulator, tmp_path, RELAY_EXTRA, server=RELAY_SERVER)
+    proxy = start_proxy("nginx", tmp_path / "nginx", relay["url"].removeprefix("http://"), console=True, edits=appending)
+    try:
+        session = client_session(verify=proxy["cert"])
+        forged = {"X-Forwarded-Host": "evil.example", "X-Forwarded-For": "203.0.113.66", "X-Request-Id": "forged-host"}
+        refused = session.post(proxy["url"] + "/console/sign-in", data={"token": ADMIN_TOKEN},
+                               headers={"Origin": "https://evil.example", **forged}, allow_redirects=False, timeout=30)
+        assert refused.status_code == 403, refused.text
+        line = wait_for_access_line(relay, "forged-host")
+        assert line["client"] == CLIENT and line["peer"] == "127.0.0.1", line
+        signed = session.post(proxy["url"] + "/console/sign-in", data={"token": ADMIN_TOKEN},
+                              headers={"Origin": proxy["url"], **forged, "X-Request-Id": "own-origin"}, allow_redirects=False,
+                              timeout=30)
+        assert signed.status_code == 303, signed.text
+        assert "rc_console=" in signed.headers["Set-Cookie"]
+        assert wait_for_access_line(relay, "own-origin")["client"] == CLIENT
     finally:
         stop_proxy(proxy)
         stop_relay(relay)
