@@ -273,31 +273,51 @@ tracing: {{otlpEndpoint: "{receiver.url}/"}}
         stop_relay(relay)
 
 
-def test_a_malformed_traceparent_starts_a_new_trace_and_a_refusal_is_traced_too(emulator, tmp_path, receiver):
+def test_a_malformed_traceparent_starts_a_new_trace_and_only_verified_senders_are_traced(emulator, tmp_path, receiver):
+    """Issue #48: trace context is read as W3C Trace Context says, and only once the sender is verified. A request
+    refused before that has no span and no traceresponse, however well formed its traceparent; a verified request
+    refused later (its body does not decode) is traced, its `decode` span an error."""
     relay = traced_relay(emulator, tmp_path, receiver.url)
     try:
         answer = webhook(relay, 7, {"traceparent": "00-not-a-trace-01"})
         assert answer.status_code == 200, answer.text
-        for malformed in (f"00-{'0' * 32}-{'1' * 16}-01", f"ff-{'a' * 32}-{'1' * 16}-01", f"00-{'A' * 32}-{'1' * 16}-01", "00-" + "a" * 5000):
+        for malformed in (f"00-{'0' * 32}-{'1' * 16}-01", f"ff-{'a' * 32}-{'1' * 16}-01", f"00-{'A' * 32}-{'1' * 16}-01", "00-" + "a" * 5000,
+                          f"00-{'a' * 32}-{'1' * 16}-01-extra", f"01-{'a' * 32}-{'1' * 16}-01x"):
             assert webhook(relay, 7, {"traceparent": malformed}).headers["traceresponse"].split("-")[1] != malformed.split("-")[1]
         fresh = answer.headers["traceresponse"].split("-")[1]
         receiver.wait(lambda: receiver.named("POST /webhooks/remote-config", fresh), "the request's span")
         [request] = receiver.named("POST /webhooks/remote-config", fresh)
         assert not request.parent_span_id
-        # A forged signature: refused in `verify`, which says why; nothing else happens, and nothing is sent.
+        # A later version is read by its first 55 characters; a tracestate that is not well formed is dropped alone.
+        later, caller = os.urandom(16).hex(), os.urandom(8).hex()
+        continued = webhook(relay, 7, {"traceparent": f"01-{later}-{caller}-01-what-a-later-version-adds", "tracestate": "x" * 8192})
+        assert continued.headers["traceresponse"].split("-")[1] == later
+        receiver.wait(lambda: receiver.named("POST /webhooks/remote-config", later), "the later version's request span")
+        [request] = receiver.named("POST /webhooks/remote-config", later)
+        assert request.parent_span_id.hex() == caller and request.trace_state == ""
+        # A forged signature with a well-formed traceparent: refused before the sender is known, so not traced at all.
+        forged_trace = os.urandom(16).hex()
         body = b'{"versionNumber": "8"}'
         forged = requests.post(relay["webhook"], data=body, timeout=30, headers={
-            "content-type": "application/json", **signed_headers(body, secret="whsec_" + "A" * 43 + "=")})
+            "content-type": "application/json", "traceparent": f"00-{forged_trace}-{os.urandom(8).hex()}-01",
+            **signed_headers(body, secret="whsec_" + "A" * 43 + "=")})
         assert forged.status_code == 401
-        refused = forged.headers["traceresponse"].split("-")[1]
-        # The request's span ends after its verify span: wait for both.
-        receiver.wait(lambda: receiver.named("verify", refused) and receiver.named("POST /webhooks/remote-config", refused),
-                      "the refused request's span and its verify span")
-        [verify] = receiver.named("verify", refused)
-        assert verify.status.code == Status.STATUS_CODE_ERROR
-        assert values(verify.attributes)["rc_relay.problem"] == "invalid-signature"
-        [request] = receiver.named("POST /webhooks/remote-config", refused)
-        assert [span.name for span in receiver.children(request)] == ["verify"]
+        assert "traceresponse" not in forged.headers
+        # A verified sender whose body does not decode: traced, refused in `decode`, which says why.
+        bad = b'{"versionNumber": "not a number"}'
+        refused = requests.post(relay["webhook"], data=bad, timeout=30, headers={"content-type": "application/json", **signed_headers(bad)})
+        assert 400 <= refused.status_code < 500, refused.text
+        refused_trace = refused.headers["traceresponse"].split("-")[1]
+        # The request's span ends after its stages: wait for it. Spans are exported in the order they end, so the forged
+        # request's, had there been one, would have arrived by then.
+        receiver.wait(lambda: receiver.named("decode", refused_trace) and receiver.named("POST /webhooks/remote-config", refused_trace),
+                      "the refused request's span and its decode span")
+        [decode] = receiver.named("decode", refused_trace)
+        assert decode.status.code == Status.STATUS_CODE_ERROR
+        assert values(decode.attributes)["rc_relay.problem"] == "malformed-event"
+        [request] = receiver.named("POST /webhooks/remote-config", refused_trace)
+        assert sorted(span.name for span in receiver.children(request)) == ["decode", "verify"]
+        assert not [span for span, _ in receiver.spans.values() if span.trace_id.hex() == forged_trace]
         assert len(recorded(emulator)) == 1
         # Malformed trace context is not worth a log line each: any caller could flood the log with them.
         assert "extract" not in relay["proc"].output
