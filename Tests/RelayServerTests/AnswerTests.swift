@@ -47,10 +47,15 @@ import Testing
     ]
     let parse = { (bytes: [UInt8]) in try JSONSerialization.jsonObject(with: Data(bytes)) as! NSDictionary }
     for (summary, expected) in cases {
-        for (failed, duplicate, deliveries) in [(false, false, Array(reports.prefix(1))), (true, true, reports), (false, false, [])] {
-            let hand = IngestAnswer.delivered(failed: failed, requestID: "r-1", duplicate: duplicate, event: summary, reports: deliveries)
+        let stoodDown = [DeliveryReport(id: "d3", route: "default", status: .superseded, attempts: [])]
+        for (status, duplicate, deliveries) in [
+            ("delivered", false, Array(reports.prefix(1))), ("failed", true, reports), ("delivered", false, []),
+            ("superseded", false, stoodDown), ("delivered", false, stoodDown + reports.prefix(1)),
+        ] {
+            let hand = IngestAnswer.delivered(requestID: "r-1", duplicate: duplicate, event: summary, reports: deliveries)
+            #expect(IngestAnswer.status(deliveries) == status)
             let oracle = try JSONResponse.encoder.encode(
-                Delivered(status: failed ? "failed" : "delivered", requestId: "r-1", duplicate: duplicate, event: expected, deliveries: deliveries))
+                Delivered(status: status, requestId: "r-1", duplicate: duplicate, event: expected, deliveries: deliveries))
             #expect(try parse(hand) == (try JSONSerialization.jsonObject(with: oracle) as! NSDictionary))
         }
         let hand = IngestAnswer.inProgress(requestID: "r-2", event: summary)

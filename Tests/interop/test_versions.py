@@ -166,3 +166,44 @@ def test_ids_and_filters_with_control_characters_are_a_400(emulator, tmp_path, r
         assert "PostgreSQL did not answer" not in relay["proc"].output
     finally:
         stop_relay(relay)
+
+
+@pytest.mark.parametrize("far", ["webhook", "admin send"])
+def test_after_a_far_version_and_a_restart_later_versions_are_pinged_by_webhook_and_by_poll(emulator, tmp_path, cluster, far):
+    """Issue #49: with `store.postgres` and polling on, a signed webhook whose version is int64's largest (an outlier,
+    relayed) or an operator's `POST /admin/send` of version 500 on a project at version 1 reaches FCM; the relay is
+    restarted (SIGTERM, the same database). What the take-over reads from the history must leave both out: the next
+    real version's webhook is pinged and answered `delivered`, and the one after it, announced by no webhook, is found
+    by the poll and pinged. (Before the fix, both stood down as superseded, and the webhook was answered `delivered`.)"""
+    first = publish(emulator, "Hello")
+    store = f'store: {{postgres: {{url: "{cluster.url}", leaseSeconds: 3}}}}'
+    config = relay_config(emulator, routes=PLAIN, store=store)
+    adopted = "adopted the current version without a ping"
+    relay = start_relay(emulator, tmp_path, config)
+    try:
+        relay["proc"].wait_for(lambda line: adopted in line, timeout=60)
+        if far == "webhook":
+            far_version = INT64_MAX
+            answer = post(relay, f'{{"versionNumber": {INT64_MAX}}}'.encode())
+        else:
+            far_version = 500
+            answer = requests.post(relay["url"] + "/admin/send", json={"version": {"versionNumber": "500"}, "route": "stale"},
+                                   headers={"Authorization": f"Bearer {ADMIN}"}, timeout=30)
+        assert answer.status_code in (200, 202), answer.text
+        assert until(lambda: ("PUSH_RC", str(far_version)) in pings(emulator), 30), pings(emulator)
+    finally:
+        stop_relay(relay)
+    relay = start_relay(emulator, tmp_path, config)
+    try:
+        relay["proc"].wait_for(lambda line: "project lease taken" in line, timeout=60)
+        second = publish(emulator, "Hola")
+        answer = post(relay, {"versionNumber": str(second)})
+        assert answer.status_code in (200, 202), answer.text
+        if answer.status_code == 200:
+            assert answer.json()["status"] == "delivered", answer.text
+        assert until(lambda: ("PUSH_RC", str(second)) in pings(emulator), 30), pings(emulator)
+        third = publish(emulator, "Bonjour")
+        assert until(lambda: ("PUSH_RC", str(third)) in pings(emulator), 60), pings(emulator)
+        assert first < second < third < far_version
+    finally:
+        stop_relay(relay)

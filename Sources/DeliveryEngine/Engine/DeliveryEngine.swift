@@ -109,9 +109,13 @@ package final class DeliveryEngine: Service {
     package func knows(_ record: EventRecord) -> Bool { recent.knows(record) }
 
     /// Seeds what FCM accepted per route and audience from another replica's history (a project taken over), so an
-    /// older version's ping does not follow a newer one there.
+    /// older version's ping does not follow a newer one there. Only what a real delivery of a received event would have
+    /// noted counts (as ``Dispatcher`` notes it): not a dry run, a ping to one device, an operator's send, or an
+    /// outlier's ping, none of which says what the project's devices were told last (issue #49: a far version, once
+    /// accepted, made every later real version stand down after a restart).
     package func noteAccepted(_ entries: [DeliveryHistory.Entry]) {
-        for entry in entries where entry.report?.status == .accepted && !entry.validateOnly && !entry.toDevice {
+        for entry in entries
+        where entry.report?.status == .accepted && !entry.validateOnly && !entry.toDevice && entry.origin != .send && entry.outlier != true {
             guard let audience = entry.audience else { continue }
             latest.noteAccepted(
                 project: entry.project, route: Ping.audience(route: entry.route, target: audience), version: entry.version.versionNumber)

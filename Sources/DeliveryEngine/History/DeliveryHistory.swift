@@ -42,6 +42,9 @@ package final class DeliveryHistory: Sendable {
         package var shard: PingSchedule.Shard? = nil
         /// The trace the ping's spans are in (32 hex digits), when tracing is on.
         package var traceID: String? = nil
+        /// The event's version is an outlier (docs/webhook.md): relayed, but saying nothing of what the project's
+        /// devices were told last. Nil (absent in the JSON) when it is not.
+        package var outlier: Bool? = nil
 
         package init(
             id: String, project: String, route: String, version: TemplateVersion, eventID: String?, origin: Origin, retryOf: String?,
@@ -104,6 +107,7 @@ package final class DeliveryHistory: Sendable {
             entry.audience = toDevice ? nil : ping.message.target
             entry.shard = ping.schedule.shard
             entry.traceID = batch.traceID
+            entry.outlier = batch.outlier ? true : nil
             state.entries[id] = entry
             state.order.append(id)
             if state.order.count - state.head > capacity {

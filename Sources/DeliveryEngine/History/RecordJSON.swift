@@ -89,6 +89,7 @@ extension DeliveryHistory.Entry {
             json.raw("[\(Int64(truncatingIfNeeded: attoseconds >> 64)),\(UInt64(truncatingIfNeeded: attoseconds))]")
             json.close()
         }
+        if let outlier { json.field("outlier", outlier) }
         json.close()
         return String(decoding: json.bytes, as: UTF8.self)
     }

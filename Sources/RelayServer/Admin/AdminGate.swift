@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOCore
 
 /// Keeps each listener to its paths and locks the admin API: `/admin/` needs a bearer token from `admin.tokens`
 /// (all compared, each in constant time), and does not exist when none is configured.
@@ -61,8 +62,11 @@ struct AdminGate: RouterMiddleware {
         var request = request
         do {
             _ = try await request.collectBody(upTo: limit)
-        } catch {
+        } catch is NIOTooManyBytesError {
             return tooLarge.response()
+        } catch {
+            // Shorter than its Content-Length, or the connection ended: a body that could not be read, not a large one.
+            return Problem(.invalidRequest, detail: "the body could not be read", requestID: RequestInfo.current?.id ?? "").response()
         }
         return try await next(request, context)
     }

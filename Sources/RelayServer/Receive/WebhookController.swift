@@ -173,8 +173,7 @@ struct WebhookController: Sendable {
             ).logged("webhook not delivered: a ping ran out of retries", to: logger)
         }
         if marks { relayed.note(summary.project, summary.versionNumber, logger: logger) }
-        let failed = reports.contains { $0.status == .failed }
-        metrics.webhook(source: source, outcome: duplicate ? "duplicate" : failed ? "failed" : "delivered")
-        return .delivered(IngestAnswer.delivered(failed: failed, requestID: requestID, duplicate: duplicate, event: summary, reports: reports))
+        metrics.webhook(source: source, outcome: duplicate ? "duplicate" : IngestAnswer.status(reports))
+        return .delivered(IngestAnswer.delivered(requestID: requestID, duplicate: duplicate, event: summary, reports: reports))
     }
 }

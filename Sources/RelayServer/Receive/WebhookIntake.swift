@@ -97,6 +97,8 @@ struct WebhookIntake: Sendable {
                 throw Self.refusal(error)
             }
         }
+        // The sender is proven: from here on the request is traced (its trace context read), refused or not.
+        stages.verified = DefaultTracerClock.now
         // The id's form is checked once the sender is known, so an unsigned caller learns nothing of what is accepted.
         if let id = headers.webhookID {
             do throws(DecodeError) {
@@ -105,7 +107,6 @@ struct WebhookIntake: Sendable {
                 throw Refusal(kind: .malformedEvent, detail: "\(error)")
             }
         }
-        stages.verified = DefaultTracerClock.now
         do throws(DecodeError) {
             let event: RemoteConfigEvent
             switch ingest {

@@ -14,14 +14,23 @@ enum IngestAnswer {
         var updateType: String?
     }
 
-    static func delivered(failed: Bool, requestID: String, duplicate: Bool, event: EventSummary, reports: [DeliveryReport]) -> [UInt8] {
+    /// The `200` answer's `status`: `failed` when FCM refused a ping for good; `superseded` when every ping stood down
+    /// (FCM had accepted a newer version's ping for each audience already), so nothing was sent for this version;
+    /// else `delivered`. Never `delivered` for a version of which no ping was sent (issue #49).
+    static func status(_ reports: [DeliveryReport]) -> String {
+        if reports.contains(where: { $0.status == .failed }) { return "failed" }
+        if !reports.isEmpty, reports.allSatisfy({ $0.status == .superseded }) { return "superseded" }
+        return "delivered"
+    }
+
+    static func delivered(requestID: String, duplicate: Bool, event: EventSummary, reports: [DeliveryReport]) -> [UInt8] {
         var out = JSONBytes()
         out.open()
         deliveries(reports, into: &out)
         out.field("duplicate", duplicate)
         summary(event, into: &out)
         out.field("requestId", requestID)
-        out.field("status", failed ? "failed" : "delivered")
+        out.field("status", status(reports))
         out.close()
         return out.bytes
     }
