@@ -576,7 +576,8 @@ def bench(args, work):
                                     "fair", "fair_cpu", "fair_floor",
                                     "store", "store_cpu", "store_db_cpu", "store_floor", "store_floor_cpu", "store_floor_db_cpu",
                                     "flood", "flood_cpu", "flood_probe",
-                                    "bare_flood", "bare_flood_cpu", "traced_flood", "traced_flood_cpu", "traced_export_bytes")}
+                                    "bare_flood", "bare_flood_cpu", "traced_flood", "traced_flood_cpu", "traced_export_bytes",
+                                    "hostile_flood", "hostile_flood_cpu")}
         # Each target's versions follow the last one it was sent: a relay that saw another's load in between would
         # meet a jump of more than 100,000 past the newest it relayed, which makes every version of the run an
         # outlier (docs/webhook.md) with a warning line each, a different workload (it did, before 2026-11-27).
@@ -668,6 +669,9 @@ def bench(args, work):
             if args.flood:
                 flood_result, flood_cpu, probes = flood(relay, url, flood_script, args.connections, args.duration, probe,
                                                         log=work / "relay.log")
+                # The same hostile requests to the relay without tracing: the yardstick for the traced one.
+                hostile_result, hostile_cpu, _ = flood(relay, url, traced_flood_script, args.connections, args.duration,
+                                                       log=work / "relay.log")
                 exported_before = sink.received
                 traced_result, traced_cpu, _ = flood(traced, traced_url, traced_flood_script, args.connections, args.duration,
                                                      log=work / "traced.log")
@@ -682,6 +686,8 @@ def bench(args, work):
                 runs["flood"].append(flood_result)
                 runs["flood_cpu"].append(flood_cpu)
                 runs["flood_probe"] += probes
+                runs["hostile_flood"].append(hostile_result)
+                runs["hostile_flood_cpu"].append(hostile_cpu)
                 runs["traced_flood"].append(traced_result)
                 runs["traced_flood_cpu"].append(traced_cpu)
                 runs["traced_export_bytes"].append(traced_exported)
@@ -829,6 +835,9 @@ def bench(args, work):
             "flood_signed_p50_ms": probes[len(probes) // 2] * 1000,
             "flood_signed_p99_ms": probes[min(len(probes) - 1, int(len(probes) * 0.99))] * 1000,
             "flood_log_bytes_per_refusal": median("log_bytes", runs["flood"]),
+            "hostile_flood_refusals_per_s": median("rps", runs["hostile_flood"]),
+            "hostile_flood_cpu_ms_per_refusal": statistics.median(runs["hostile_flood_cpu"]),
+            "hostile_flood_log_bytes_per_refusal": median("log_bytes", runs["hostile_flood"]),
             "traced_flood_refusals_per_s": median("rps", runs["traced_flood"]),
             "traced_flood_cpu_ms_per_refusal": statistics.median(runs["traced_flood_cpu"]),
             "traced_flood_log_bytes_per_refusal": median("log_bytes", runs["traced_flood"]),
@@ -918,6 +927,9 @@ def bench(args, work):
             ("flood: signed webhooks during it, p50 / p99",
              f"{figures['flood_signed_p50_ms']:.2f} ms / {figures['flood_signed_p99_ms']:.2f} ms ({figures['flood_signed_webhooks']} webhooks)"),
             ("flood: log bytes per refusal", f"{figures['flood_log_bytes_per_refusal']:.0f}"),
+            ("flood with hostile trace context, tracing off: refusals/s; CPU per refusal; log bytes per refusal",
+             f"{figures['hostile_flood_refusals_per_s']:.0f}; {figures['hostile_flood_cpu_ms_per_refusal']:.3f} ms; "
+             f"{figures['hostile_flood_log_bytes_per_refusal']:.0f}"),
             ("flood, tracing on, hostile trace context: refusals/s; CPU per refusal",
              f"{figures['traced_flood_refusals_per_s']:.0f}; {figures['traced_flood_cpu_ms_per_refusal']:.3f} ms"),
             ("flood, tracing on: log bytes per refusal; bytes exported per refusal",

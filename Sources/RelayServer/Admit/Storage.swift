@@ -28,7 +28,7 @@ struct Storage {
         if let store = settings.store {
             let shared = try PostgresStore(
                 settings: store, logger: logger, clock: clock, observe: { metrics.storeStatement($0, duration: $1, failed: $2) })
-            let claims = LeaseClaims(store: shared, metrics: metrics, logger: logger)
+            let claims = LeaseClaims(confirmation: shared, lease: store.lease, clock: clock, metrics: metrics, logger: logger)
             (self.shared, self.claims) = (shared, claims)
             (spool, journal, fence, deliveryLog) = (shared.outbox, shared.outbox, claims, SharedDeliveryLog(store: shared))
         } else {
@@ -43,7 +43,8 @@ struct Storage {
         engine: DeliveryEngine, configuration: ConfigurationStore, planner: Planner
     ) -> (admission: any Admission, services: [any Service]) {
         if let shared, let claims {
-            let leases = ProjectLeases(claims: claims, configuration: configuration, engine: engine, planner: planner, relayed: relayed)
+            let leases = ProjectLeases(
+                store: shared, claims: claims, configuration: configuration, engine: engine, planner: planner, relayed: relayed)
             // The pool stops last, then the store: the leases are released once the engine's hand-overs are written.
             return (leases, [shared.pool, shared, leases])
         }

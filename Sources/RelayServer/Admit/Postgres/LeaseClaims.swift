@@ -4,26 +4,42 @@ import Logging
 import NIOConcurrencyHelpers
 import RelayStore
 
+/// What the fence asks of the shared store: whether this replica still holds a lease under the epoch it took it with.
+/// `PostgresStore` is the one in production; the tests give their own (`LeaseClaimsTests`).
+protocol LeaseConfirmation: Sendable {
+    func confirm(_ name: String, epoch: Int64) async throws(StoreError) -> Bool
+}
+
+extension PostgresStore: LeaseConfirmation {}
+
 /// This replica's claims on the projects' leases, and the fence the delivery engine asks before every FCM request of
 /// an event. Built before the engine (which takes it as its ``DeliveryFence``); ``ProjectLeases`` renews the claims.
+/// Time is the engine's ``DeliveryClock`` (an instant is its `instant()`), so tests drive every branch without waiting.
 ///
 /// Fencing: every take-over raises the lease's epoch. Right before each FCM request of an event, ``refusal(project:)``
 /// checks the claim, and asks the database when its epoch has not been confirmed for a third of the lease; a poll's
 /// admission carries the epoch it began under. A replica that was paused while another took over stands down before
 /// it sends anything more (docs/replicas.md, fencing).
 final class LeaseClaims: DeliveryFence, Sendable {
-    let store: PostgresStore
+    let confirmation: any LeaseConfirmation
+    /// `store.postgres.leaseSeconds`.
+    let lease: Duration
+    let clock: any DeliveryClock
     let metrics: RelayMetrics
     let logger: Logger
 
+    /// An instant on ``clock``: its `instant()`.
+    typealias Instant = Duration
+
     /// This replica's claim on a project's lease.
     struct Claim {
-        /// The claim counts until then: half the lease from before the statement that renewed it.
-        var until: ContinuousClock.Instant
+        /// The claim counts until then: half the lease from before the statement that renewed it (or the check that
+        /// confirmed it).
+        var until: Instant
         /// The lease's epoch when this replica took it: work decided under it is fenced by it.
         var epoch: Int64
         /// When the database last confirmed the epoch (the renewal's or a check's start).
-        var confirmed: ContinuousClock.Instant
+        var confirmed: Instant
     }
 
     struct State {
@@ -31,7 +47,7 @@ final class LeaseClaims: DeliveryFence, Sendable {
         var held: [String: Claim] = [:]
         var migrated = false
         /// The last round trip that succeeded, for readiness.
-        var lastContact: ContinuousClock.Instant?
+        var lastContact: Instant?
         var lastError: String?
         /// Projects whose outbox is to be swept.
         var toSweep: Set<String> = []
@@ -46,34 +62,34 @@ final class LeaseClaims: DeliveryFence, Sendable {
     let fencing: Bool
 
     init(
-        store: PostgresStore, metrics: RelayMetrics, logger: Logger,
+        confirmation: any LeaseConfirmation, lease: Duration, clock: any DeliveryClock, metrics: RelayMetrics, logger: Logger,
         fencing: Bool = ProcessInfo.processInfo.environment["RC_RELAY_TESTING_DISABLE_FENCING"] != "1"
     ) {
-        (self.store, self.metrics, self.fencing) = (store, metrics, fencing)
+        (self.confirmation, self.lease, self.clock, self.metrics, self.fencing) = (confirmation, lease, clock, metrics, fencing)
         var logger = logger
         logger[metadataKey: "source"] = "store"
         self.logger = logger
     }
 
-    var lease: Duration { store.settings.lease }
+    var now: Instant { clock.instant() }
 
     static func leaseName(_ project: String) -> String { "project/\(project)" }
 
     /// Whether this replica delivers the project's events now.
     func holds(_ project: String) -> Bool {
-        let now = ContinuousClock.now
+        let now = now
         return state.withLockedValue { ($0.held[project]?.until ?? now) > now }
     }
 
     /// The epoch of the project's lease while this replica holds it.
     func epoch(_ project: String) -> Int64? {
-        let now = ContinuousClock.now
+        let now = now
         return state.withLockedValue { state in state.held[project].flatMap { $0.until > now ? $0.epoch : nil } }
     }
 
     /// For readiness: the schema is in place and the database answered within the lease.
     var readiness: (ok: Bool, detail: String) {
-        let now = ContinuousClock.now
+        let now = now
         return state.withLockedValue { state in
             guard state.migrated else { return (false, "the schema is not in place yet: \(state.lastError ?? "connecting")") }
             guard let contact = state.lastContact, now - contact < lease else {
@@ -90,26 +106,32 @@ final class LeaseClaims: DeliveryFence, Sendable {
     /// database has not confirmed its epoch for a third of the lease (the renewals are late: this replica was paused,
     /// or the database is slow), the database is asked. A lease taken over is refused here, before any request (the
     /// engine then stands the project down); a database that does not answer leaves the claim's own bound (half the
-    /// lease, before anyone else can take it).
+    /// lease, before anyone else can take it). A confirmation counts, as a renewal does, for half the lease from when
+    /// it was asked: an answer that took longer than that (the database was slow) is too old to send on.
     func refusal(project: String) async -> String? {
         guard fencing else { return nil }
-        let now = ContinuousClock.now
+        let asked = now
         // Lapsed or lost already (the renewal may have said so first): whatever still runs for it stops here.
-        guard let claim = state.withLockedValue({ $0.held[project] }), claim.until > now else { return Self.notHeld }
-        guard now - claim.confirmed >= lease / 3 else { return nil }
+        guard let claim = state.withLockedValue({ $0.held[project] }), claim.until > asked else { return Self.notHeld }
+        guard asked - claim.confirmed >= lease / 3 else { return nil }
         do {
-            let current = try await store.confirm(Self.leaseName(project), epoch: claim.epoch)
+            let current = try await confirmation.confirm(Self.leaseName(project), epoch: claim.epoch)
             contact()
             guard current else {
                 if drop(project, epoch: claim.epoch) { lost(project, epoch: claim.epoch) }
                 return Self.notHeld
             }
+            let answered = now
+            let lease = lease
             state.withLockedValue { state in
-                if state.held[project]?.epoch == claim.epoch { state.held[project]?.confirmed = now }
+                guard var held = state.held[project], held.epoch == claim.epoch else { return }
+                held.confirmed = max(held.confirmed, asked)
+                held.until = max(held.until, asked + lease / 2)
+                state.held[project] = held
             }
-            return nil
+            return asked + lease / 2 > answered ? nil : Self.notHeld
         } catch {
-            return claim.until > ContinuousClock.now ? nil : Self.notHeld
+            return claim.until > now ? nil : Self.notHeld
         }
     }
 
@@ -131,8 +153,9 @@ final class LeaseClaims: DeliveryFence, Sendable {
     }
 
     func contact() {
+        let now = now
         state.withLockedValue {
-            $0.lastContact = ContinuousClock.now
+            $0.lastContact = now
             $0.lastError = nil
         }
     }

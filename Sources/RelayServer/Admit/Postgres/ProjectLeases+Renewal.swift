@@ -17,7 +17,8 @@ extension ProjectLeases {
             } else {
                 await migrate()
             }
-            try? await Task.sleep(for: state.withLockedValue({ $0.migrated }) ? lease / 4 : .seconds(1))
+            // On the engine's clock, as the claims' bounds are: a test moves both together.
+            await claims.clock.sleep(for: state.withLockedValue({ $0.migrated }) ? lease / 4 : .seconds(1))
         }
     }
 
@@ -36,7 +37,7 @@ extension ProjectLeases {
     /// projects (one round trip per `lease / 4`, also with the database far away).
     func renew() async {
         let projects = configuration.current.projects.ids
-        let sent = ContinuousClock.now
+        let sent = claims.now
         let held: [String: Int64]
         do {
             held = try await store.renew(projects.map(Self.leaseName), for: lease)
@@ -79,14 +80,14 @@ extension ProjectLeases {
         for project in taken { tookOver.yield(project) }
         for project in projects where held[Self.leaseName(project)] != nil { requestSweep(project) }
         standDownWhereLapsed()
-        let now = ContinuousClock.now
+        let now = claims.now
         metrics.leasesHeld(state.withLockedValue { $0.held.values.filter { $0.until > now }.count })
     }
 
     /// Stops the deliveries of each project whose claim lapsed (another replica holds it, or it could not be renewed
     /// in time): the other replica delivers them from the outbox.
     func standDownWhereLapsed() {
-        let now = ContinuousClock.now
+        let now = claims.now
         let lapsed = state.withLockedValue { state in
             let lapsed = state.held.filter { $0.value.until <= now }.map(\.key)
             for project in lapsed { state.held[project] = nil }

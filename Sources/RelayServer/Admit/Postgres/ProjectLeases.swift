@@ -22,6 +22,7 @@ import ServiceLifecycle
 ///
 /// Fencing is ``LeaseClaims``', which the engine asks before every request.
 final class ProjectLeases: Service, Sendable {
+    let store: PostgresStore
     let claims: LeaseClaims
     let configuration: ConfigurationStore
     let engine: DeliveryEngine
@@ -39,16 +40,16 @@ final class ProjectLeases: Service, Sendable {
     let wakes: AsyncStream<Void>
 
     init(
-        claims: LeaseClaims, configuration: ConfigurationStore, engine: DeliveryEngine, planner: Planner, relayed: RelayedVersions
+        store: PostgresStore, claims: LeaseClaims, configuration: ConfigurationStore, engine: DeliveryEngine, planner: Planner,
+        relayed: RelayedVersions
     ) {
-        (self.claims, self.configuration, self.engine, self.planner) = (claims, configuration, engine, planner)
+        (self.store, self.claims, self.configuration, self.engine, self.planner) = (store, claims, configuration, engine, planner)
         (metrics, logger) = (claims.metrics, claims.logger)
         self.relayed = relayed
         (takeovers, tookOver) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(100))
         (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
-    var store: PostgresStore { claims.store }
     var state: NIOLockedValueBox<LeaseClaims.State> { claims.state }
     var fencing: Bool { claims.fencing }
     var lease: Duration { claims.lease }
