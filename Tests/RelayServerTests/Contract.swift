@@ -10,7 +10,7 @@ enum Contract {
     /// `#/components/schemas/Delivered`: the webhook's `200`.
     struct Delivered: Decodable {
         enum Status: String, Decodable {
-            case delivered, failed
+            case delivered, failed, superseded
         }
         var status: Status
         var requestId: String

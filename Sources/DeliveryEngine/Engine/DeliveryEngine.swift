@@ -46,7 +46,8 @@ package final class DeliveryEngine: Service {
         history = DeliveryHistory(capacity: settings.historySize, clock: clock, journal: journal)
         limit = OutboundLimit(limit: settings.outboundConcurrency)
         pacers = Pacers(rate: settings.messagesPerSecond, clock: clock)
-        latest = LatestVersions(lifetime: settings.supersedeWindow)
+        // A parked event claims its audience again only at its next try: the claim must outlast that wait.
+        latest = LatestVersions(lifetime: max(settings.supersedeWindow, settings.parkedRetryInterval * 2))
         schedules = Schedules(clock: clock)
         recent = RecentEvents(
             window: settings.dedupWindow, capacity: settings.dedupCapacity, maxInFlight: settings.maxInFlight,
@@ -189,6 +190,7 @@ package final class DeliveryEngine: Service {
             logger.notice("removed unfinished spool writes left by a crash", metadata: ["count": "\(recovery.temporaryFilesRemoved)"])
         }
         if !recovery.records.isEmpty { logger.notice("replaying spooled events", metadata: ["count": "\(recovery.records.count)"]) }
+        var planned: [(record: EventRecord, plan: DeliveryPlan, logger: Logger)] = []
         for record in recovery.records {
             var logger = logger
             logger[metadataKey: "event_id"] = "\(record.eventID ?? "-")"
@@ -197,6 +199,19 @@ package final class DeliveryEngine: Service {
             guard let plan = await replan(record) else {
                 logger.error("spooled event kept on disk: its project is no longer configured")
                 continue
+            }
+            planned.append((record, plan, logger))
+        }
+        // Newest first, as the shared outbox's sweep does: a kept version's ping to an audience a newer kept version of
+        // the project pings too stands down, so a burst kept during an outage sends its newest version alone. An outlier
+        // moves no mark: it neither stands down nor makes others stand down.
+        var covered: Set<String> = []
+        for (record, plan, logger) in planned.sorted(by: { $0.record.version.versionNumber > $1.record.version.versionNumber }) {
+            var plan = plan
+            if record.outlier != true {
+                let audiences = plan.pings.map { "\(record.project)/\($0.audience)" }
+                plan.standDown = Set(zip(plan.pings, audiences).filter { covered.contains($0.1) }.map(\.0.route))
+                covered.formUnion(audiences)
             }
             await deliverKept(record, plan: plan, logger: logger)
         }

@@ -12,6 +12,8 @@ struct Dispatcher: Sendable {
     private enum Attempt: Sendable {
         case fenced(String)
         case behind
+        /// A newer version's attempt to the same route and audience started already (``LatestVersions/claim``).
+        case underWay
         case sent(Result<String, SendFailure>)
     }
 
@@ -137,9 +139,9 @@ struct Dispatcher: Sendable {
         _ ping: Ping, version: Int64, validateOnly: Bool, supersedes: Bool, control: DeliveryControl, fenced: Bool, logger: Logger
     ) async -> DeliveryReport {
         var logger = logger
-        // A ping waiting to retry stands down for a newer version's ping under way to the same devices; no attempt
-        // starts where FCM accepted a newer version's ping already (a sender's late retry, kept events replayed after a
-        // database stall): an older version never follows a newer one there.
+        // No attempt, first or retry, starts once a newer version's ping is under way to the same devices or FCM
+        // accepted one there (a sender's late retry, a parked event tried again, kept events replayed after an outage
+        // or a database stall): an older version never follows a newer one there.
         // Keyed by route and audience: a newer version's ping stands in for an older one only if it reaches the same
         // devices (a narrowed ping must not silence a whole-audience one).
         let audience = ping.audience
@@ -183,6 +185,11 @@ struct Dispatcher: Sendable {
                 attemptSpan?.attributes["rc_relay.outcome"] = "superseded"
                 attemptSpan?.end()
                 logger.notice("ping stands down: FCM accepted a newer version's ping to the same audience")
+                return DeliveryReport(route: ping.route, status: .superseded, error: lastError, attempts: attempts)
+            case .underWay:
+                attemptSpan?.attributes["rc_relay.outcome"] = "superseded"
+                attemptSpan?.end()
+                logger.notice("ping superseded: a newer version's ping is under way to the same audience", metadata: ["attempts": "\(attempts.count)"])
                 return DeliveryReport(route: ping.route, status: .superseded, error: lastError, attempts: attempts)
             case .sent(let sent):
                 result = sent
@@ -256,7 +263,11 @@ struct Dispatcher: Sendable {
             // Right before the request: a replica that another took the project over from (it was paused) sends
             // nothing more, and no request starts for a version older than one FCM accepted already.
             if let fence, let refusal = await fence(ping.project) { return .fenced(refusal) }
-            if supersedes, latest.isBehindAccepted(project: ping.project, route: ping.audience, version: version) { return .behind }
+            if supersedes {
+                if latest.isBehindAccepted(project: ping.project, route: ping.audience, version: version) { return .behind }
+                // Checked and claimed in one step: an older version's request never starts after a newer one's has.
+                guard latest.claim(project: ping.project, route: ping.audience, version: version, now: clock.now()) else { return .underWay }
+            }
             let started = clock.instant()
             defer { metrics.fcmLatency.record(duration: clock.instant() - started) }
             do throws(SendFailure) {

@@ -22,11 +22,20 @@ final class LatestVersions: Sendable {
 
     /// Records that `version` is being sent on the route (the newest seen is kept).
     func record(project: String, route: String, version: Int64, now: Date) {
+        _ = claim(project: project, route: route, version: version, now: now)
+    }
+
+    /// Right before an attempt of `version` on the route: false when a newer version's attempt started there within the
+    /// lifetime; otherwise records `version` as under way now, in one step under the lock. Refreshed at every attempt,
+    /// so a ping still being tried (a parked one included) keeps the route: an older version's request never starts
+    /// after a newer one's has (issue #49).
+    func claim(project: String, route: String, version: Int64, now: Date) -> Bool {
         let key = "\(project)/\(route)"
-        latest.withLockedValue { latest in
+        return latest.withLockedValue { latest in
             // Keys are routes, so the table is as small as the configuration; an expired entry is simply replaced.
-            if let known = latest[key], now.timeIntervalSince(known.at) < lifetime, known.version > version { return }
+            if let known = latest[key], now.timeIntervalSince(known.at) < lifetime, known.version > version { return false }
             latest[key] = (version, now)
+            return true
         }
     }
 
