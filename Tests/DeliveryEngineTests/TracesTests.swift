@@ -52,7 +52,8 @@ struct TracesTests {
     @Test(arguments: [
         "Rojo=1", "rojo", "rojo=", "=1", "rojo=a,b", "rojo=a=b", "1abc=x", "a@b@c=x", "a@1b=x", "a@bcdefghijklmnop=x", "rojo=1,rojo=2",
         "rojo=\u{7}", "rojo=é", String(repeating: "a", count: 257) + "=x", "k=" + String(repeating: "v", count: 257),
-        (0..<33).map { "k\($0)=v" }.joined(separator: ","), "a=" + String(repeating: "v", count: 200) + ",b=" + String(repeating: "v", count: 200)
+        (0..<33).map { "k\($0)=v" }.joined(separator: ","),
+        "a=" + String(repeating: "v", count: 200) + ",b=" + String(repeating: "v", count: 200)
             + ",c=" + String(repeating: "v", count: 200),
         String(repeating: "x=y,", count: 2048),
     ])

@@ -66,7 +66,9 @@ struct GuessThrottleTests {
         let outcomes = await oneByOne("10.0.0.1", Array(repeating: false, count: 8))
         #expect(outcomes.allSatisfy { !$0.accepted })
         #expect(
-            outcomes.map(\.waited) == [.zero, .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(8)])
+            outcomes.map(\.waited) == [
+                .zero, .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(8),
+            ])
         #expect(throttle.failures(of: "10.0.0.1") == 8)
         // Another client is not held up.
         #expect(await run("10.0.0.2", [false]) == [.init(accepted: false, waited: .zero)])

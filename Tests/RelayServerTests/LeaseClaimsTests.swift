@@ -37,7 +37,10 @@ struct LeaseClaimsTests {
         }
 
         func release() {
-            for waiter in state.withLockedValue({ state in defer { state.held = [] }; return state.held }) { waiter.resume() }
+            for waiter in state.withLockedValue({ state in
+                defer { state.held = [] }
+                return state.held
+            }) { waiter.resume() }
         }
 
         var asked: Int { state.withLockedValue { $0.asked.count } }

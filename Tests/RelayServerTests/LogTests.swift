@@ -131,7 +131,8 @@ func aRecordIsOneLineWhateverItHolds(format: RelaySettings.LogFormat) throws {
     let fields = LineLogHandler.fields(event, metadata: ["path": "\(hostile)"])
     let line =
         format == .json
-        ? LineLogHandler.jsonLine(event, fields: fields, label: "rc-relay") : LineLogHandler.textLine(event, fields: fields, label: "rc-relay", timestamp: "T")
+        ? LineLogHandler.jsonLine(event, fields: fields, label: "rc-relay")
+        : LineLogHandler.textLine(event, fields: fields, label: "rc-relay", timestamp: "T")
     #expect(line.last == UInt8(ascii: "\n"))
     #expect(!line.dropLast().contains { $0 < 0x20 || $0 == 0x7F }, "no control byte but the line's own end")
     let text = String(decoding: line, as: UTF8.self)
@@ -159,7 +160,8 @@ func everyValueIsBoundedAndSaysWhatWasCut(format: RelaySettings.LogFormat) throw
     let fields = LineLogHandler.fields(event, metadata: [:])
     let line =
         format == .json
-        ? LineLogHandler.jsonLine(event, fields: fields, label: "rc-relay") : LineLogHandler.textLine(event, fields: fields, label: "rc-relay", timestamp: "T")
+        ? LineLogHandler.jsonLine(event, fields: fields, label: "rc-relay")
+        : LineLogHandler.textLine(event, fields: fields, label: "rc-relay", timestamp: "T")
     // Three values of at most 1,024 bytes and their markers, a key of 128, and the line's own fields.
     #expect(line.count < 4 * 1024, "\(line.count) bytes")
     let text = String(decoding: line, as: UTF8.self)

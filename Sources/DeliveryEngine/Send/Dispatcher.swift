@@ -189,7 +189,8 @@ struct Dispatcher: Sendable {
             case .underWay:
                 attemptSpan?.attributes["rc_relay.outcome"] = "superseded"
                 attemptSpan?.end()
-                logger.notice("ping superseded: a newer version's ping is under way to the same audience", metadata: ["attempts": "\(attempts.count)"])
+                logger.notice(
+                    "ping superseded: a newer version's ping is under way to the same audience", metadata: ["attempts": "\(attempts.count)"])
                 return DeliveryReport(route: ping.route, status: .superseded, error: lastError, attempts: attempts)
             case .sent(let sent):
                 result = sent
