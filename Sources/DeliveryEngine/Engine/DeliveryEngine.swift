@@ -202,9 +202,9 @@ package final class DeliveryEngine: Service {
             }
             planned.append((record, plan, logger))
         }
-        // Newest first, as the shared outbox's sweep does: a kept version's ping to an audience a newer kept version of
-        // the project pings too stands down, so a burst kept during an outage sends its newest version alone. An outlier
-        // moves no mark: it neither stands down nor makes others stand down.
+        // Newest first, as replicas sharing a store deliver theirs: a kept version's ping to an audience a newer kept
+        // version of the project pings too stands down, so a burst kept during an outage sends its newest version alone.
+        // An outlier moves no mark: it neither stands down nor makes others stand down.
         var covered: Set<String> = []
         for (record, plan, logger) in planned.sorted(by: { $0.record.version.versionNumber > $1.record.version.versionNumber }) {
             var plan = plan
