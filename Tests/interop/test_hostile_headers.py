@@ -23,7 +23,6 @@ For text and JSON logs, with tracing on and off, the relay's stdout must show th
 Each configuration runs cases from a fixed seed (the same every run) and from a new one (printed with any failure,
 to reproduce it). RC_RELAY_HOSTILE_CASES sets the cases per seed."""
 import base64
-import gzip
 import json
 import os
 import random
@@ -34,12 +33,11 @@ import subprocess
 import threading
 import time
 import unicodedata
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest, ExportTraceServiceResponse
 
 from conftest import BINARY, LINES, ROOT, SECRET, signed_headers, stop_relay, until
+from test_traces import receiver  # noqa: F401 (the OTLP receiver fixture)
 
 SAMPLES = ROOT / "Tests" / "Fixtures" / "samples"
 BODIES = [b"", b"{}", b"x", b"token=",
@@ -73,51 +71,6 @@ CONFIGURATIONS = [
     pytest.param("json", True, False, id="json-traced"),
     pytest.param("json", False, False, id="json-untraced"),
 ]
-
-
-class Receiver:
-    """An OTLP/HTTP collector on loopback that answers 200 and keeps every span by id (as test_traces.py's does)."""
-
-    def __init__(self):
-        self.spans = {}
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers["content-length"]))
-                if self.headers.get("content-encoding") == "gzip":
-                    body = gzip.decompress(body)
-                request = ExportTraceServiceRequest()
-                request.ParseFromString(body)
-                with LINES:
-                    for resource in request.resource_spans:
-                        for scope in resource.scope_spans:
-                            for span in scope.spans:
-                                receiver.spans[span.span_id.hex()] = span
-                    LINES.notify_all()
-                answer = ExportTraceServiceResponse().SerializeToString()
-                self.send_response(200)
-                self.send_header("content-type", "application/x-protobuf")
-                self.send_header("content-length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def named(self, name, trace):
-        return [span for span in list(self.spans.values()) if span.name == name and span.trace_id.hex() == trace]
-
-
-@pytest.fixture
-def receiver():
-    receiver = Receiver()
-    yield receiver
-    receiver.server.shutdown()
 
 
 class LogProcess:
@@ -631,7 +584,7 @@ def test_hostile_headers_cost_one_line_each_and_never_a_5xx(emulator, tmp_path, 
     # The campaign reached the log's escaping and its bounds, not only refusals that log nothing of what was sent.
     cut, escaped = sum(b" bytes cut]" in line for line in proc.lines), sum(bool(ESCAPED.search(line)) for line in proc.lines)
     assert cut and escaped, f"[{config}] no line was cut ({cut}) or escaped ({escaped}): the campaign missed the log"
-    spans = list(receiver.spans.values())
+    spans = [span for span, _ in receiver.spans.values()]
     if traced:
         strays = [(span.name, span.trace_id.hex()) for span in spans if span.trace_id.hex() not in tally.verified_traces]
         assert not strays, f"[{config}] spans of requests refused before their sender was verified: {strays[:10]}"
