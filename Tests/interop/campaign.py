@@ -152,6 +152,17 @@ def accepted_during_database_fault(first, second, faults):
                  and second["time"] >= f["start"]), None)
 
 
+def guarded(errors, lock, name, target, *args):
+    """Runs one of the campaign's threads (the publisher, the fault scheduler, a sender): an exception in it is the
+    campaign's own failure, recorded in `errors` (which fail the run's `campaign` check), never a thread that dies
+    quietly and leaves its projects unchecked (issue #49)."""
+    try:
+        target(*args)
+    except BaseException as error:
+        with lock:
+            errors.append(f"{clock(time.time())} the {name} thread died: {error!r}"[:2000])
+
+
 class Check:
     def __init__(self, invariant, project, scope):
         self.invariant, self.project, self.scope = invariant, project, scope
@@ -741,7 +752,8 @@ class Campaign:
         with self.published:
             self.published.notify_all()
         if mode != "poll":
-            sender = threading.Thread(target=self.send, args=(record, version, rng), daemon=True)
+            sender = threading.Thread(target=guarded, args=(self.errors, self.lock, f"sender of {project} v{version['versionNumber']}",
+                                                           self.send, record, version, rng), daemon=True)
             with self.lock:
                 self.senders.append(sender)
             sender.start()
@@ -1042,8 +1054,8 @@ def run(options, script=None, out=sys.stdout):
         if script:
             script(campaign, until)
         else:
-            workers = [threading.Thread(target=campaign.publisher, args=(until,), daemon=True),
-                       threading.Thread(target=campaign.scheduler, args=(until,), daemon=True)]
+            workers = [threading.Thread(target=guarded, args=(campaign.errors, campaign.lock, name, work, until), daemon=True)
+                       for name, work in (("publisher", campaign.publisher), ("fault scheduler", campaign.scheduler))]
             for worker in workers:
                 worker.start()
             for worker in workers:

@@ -253,3 +253,22 @@ def test_a_violation_prints_the_seed_and_the_events_around_it():
     assert "VIOLATION [stale] seed 4242" in text and "--seed 4242" in text
     assert "fault    pg_pause" in text and "ping     v2 plain -> PUSH_RC" in text and "publish  v3" in text
     assert text.rstrip().splitlines()[-1].endswith("failed") and " 0 failed" not in text.rstrip().splitlines()[-1]
+
+
+def test_a_campaign_thread_that_dies_fails_the_run():
+    """Issue #49: a publisher, scheduler or sender thread that raises is recorded, and the run's `campaign` check
+    fails with it, instead of the thread dying quietly and its projects going unchecked."""
+    import threading
+
+    errors, lock = [], threading.Lock()
+
+    def publisher(until):
+        raise RuntimeError(f"the emulator answered garbage at {until}")
+
+    worker = threading.Thread(target=campaign.guarded, args=(errors, lock, "publisher", publisher, 42))
+    worker.start()
+    worker.join()
+    assert len(errors) == 1 and "the publisher thread died: RuntimeError('the emulator answered garbage at 42')" in errors[0]
+    checks = check([], [], [], [], ROUTES, {"quiet": True, "errors": errors})
+    failed = [c for c in checks if not c.ok]
+    assert [c.invariant for c in failed] == ["campaign"], failed
