@@ -3,7 +3,6 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import RelayCore
-import ServiceLifecycle
 import Testing
 
 @testable import DeliveryEngine
@@ -11,11 +10,7 @@ import Testing
 /// Issue #49: a burst of versions during an FCM outage ends with the newest alone reaching FCM, and an older version
 /// never follows a newer one to the same audience, whichever path sends it: a parked event tried again, a late
 /// sender, or kept events replayed at start.
-private let quiet: Logger = {
-    var logger = Logger(label: "coalescing-test")
-    logger.logLevel = .critical
-    return logger
-}()
+private let quiet = quietLogger
 
 /// Version `version`'s ping: one route, one audience (topic PUSH_RC), its version in data as the relay's routes carry it.
 private func stalePing(_ version: Int) -> Ping {
@@ -60,20 +55,6 @@ private final class HoldingSender: MessageSender {
     }
 }
 
-private func withCoalescingEngine(
-    spool: (any Spool)? = nil, settings: EngineSettings = EngineSettings(), clock: ManualDeliveryClock,
-    replan: @escaping @Sendable (EventRecord) -> DeliveryPlan? = { _ in nil }, _ body: (DeliveryEngine) async throws -> Void
-) async throws {
-    let engine = DeliveryEngine(settings: settings, spool: spool, metrics: noMetrics, clock: clock, logger: quiet, replan: replan)
-    let group = ServiceGroup(services: [engine], gracefulShutdownSignals: [], logger: quiet)
-    try await withThrowingTaskGroup(of: Void.self) { tasks in
-        tasks.addTask { try await group.run() }
-        try await body(engine)
-        await group.triggerGracefulShutdown()
-        try await tasks.waitForAll()
-    }
-}
-
 /// Three kept versions whose retries ran out during an outage are parked a second apart; once FCM is back, each is
 /// tried again at its turn, oldest first. Only the newest may reach FCM; the older two stand down.
 @Test func afterAnOutageOnlyTheNewestParkedVersionIsSent() async throws {
@@ -83,7 +64,7 @@ private func withCoalescingEngine(
     var settings = EngineSettings()
     settings.parkedRetryInterval = .seconds(300)
     let policy = RetryPolicy(maximumAttempts: 1)  // each ping's retries run out at its first failure: it is parked
-    try await withCoalescingEngine(spool: spool, settings: settings, clock: clock) { engine in
+    try await withRunningEngine(spool: spool, settings: settings, clock: clock) { engine, _ in
         var deliveries: [RecentEvents.EventDelivery] = []
         for (index, version) in [10, 11, 12].enumerated() {
             if index > 0 { clock.advance(by: .seconds(1)) }
@@ -120,7 +101,7 @@ private func withCoalescingEngine(
 @Test func noOlderVersionStartsWhileANewerVersionsRequestIsUnderWay() async throws {
     let clock = ManualDeliveryClock()
     let sender = HoldingSender(holding: "12")
-    try await withCoalescingEngine(clock: clock) { engine in
+    try await withRunningEngine(clock: clock) { engine, _ in
         guard case .pending(let newer, _) = await engine.deliver(record(12), plan: stalePlan(12, sender), wait: .zero, logger: quiet)
         else {
             Issue.record("version 12 should be under way")
@@ -146,7 +127,7 @@ private func withCoalescingEngine(
     let clock = ManualDeliveryClock()
     let spool = RecordingSpool(files: [record(10), record(11), record(12)])
     let sender = HoldingSender(holding: "12")
-    try await withCoalescingEngine(spool: spool, clock: clock, replan: { stalePlan(Int($0.version.versionNumber), sender) }) { engine in
+    try await withRunningEngine(spool: spool, clock: clock, replan: { stalePlan(Int($0.version.versionNumber), sender) }) { engine, _ in
         _ = await sender.entered.value(within: .seconds(60), on: SystemDeliveryClock())
         try await eventually("the two older versions settle while the newest is under way") {
             spool.files.withLockedValue { $0.count } == 1

@@ -7,11 +7,7 @@ import Testing
 
 @testable import DeliveryEngine
 
-private let logger: Logger = {
-    var logger = Logger(label: "engine-test")
-    logger.logLevel = .critical
-    return logger
-}()
+private let logger = quietLogger
 
 private func ping(_ route: String) -> Ping {
     let route = try! Route(RouteDefinition(name: route, topic: "t-\(route)"), index: 0)
@@ -20,21 +16,6 @@ private func ping(_ route: String) -> Ping {
 
 private func plan(_ sender: ScriptedSender, routes: [String] = ["a"], policy: RetryPolicy = RetryPolicy()) -> DeliveryPlan {
     DeliveryPlan(pings: routes.map { ping($0) }, send: SendPlan(sender: sender, policy: policy))
-}
-
-/// An engine on a manual clock, running as a service for the duration of `body`, then stopped gracefully.
-private func withEngine(
-    spool: (any Spool)? = nil, settings: EngineSettings = EngineSettings(), clock: ManualDeliveryClock,
-    replan: @escaping @Sendable (EventRecord) -> DeliveryPlan? = { _ in nil }, _ body: (DeliveryEngine, ServiceGroup) async throws -> Void
-) async throws {
-    let engine = DeliveryEngine(settings: settings, spool: spool, metrics: noMetrics, clock: clock, logger: logger, replan: replan)
-    let group = ServiceGroup(services: [engine], gracefulShutdownSignals: [], logger: logger)
-    try await withThrowingTaskGroup(of: Void.self) { tasks in
-        tasks.addTask { try await group.run() }
-        try await body(engine, group)
-        await group.triggerGracefulShutdown()
-        try await tasks.waitForAll()
-    }
 }
 
 // MARK: Tests
@@ -89,7 +70,7 @@ private func withEngine(
 @Test func retriesWaitOutFCMsRetryAfterOnTheEnginesClock() async throws {
     let clock = ManualDeliveryClock()
     let sender = ScriptedSender([ScriptedSender.unavailable(retryAfter: "30"), ScriptedSender.unavailable(retryAfter: "30")])
-    try await withEngine(clock: clock) { engine, _ in
+    try await withRunningEngine(clock: clock) { engine, _ in
         guard case .pending(let delivery, let retryAfter) = await engine.deliver(record(1), plan: plan(sender), wait: .seconds(5), logger: logger)
         else {
             Issue.record("the first failure should answer 'later'")
@@ -119,7 +100,7 @@ private func withEngine(
     let sender = ScriptedSender([ScriptedSender.unavailable()])
     var settings = EngineSettings()
     settings.parkedRetryInterval = .seconds(300)
-    try await withEngine(spool: spool, settings: settings, clock: clock) { engine, _ in
+    try await withRunningEngine(spool: spool, settings: settings, clock: clock) { engine, _ in
         let event = record(2)
         try spool.write(event)
         guard
@@ -193,7 +174,7 @@ private func withEngine(
     let clock = ManualDeliveryClock()
     let spool = RecordingSpool(files: [record(5, routes: ["b"])])
     let sender = ScriptedSender()
-    try await withEngine(spool: spool, clock: clock, replan: { _ in plan(sender, routes: ["a", "b"]) }) { engine, _ in
+    try await withRunningEngine(spool: spool, clock: clock, replan: { _ in plan(sender, routes: ["a", "b"]) }) { engine, _ in
         try await eventually("the spooled event is delivered and its file removed") { spool.files.withLockedValue { $0.isEmpty } }
         #expect(sender.sent.count == 1)
         #expect(sender.sent.first?.contains("t-b") == true)

@@ -1,8 +1,10 @@
 import CoreMetrics
 import Foundation
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import RelayCore
+import ServiceLifecycle
 import Testing
 
 @testable import DeliveryEngine
@@ -96,3 +98,25 @@ final class RecordingSpool: Spool, @unchecked Sendable {
 
 /// Metrics that go nowhere: the engine's tests read its state, not a registry.
 let noMetrics: any MetricsFactory = NOOPMetricsHandler.instance
+
+/// A logger that writes nothing below `critical`: the tests read outcomes, not lines.
+let quietLogger: Logger = {
+    var logger = Logger(label: "engine-test")
+    logger.logLevel = .critical
+    return logger
+}()
+
+/// An engine on a manual clock, running as a service for the duration of `body`, then stopped gracefully.
+func withRunningEngine(
+    spool: (any Spool)? = nil, settings: EngineSettings = EngineSettings(), clock: ManualDeliveryClock,
+    replan: @escaping @Sendable (EventRecord) -> DeliveryPlan? = { _ in nil }, _ body: (DeliveryEngine, ServiceGroup) async throws -> Void
+) async throws {
+    let engine = DeliveryEngine(settings: settings, spool: spool, metrics: noMetrics, clock: clock, logger: quietLogger, replan: replan)
+    let group = ServiceGroup(services: [engine], gracefulShutdownSignals: [], logger: quietLogger)
+    try await withThrowingTaskGroup(of: Void.self) { tasks in
+        tasks.addTask { try await group.run() }
+        try await body(engine, group)
+        await group.triggerGracefulShutdown()
+        try await tasks.waitForAll()
+    }
+}

@@ -190,7 +190,7 @@ package final class DeliveryEngine: Service {
             logger.notice("removed unfinished spool writes left by a crash", metadata: ["count": "\(recovery.temporaryFilesRemoved)"])
         }
         if !recovery.records.isEmpty { logger.notice("replaying spooled events", metadata: ["count": "\(recovery.records.count)"]) }
-        var planned: [(record: EventRecord, plan: DeliveryPlan, logger: Logger)] = []
+        var planned: [(record: EventRecord, plan: DeliveryPlan, context: Logger)] = []
         for record in recovery.records {
             var logger = logger
             logger[metadataKey: "event_id"] = "\(record.eventID ?? "-")"
@@ -202,17 +202,8 @@ package final class DeliveryEngine: Service {
             }
             planned.append((record, plan, logger))
         }
-        // Newest first, as replicas sharing a store deliver theirs: a kept version's ping to an audience a newer kept
-        // version of the project pings too stands down, so a burst kept during an outage sends its newest version alone.
-        // An outlier moves no mark: it neither stands down nor makes others stand down.
-        var covered: Set<String> = []
-        for (record, plan, logger) in planned.sorted(by: { $0.record.version.versionNumber > $1.record.version.versionNumber }) {
-            var plan = plan
-            if record.outlier != true {
-                let audiences = plan.pings.map { "\(record.project)/\($0.audience)" }
-                plan.standDown = Set(zip(plan.pings, audiences).filter { covered.contains($0.1) }.map(\.0.route))
-                covered.formUnion(audiences)
-            }
+        // Newest first, each older version standing down per audience (``DeliveryPlan/newestFirst(_:)``).
+        for (record, plan, logger) in DeliveryPlan.newestFirst(planned) {
             await deliverKept(record, plan: plan, logger: logger)
         }
     }

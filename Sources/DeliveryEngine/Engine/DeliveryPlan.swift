@@ -23,6 +23,24 @@ package struct DeliveryPlan: Sendable {
     package var standDown: Set<String> = []
 
     package init(pings: [Ping], send: SendPlan) { (self.pings, self.send) = (pings, send) }
+
+    /// Kept events delivered together (a spool replayed at start, a shared store's sweep), newest version first, each
+    /// ping standing down (``standDown``) where a newer one of them pings the same project's audience: a burst kept
+    /// during an outage sends its newest version alone. An outlier moves no mark: it neither stands down nor makes
+    /// others stand down. `context` rides along (each event's logger).
+    package static func newestFirst<Context>(
+        _ planned: [(record: EventRecord, plan: DeliveryPlan, context: Context)]
+    ) -> [(record: EventRecord, plan: DeliveryPlan, context: Context)] {
+        var covered: Set<String> = []
+        return planned.sorted { $0.record.version.versionNumber > $1.record.version.versionNumber }.map { record, plan, context in
+            guard record.outlier != true else { return (record, plan, context) }
+            var plan = plan
+            let audiences = plan.pings.map { "\(record.project)/\($0.audience)" }
+            plan.standDown = Set(zip(plan.pings, audiences).filter { covered.contains($0.1) }.map(\.0.route))
+            covered.formUnion(audiences)
+            return (record, plan, context)
+        }
+    }
 }
 
 /// With several replicas on a shared store: whether this replica may still start a request to FCM for a project's

@@ -115,12 +115,12 @@ final class GuessThrottle: Sendable {
             return
         }
         guard clients.count > capacity,
-            let oldest = clients.filter({ $0.key != client && $0.value.waiting == 0 }).min(by: { $0.value.lastFailure < $1.value.lastFailure })
+            let oldest = clients.lazy.filter({ $0.key != client && $0.value.waiting == 0 }).min(by: { $0.value.lastFailure < $1.value.lastFailure })
         else { return }
         clients[oldest.key] = nil
     }
 
-    /// Failures remembered now (for tests and the console's log line).
+    /// The client's failures remembered now.
     func failures(of client: String) -> Int {
         let now = clock.instant()
         return clients.withLockedValue { Self.current($0[client], at: now).failures }

@@ -46,7 +46,7 @@ extension ProjectLeases {
             failed(error, doing: "reading the outbox")
             return
         }
-        var planned: [(EventRecord, DeliveryPlan, Logger)] = []
+        var planned: [(record: EventRecord, plan: DeliveryPlan, context: Logger)] = []
         for record in records where !engine.knows(record) {
             var logger = logger
             logger[metadataKey: "event_id"] = "\(record.eventID ?? "-")"
@@ -56,15 +56,8 @@ extension ProjectLeases {
             planned.append((record, plan, logger))
         }
         // Newest first: an older version's ping to an audience a newer pending version pings too stands down.
-        var covered: Set<String> = []
-        for (record, plan, logger) in planned.sorted(by: { $0.0.version.versionNumber > $1.0.version.versionNumber }) {
+        for (record, plan, logger) in DeliveryPlan.newestFirst(planned) {
             guard holds(project), !Task.isCancelled else { return }
-            var plan = plan
-            let audiences = plan.pings.map(\.audience)
-            if record.outlier != true {
-                plan.standDown = Set(zip(plan.pings, audiences).filter { covered.contains($0.1) }.map(\.0.route))
-                covered.formUnion(audiences)
-            }
             logger.info("delivering an event from the outbox")
             await engine.deliverKept(record, plan: plan, logger: logger)
         }
