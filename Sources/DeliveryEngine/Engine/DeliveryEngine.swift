@@ -43,7 +43,7 @@ package final class DeliveryEngine: Service {
         self.clock = clock
         self.logger = logger
         self.replan = replan
-        history = DeliveryHistory(capacity: settings.historySize, clock: clock, journal: journal)
+        history = DeliveryHistory(capacity: settings.historySize, clock: clock, journal: journal, replica: settings.replica)
         limit = OutboundLimit(limit: settings.outboundConcurrency)
         pacers = Pacers(rate: settings.messagesPerSecond, clock: clock)
         // A parked event claims its audience again only at its next try: the claim must outlast that wait.
@@ -167,7 +167,8 @@ package final class DeliveryEngine: Service {
 
     private func dispatcher(_ plan: SendPlan) -> Dispatcher {
         var dispatcher = Dispatcher(
-            plan: plan, limit: limit, pacers: pacers, latest: latest, schedules: schedules, history: history, metrics: metrics, clock: clock)
+            plan: plan, limit: limit, pacers: pacers, latest: latest, schedules: schedules, history: history, metrics: metrics, clock: clock,
+            replica: settings.replica)
         if fence != nil {
             let ask: @Sendable (String) async -> String? = { [weak self] project in
                 guard let self else { return nil }

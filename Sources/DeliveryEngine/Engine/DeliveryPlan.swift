@@ -1,3 +1,4 @@
+import Foundation
 import RelayCore
 
 /// How one project's pings are sent: its sender (its credentials) and FCM's rules as configured.
@@ -72,6 +73,14 @@ package struct EngineSettings: Sendable {
     package var supersedeWindow: Duration = .seconds(900)
     /// On stop, how long deliveries under way may take to settle before the rest is handed over to the spool.
     package var drainGrace: Duration = .seconds(10)
+    /// This process's name among replicas: in each ping's history entry and in the log line of each FCM request, so
+    /// an operator (and the fault campaign) knows which replica sent what; a shared store's leases name it too.
+    package var replica = EngineSettings.newReplicaID()
 
     package init() {}
+
+    /// `host/pid/random`: a restarted process is another replica.
+    package static func newReplicaID() -> String {
+        "\(ProcessInfo.processInfo.hostName)/\(ProcessInfo.processInfo.processIdentifier)/\(UInt32.random(in: 0...UInt32.max))"
+    }
 }

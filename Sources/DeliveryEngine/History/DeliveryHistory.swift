@@ -45,6 +45,8 @@ package final class DeliveryHistory: Sendable {
         /// The event's version is an outlier (docs/webhook.md): relayed, but saying nothing of what the project's
         /// devices were told last. Nil (absent in the JSON) when it is not.
         package var outlier: Bool? = nil
+        /// The replica that sent it (``EngineSettings/replica``): with several replicas, which one made its requests.
+        package var replica: String? = nil
 
         package init(
             id: String, project: String, route: String, version: TemplateVersion, eventID: String?, origin: Origin, retryOf: String?,
@@ -85,10 +87,16 @@ package final class DeliveryHistory: Sendable {
     /// Told every change of an entry, when the history is shared with other replicas.
     let journal: (any DeliveryJournal)?
 
-    package init(capacity: Int = 1000, clock: any DeliveryClock = SystemDeliveryClock(), journal: (any DeliveryJournal)? = nil) {
+    /// The replica its pings are sent from (``Entry/replica``).
+    let replica: String?
+
+    package init(
+        capacity: Int = 1000, clock: any DeliveryClock = SystemDeliveryClock(), journal: (any DeliveryJournal)? = nil, replica: String? = nil
+    ) {
         self.capacity = max(1, capacity)
         self.clock = clock
         self.journal = journal
+        self.replica = replica
     }
 
     func start(_ ping: Ping, batch: DeliveryBatch, validateOnly: Bool) -> String {
@@ -108,6 +116,7 @@ package final class DeliveryHistory: Sendable {
             entry.shard = ping.schedule.shard
             entry.traceID = batch.traceID
             entry.outlier = batch.outlier ? true : nil
+            entry.replica = replica
             state.entries[id] = entry
             state.order.append(id)
             if state.order.count - state.head > capacity {

@@ -90,6 +90,7 @@ extension DeliveryHistory.Entry {
             json.close()
         }
         if let outlier { json.field("outlier", outlier) }
+        json.field("replica", replica)
         json.close()
         return String(decoding: json.bytes, as: UTF8.self)
     }

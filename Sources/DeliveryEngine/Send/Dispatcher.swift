@@ -26,6 +26,8 @@ struct Dispatcher: Sendable {
     let history: DeliveryHistory
     let metrics: DeliveryMetrics
     let clock: any DeliveryClock
+    /// This process among replicas (``EngineSettings/replica``), in the log line of each request.
+    let replica: String
     /// With several replicas: asked before each request of an event's delivery (nil: this process alone).
     /// Asked right before each request (``DeliveryFence``): nil, or why none may start.
     var fence: (@Sendable (_ project: String) async -> String?)? = nil
@@ -97,6 +99,12 @@ struct Dispatcher: Sendable {
         var logger = logger
         logger[metadataKey: "route"] = .string(ping.route)
         logger[metadataKey: "delivery_id"] = .string(id)
+        logger[metadataKey: "replica"] = .string(replica)
+        switch ping.message.target {
+        case .topic(let topic): logger[metadataKey: "audience"] = .string(topic)
+        case .condition(let condition): logger[metadataKey: "audience"] = .string(condition)
+        case .token: break  // a device's token is personal data: never logged
+        }
         // Only a real delivery of a received event (or an operator's retry of one) may make older pings stand down.
         var realDelivery = !validateOnly && batch.origin != .send && !batch.outlier
         if case .token = ping.message.target { realDelivery = false }
@@ -172,7 +180,7 @@ struct Dispatcher: Sendable {
             let attemptSpan = Traces.startSpan("FCM send", ofKind: .client)
             attemptSpan?.attributes["rc_relay.attempt"] = attempts.count + 1
             let outcome = await Traces.within(attemptSpan?.context) {
-                await attempt(ping, version, message, validateOnly, supersedes, fence)
+                await attempt(ping, version, message, validateOnly, supersedes, fence, logger)
             }
             let result: Result<String, SendFailure>
             switch outcome {
@@ -258,7 +266,7 @@ struct Dispatcher: Sendable {
     /// One request, within the outbound limit: asked of the fence and the versions FCM accepted right before it starts.
     private func attempt(
         _ ping: Ping, _ version: Int64, _ message: ByteBuffer, _ validateOnly: Bool, _ supersedes: Bool,
-        _ fence: (@Sendable (String) async -> String?)?
+        _ fence: (@Sendable (String) async -> String?)?, _ logger: Logger
     ) async -> Attempt {
         await limit.run { () async -> Attempt in
             // Right before the request: a replica that another took the project over from (it was paused) sends
@@ -269,6 +277,9 @@ struct Dispatcher: Sendable {
                 // Checked and claimed in one step: an older version's request never starts after a newer one's has.
                 guard latest.claim(project: ping.project, route: ping.audience, version: version, now: clock.now()) else { return .underWay }
             }
+            // Each request is said before it starts, with the replica, the audience and the attempt: a request still
+            // under way when its process dies is in the log too (docs/replicas.md: which replica sent a ping).
+            logger.info("sending ping to FCM")
             let started = clock.instant()
             defer { metrics.fcmLatency.record(duration: clock.instant() - started) }
             do throws(SendFailure) {

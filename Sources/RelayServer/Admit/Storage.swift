@@ -23,11 +23,12 @@ struct Storage {
     /// What a stop may take beyond the engine's drain for the storage's own hand-over.
     var stopBound: Duration { shared?.flushBound ?? .zero }
 
-    init(settings: RelaySettings, metrics: RelayMetrics, clock: any DeliveryClock, logger: Logger) throws {
+    /// `replica`: this process's name, which its leases carry (the same as its pings' history and log lines).
+    init(settings: RelaySettings, replica: String, metrics: RelayMetrics, clock: any DeliveryClock, logger: Logger) throws {
         relayed = RelayedVersions(directory: settings.spoolDirectory, writesEachNote: settings.poll != nil, logger: logger)
         if let store = settings.store {
             let shared = try PostgresStore(
-                settings: store, logger: logger, clock: clock, observe: { metrics.storeStatement($0, duration: $1, failed: $2) })
+                settings: store, logger: logger, holder: replica, clock: clock, observe: { metrics.storeStatement($0, duration: $1, failed: $2) })
             let claims = LeaseClaims(confirmation: shared, lease: store.lease, clock: clock, metrics: metrics, logger: logger)
             (self.shared, self.claims) = (shared, claims)
             (spool, journal, fence, deliveryLog) = (shared.outbox, shared.outbox, claims, SharedDeliveryLog(store: shared))

@@ -39,10 +39,11 @@ public enum RelayApplication {
         let planner = Planner(changes: TemplateChanges(metrics: metrics), clock: clock, metrics: metrics)
         do {
             store = ConfigurationStore(try await rebuild(settings), source: source)
-            storage = try Storage(settings: settings, metrics: metrics, clock: clock, logger: logger)
+            let engineSettings = engineSettings(settings)
+            storage = try Storage(settings: settings, replica: engineSettings.replica, metrics: metrics, clock: clock, logger: logger)
             let relayed = storage.relayed
             engine = DeliveryEngine(
-                settings: engineSettings(settings), spool: storage.spool, metrics: metrics.factory, clock: clock, logger: logger,
+                settings: engineSettings, spool: storage.spool, metrics: metrics.factory, clock: clock, logger: logger,
                 journal: storage.journal, fence: storage.fence,
                 replan: { await store.plan(for: $0, since: relayed.newest($0.project), planner: planner, logger: logger) })
         } catch {

@@ -27,7 +27,7 @@ extension Components.Schemas.DeliveryRecord {
             error: report?.error.map(Components.Schemas.DeliveryError.init),
             attempts: (report?.attempts ?? []).map(Components.Schemas.Attempt.init), decision: entry.decision,
             waitingUntil: entry.waitingUntil, waitingFor: entry.waitingFor, shard: entry.shard?.index, shards: entry.shard?.count,
-            traceId: entry.traceID)
+            traceId: entry.traceID, replica: entry.replica)
     }
 }
 

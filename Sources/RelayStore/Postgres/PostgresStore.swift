@@ -49,7 +49,7 @@ package final class PostgresStore: Service, Sendable {
         self.clock = clock
         self.observe = observe
         self.logger = logger
-        self.holder = holder ?? "\(ProcessInfo.processInfo.hostName)/\(getpid())/\(UInt32.random(in: 0...UInt32.max))"
+        self.holder = holder ?? EngineSettings.newReplicaID()
         client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         outbox = OutboxSpool()
     }
