@@ -209,7 +209,10 @@ struct Dispatcher: Sendable {
                 attemptSpan?.attributes["http.response.status_code"] = 200
                 attemptSpan?.end()
                 metrics.fcmResponse(status: 200, errorCode: nil)
-                if supersedes, !validateOnly { latest.noteAccepted(project: ping.project, route: audience, version: version) }
+                if supersedes, !validateOnly {
+                    latest.noteAccepted(project: ping.project, route: audience, version: version)
+                    latest.reached(ping, version: version, now: clock.now(), accepted: true)
+                }
                 attempts.append(DeliveryReport.attempt(nil, at: clock.now()))
                 logger[metadataKey: "fcm_message"] = .string(name)
                 logger.info(validateOnly ? "ping validated by FCM" : "ping accepted by FCM")
@@ -273,9 +276,11 @@ struct Dispatcher: Sendable {
             // nothing more, and no request starts for a version older than one FCM accepted already.
             if let fence, let refusal = await fence(ping.project) { return .fenced(refusal) }
             if supersedes {
-                if latest.isBehindAccepted(project: ping.project, route: ping.audience, version: version) { return .behind }
-                // Checked and claimed in one step: an older version's request never starts after a newer one's has.
-                guard latest.claim(project: ping.project, route: ping.audience, version: version, now: clock.now()) else { return .underWay }
+                switch latest.start(ping, version: version, now: clock.now()) {
+                case .behind: return .behind
+                case .underWay: return .underWay
+                case .go: break
+                }
             }
             // Each request is said before it starts, with the replica, the audience and the attempt: a request still
             // under way when its process dies is in the log too (docs/replicas.md: which replica sent a ping).

@@ -15,6 +15,23 @@ final class LatestVersions: Sendable {
     /// older version never follows it there, whenever it arrives (a sender's late retry, kept events replayed
     /// out of order after a database stall, a replica that takes a project over).
     private let accepted = NIOLockedValueBox<[String: Int64]>([:])
+    /// A change-aware route's audiences overlap: its whole topic reaches every narrowed audience's devices, and a
+    /// condition those of each topic it names. Per project and route, each audience that sent: the topics it reaches
+    /// (nil: the route's whole audience), and the newest version under way and accepted there.
+    private let reaches = NIOLockedValueBox<[String: [String: Reach]]>([:])
+    /// One ``start(_:version:now:)`` at a time: its checks and its claim are one step.
+    private let starting = NIOLock()
+
+    private struct Reach {
+        var topics: Set<String>?
+        var underWay: (version: Int64, at: Date)?
+        var accepted: Int64?
+    }
+
+    /// Whether a newer version's ping reaches every device of `ping`'s narrowed audience: FCM accepted one
+    /// (`accepted`), or one is under way (`underWay`). A ping to a route's whole audience is never covered by a
+    /// narrowed one (its other devices need it).
+    enum Cover { case none, accepted, underWay }
 
     init(lifetime: Duration = .seconds(900)) {
         self.lifetime = Double(lifetime.components.seconds) + Double(lifetime.components.attoseconds) / 1e18
@@ -61,11 +78,66 @@ final class LatestVersions: Sendable {
         accepted.withLockedValue { ($0["\(project)/\(route)"] ?? Int64.min) > version }
     }
 
+    /// Whether a newer version's ping to an audience that covers `ping`'s was accepted, or is under way (within the
+    /// lifetime): its devices have heard of the newer version, so the older one must not follow it (issue #49).
+    func cover(of ping: Ping, version: Int64, now: Date) -> Cover {
+        guard let topics = ping.narrowedTopics else { return .none }
+        let family = Self.family(ping)
+        return reaches.withLockedValue { reaches in
+            var cover = Cover.none
+            for (key, reach) in reaches[family] ?? [:] where key != ping.audience {
+                guard reach.topics.map({ $0.isSuperset(of: topics) }) ?? true else { continue }
+                if (reach.accepted ?? Int64.min) > version { return .accepted }
+                if let underWay = reach.underWay, underWay.version > version, now.timeIntervalSince(underWay.at) < lifetime { cover = .underWay }
+            }
+            return cover
+        }
+    }
+
+    /// Notes that `version`'s ping went to its audience: under way now, or (`accepted`) accepted by FCM.
+    func reached(_ ping: Ping, version: Int64, now: Date, accepted: Bool) {
+        // A wave's shard is a part of its own: its devices are no narrowed audience's.
+        guard ping.schedule.shard == nil else { return }
+        reaches.withLockedValue { reaches in
+            var reach = reaches[Self.family(ping), default: [:]][ping.audience] ?? Reach(topics: ping.narrowedTopics)
+            if accepted {
+                reach.accepted = max(reach.accepted ?? Int64.min, version)
+            } else if version >= (reach.underWay?.version ?? Int64.min) || now.timeIntervalSince(reach.underWay!.at) >= lifetime {
+                reach.underWay = (version, now)
+            }
+            reaches[Self.family(ping), default: [:]][ping.audience] = reach
+        }
+    }
+
+    enum Start { case go, behind, underWay }
+
+    /// Right before an attempt of `version`'s ping, checked and claimed in one step (one start at a time): `behind`
+    /// when FCM accepted a newer version's ping to its audience, or to one that covers it; `underWay` when a newer
+    /// version's request to either started within the lifetime; otherwise `go`, with this version claimed there. So
+    /// an older version's request never starts after a newer one's has (issue #49), and a narrowed audience's never
+    /// after its route's whole audience's.
+    func start(_ ping: Ping, version: Int64, now: Date) -> Start {
+        starting.withLock {
+            if isBehindAccepted(project: ping.project, route: ping.audience, version: version) { return .behind }
+            switch cover(of: ping, version: version, now: now) {
+            case .accepted: return .behind
+            case .underWay: return .underWay
+            case .none: break
+            }
+            guard claim(project: ping.project, route: ping.audience, version: version, now: now) else { return .underWay }
+            reached(ping, version: version, now: now, accepted: false)
+            return .go
+        }
+    }
+
+    private static func family(_ ping: Ping) -> String { "\(ping.project)/\(Ping.baseRoute(ping.route))" }
+
     /// Forgets what the project's routes sent (an operator's reset of its marks).
     func reset(project: String) {
         let prefix = "\(project)/"
         latest.withLockedValue { $0 = $0.filter { !$0.key.hasPrefix(prefix) } }
         accepted.withLockedValue { $0 = $0.filter { !$0.key.hasPrefix(prefix) } }
+        reaches.withLockedValue { $0 = $0.filter { !$0.key.hasPrefix(prefix) } }
     }
 }
 

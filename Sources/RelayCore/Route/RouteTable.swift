@@ -10,6 +10,10 @@ public struct Ping: Sendable, Equatable {
     /// When it may go: after its route's quiet period, at its shard's turn (a waved route's ping per shard is named
     /// `name@0`, `name@1`, …; route names cannot hold `@`).
     public var schedule: PingSchedule
+    /// A change-aware route's ping to part of its audience: the topics it reaches (a topic, or those its condition
+    /// joins with `||`). Nil for a route's whole audience. The route's whole audience reaches these devices too, so a
+    /// newer version's ping there makes an older one here stale (``LatestVersions``).
+    public var narrowedTopics: Set<String>? = nil
 
     public init(route: String, project: String, message: FCMMessage, decision: String? = nil, schedule: PingSchedule = .immediate) {
         self.route = route
@@ -99,7 +103,13 @@ public struct RouteTable: Sendable {
                 var message = template
                 message.target = target
                 let name = decision.targets.count == 1 ? route.name : "\(route.name)#\(index + 1)"
-                return Ping(route: name, project: project, message: message, decision: decision.reason, schedule: PingSchedule(quiet: route.quiet))
+                var ping = Ping(route: name, project: project, message: message, decision: decision.reason, schedule: PingSchedule(quiet: route.quiet))
+                switch target {
+                case .topic(let topic): ping.narrowedTopics = [topic]
+                case .condition(let condition): ping.narrowedTopics = (try? TopicRules.conditionTopics(condition)).map(Set.init)
+                case .token: break
+                }
+                return ping
             }
         }
     }

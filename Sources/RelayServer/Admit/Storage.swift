@@ -29,7 +29,10 @@ struct Storage {
         if let store = settings.store {
             let shared = try PostgresStore(
                 settings: store, logger: logger, holder: replica, clock: clock, observe: { metrics.storeStatement($0, duration: $1, failed: $2) })
-            let claims = LeaseClaims(confirmation: shared, lease: store.lease, clock: clock, metrics: metrics, logger: logger)
+            // The leases' lines (taken, lost, released) name the replica, as its pings' lines do.
+            var leaseLogger = logger
+            leaseLogger[metadataKey: "replica"] = .string(replica)
+            let claims = LeaseClaims(confirmation: shared, lease: store.lease, clock: clock, metrics: metrics, logger: leaseLogger)
             (self.shared, self.claims) = (shared, claims)
             (spool, journal, fence, deliveryLog) = (shared.outbox, shared.outbox, claims, SharedDeliveryLog(store: shared))
         } else {
