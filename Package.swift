@@ -161,6 +161,14 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Test-only: `rc-relay serve` with bugs planted on purpose (RC_RELAY_PLANT), for the fault campaign's proof
+        // that its checker catches each (docs/replicas.md). Not a product: `rc-relay` has no way to plant any.
+        .executableTarget(
+            name: "rc-relay-planted",
+            dependencies: ["RelayServer", "DeliveryEngine", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/PlantedRelay",
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "rc-relay",
             dependencies: [

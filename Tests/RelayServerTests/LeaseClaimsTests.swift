@@ -51,9 +51,11 @@ struct LeaseClaimsTests {
     let store = Store()
     let claims: LeaseClaims
 
-    init() {
+    init() { self.init(planted: []) }
+
+    init(planted: PlantedBugs) {
         claims = LeaseClaims(
-            confirmation: store, lease: Self.lease, clock: clock, metrics: RelayMetrics(), logger: Logger(label: "test"), fencing: true)
+            confirmation: store, lease: Self.lease, clock: clock, metrics: RelayMetrics(), logger: Logger(label: "test"), planted: planted)
         // Taken now, under epoch 7: it counts for half the lease.
         let now = clock.instant()
         claims.state.withLockedValue { $0.held["p"] = LeaseClaims.Claim(until: now + Self.lease / 2, epoch: 7, confirmed: now) }
@@ -132,5 +134,30 @@ struct LeaseClaimsTests {
         // Epoch 9's own loss drops it, and the next request is refused.
         #expect(claims.drop("p", epoch: 9))
         #expect(await claims.refusal(project: "p") == LeaseClaims.notHeld)
+    }
+
+    // The planted bugs (docs/replicas.md, "Planted bugs") do what they say, and nothing else: the campaign's proof
+    // that it catches each is only as good as the bug it plants.
+
+    @Test func withTheLapseCheckPlantedALapsedClaimIsAskedAndADatabaseAwaySendsOnIt() async {
+        let planted = LeaseClaimsTests(planted: .lapseCheck)
+        planted.clock.advance(by: Self.lease)
+        #expect(await planted.claims.refusal(project: "p") == nil, "lapsed, and the store said yes: sent")
+        #expect(planted.store.asked == 1)
+        planted.store.state.withLockedValue { $0.answer = .failure(.unavailable("no answer")) }
+        planted.clock.advance(by: Self.lease)
+        #expect(await planted.claims.refusal(project: "p") == nil, "lapsed, and the store did not answer: sent")
+        planted.store.state.withLockedValue { $0.answer = .success(false) }
+        #expect(await planted.claims.refusal(project: "p") == LeaseClaims.notHeld, "the epoch check still refuses")
+    }
+
+    @Test func withTheEpochCheckPlantedTheStoreIsNeverAskedAndTheLapseStillRefuses() async {
+        let planted = LeaseClaimsTests(planted: .epochCheck)
+        planted.store.state.withLockedValue { $0.answer = .success(false) }
+        planted.clock.advance(by: Self.lease / 2 - .milliseconds(1))
+        #expect(await planted.claims.refusal(project: "p") == nil, "taken over, but never asked: sent")
+        #expect(planted.store.asked == 0)
+        planted.clock.advance(by: .milliseconds(1))
+        #expect(await planted.claims.refusal(project: "p") == LeaseClaims.notHeld)
     }
 }

@@ -11,7 +11,7 @@ webhook-id; the rest are left for catch-up polling. A seeded scheduler meanwhile
 (the lease holder among them), pauses and restarts PostgreSQL, and makes FCM and Remote Config fail or slow down.
 At the end it stops injecting, waits until the system is quiet, and `check` (a pure function over what the emulator
 recorded, what the senders were answered, what was published and which faults ran when) decides whether the
-replicas told one truth. docs/campaign-draft.md describes the invariants.
+replicas told one truth. docs/replicas.md ("The invariants, as the checker implements them") is its specification.
 
 The random number generator decides what happens (faults, their targets by role, publishes, pauses); the machine
 decides the exact interleaving. A seed replays the same plan; a violation prints the events around it.
@@ -45,18 +45,31 @@ BINARY = os.environ.get("RC_RELAY_BIN") or str(Path(__file__).resolve().parents[
 ADMIN = "campaign-admin-token-0123456789"
 UPDATED = "google.firebase.remoteconfig.remoteConfig.v1.updated"
 
-# Faults that stop or end a replica's process: the only ones after which a ping may go twice (docs/replicas.md: a
-# ping in flight at a kill -9 may be sent again) or land after a newer one.
-PROCESS_FAULTS = {"kill", "pause", "term"}
-# Faults that stop the database: a ping FCM accepted while it was stopped (or a moment before, its progress not yet
-# written) may be sent again by the replica that takes the project over once it is back (docs/replicas.md).
+# The fault log's kinds, as docs/replicas.md's table names them: a kill mid-wave or mid-poll is logged `kill`, a
+# rolling restart one `term` per replica it stops. The plan deals each once, in a seeded order, before it draws.
+FAULT_KINDS = ["kill", "pause", "term", "pg_pause", "pg_restart", "fcm_503", "fcm_429", "fcm_slow", "rc_503", "rc_slow"]
+# How a publish is announced; the plan deals each mode MODE_MINIMUM times, in a seeded order, before it draws.
+MODES = ["bare", "binary", "structured", "poll"]
+MODE_MINIMUM = 3
+# Faults that stop a replica's process with its work under way: rules A and B (docs/replicas.md). A `term` hands its
+# deliveries over and writes their progress first, so it excuses nothing.
+STOPS = {"kill", "pause"}
+# Faults that stop the database: rule C.
 DATABASE_FAULTS = {"pg_pause", "pg_restart"}
-# receivedAt of /emulator/messages is in milliseconds; the emulator records a message when its request arrives.
-RESOLUTION = 0.01
-# Two versions' requests in flight at the same moment may reach FCM in either order (docs/webhook.md, "never older
-# after newer"): an older version's ping recorded this soon after a newer one's (plus FCM's injected latency) may have
-# left the relay before FCM accepted the newer one.
-OVERLAP = 0.5
+# How long after FCM accepted a ping its progress may still be on its way to the database (rules A and C).
+PROGRESS = 1.0
+# The replicas' log lines and FCM's record (receivedAt) are both written to the millisecond, truncated: a request
+# logged in the same millisecond as a record, or the next, may have started before it.
+MILLISECOND = 0.001
+# The log line a replica prints right before each request to FCM, the lines that end an attempt (with the outcome
+# each names), and the line of a lease taken.
+SENDING = "sending ping to FCM"
+OUTCOMES = {"ping accepted by FCM": "accepted", "ping validated by FCM": "validated", "ping will be retried": "retried",
+            "ping refused by FCM for good": "refused", "ping is dead: retries ran out": "dead"}
+LEASE_TAKEN = "project lease taken"
+# What the report counts and lists, in its order.
+RULES = ["A", "B-fault", "B-same-replica", "C", "covers-wider"]
+INVARIANTS = ["lost", "newest", "duplicates", "waves", "stale", "known", "settled", "campaign"]
 
 # The routes every project has, as plain data the checker reads too. Each message carries its route in data.ROUTE
 # and its version in data.CONFIG_VERSION.
@@ -66,38 +79,123 @@ ROUTES = [
     {"name": "quiet", "topic": "RC_QUIET", "debounceSeconds": 2},
     {"name": "waved", "waves": {"shards": 4, "spreadSeconds": 4, "topic": "RC_WAVE_{shard}"}},
 ]
+# How long the stream may go on past --minutes to deal the plan's decks (a campaign thread that died would otherwise
+# hold the other one up for ever); what is still missing then fails the `campaign` check.
+OVERTIME = 300
 # What a publish changes in the template: a conditional value of a mapped condition (the aware route narrows), both,
 # or the default (everyone).
 CHANGES = [["ios_ja"], ["ios_ko"], ["ios_ja", "ios_ko"], ["default"]]
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# The checker: a pure function over plain data.
+# The checker: a pure function over plain data (docs/replicas.md, "The invariants, as the checker implements them").
 # ----------------------------------------------------------------------------------------------------------------
 
 
 def epoch(text):
-    return datetime.fromisoformat(text).timestamp()
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def targets_of(audience):
+    """The topics an audience names: a topic itself, a condition the topics it names."""
+    named = re.findall(r"'([^']+)' in topics", audience)
+    return frozenset(named) if named else frozenset([audience])
 
 
 def parse_pings(messages):
     """The emulator's records as pings: project, route, audience (topic or condition), its topics, version, time,
-    and seq (its place in the emulator's record, which orders the pings of one project exactly)."""
+    FCM's name for it, and seq (its place in the emulator's record, which orders the pings of one project exactly)."""
     pings = []
     for seq, recorded in enumerate(messages):
         message = recorded["message"]
         data = message.get("data", {})
-        if "topic" in message:
-            audience, targets = message["topic"], {message["topic"]}
-        else:
-            audience = message.get("condition", "?")
-            targets = set(re.findall(r"'([^']+)' in topics", audience))
+        audience = message["topic"] if "topic" in message else message.get("condition", "?")
         pings.append({
             "project": recorded["project"], "route": data.get("ROUTE", "?"), "audience": audience,
-            "targets": frozenset(targets), "version": int(data.get("CONFIG_VERSION") or 0),
-            "time": epoch(recorded["receivedAt"]), "seq": seq,
+            "targets": targets_of(audience), "version": as_version(data.get("CONFIG_VERSION")),
+            "time": epoch(recorded["receivedAt"]), "name": recorded.get("name"), "seq": seq, "send": None,
         })
     return pings
+
+
+def as_version(text):
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return 0
+
+
+# -- the replicas' logs: sends and leases ---------------------------------------------------------------------------
+
+
+def route_name(route):
+    """A send's route as the configuration names it: a wave's shard (`waved@0`) or another part (`#`) is its route."""
+    return re.split(r"[@#]", route or "?", maxsplit=1)[0]
+
+
+def json_line(line):
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return None
+    return entry if isinstance(entry, dict) else None
+
+
+def parse_log(process, pid, lines):
+    """One replica process's log lines as (sends, leases). Each `sending ping to FCM` line is a send (process name,
+    pid, replica id, project, route, audience, version, delivery_id, attempt, start, line: its place in the log) with
+    the outcome of the later line of the same delivery_id and attempt (kind, end, fcm_message), or outcome None: the
+    process ended with the request under way. Each `project lease taken` line is a lease (process, pid, replica,
+    project, epoch, time), the process's own when the line names no replica."""
+    sends, leases, under_way = [], [], {}
+    for index, line in enumerate(lines):
+        entry = json_line(line)
+        if entry is None or "ts" not in entry:
+            continue
+        said, at = entry.get("msg", ""), epoch(entry["ts"])
+        if said == SENDING:
+            send = {"process": process, "pid": pid, "replica": entry.get("replica", ""), "project": entry.get("project"),
+                    "route": entry.get("route", "?"), "audience": entry.get("audience", "?"),
+                    "version": as_version(entry.get("version")), "delivery_id": entry.get("delivery_id"),
+                    "attempt": as_version(entry.get("attempt")), "start": at, "line": index,
+                    "outcome": None, "end": None, "fcm_message": None}
+            under_way[(send["delivery_id"], send["attempt"])] = send
+            sends.append(send)
+        elif said in OUTCOMES:
+            send = under_way.pop((entry.get("delivery_id"), as_version(entry.get("attempt"))), None)
+            if send:
+                send.update(outcome=OUTCOMES[said], end=at, fcm_message=entry.get("fcm_message"))
+        elif said.startswith(LEASE_TAKEN):
+            leases.append({"process": process, "pid": pid, "replica": entry.get("replica", ""),
+                           "project": entry.get("project"), "epoch": as_version(entry.get("epoch")), "time": at})
+    return sends, leases
+
+
+def who(entry):
+    """The process a send, a lease or a fault's detail names: replica-N and its pid (a restarted replica is another)."""
+    return entry.get("process"), entry.get("pid")
+
+
+def match_sends(pings, sends):
+    """Sets each ping's `send`: the accepted send with the ping's FCM name; else, of the attempts with no outcome line
+    (their process ended with the request under way) with the ping's project, route, audience and version, the latest
+    that started before the ping (to the millisecond). A send is matched to one ping at most."""
+    named = {s["fcm_message"]: s for s in sends if s["outcome"] == "accepted" and s["fcm_message"]}
+    unfinished = [s for s in sends if s["outcome"] is None]
+    matched = set()
+    for ping in sorted(pings, key=lambda p: p["seq"]):
+        send = named.get(ping["name"])
+        if send is None:
+            send = max((s for s in unfinished if id(s) not in matched and s["project"] == ping["project"]
+                        and route_name(s["route"]) == ping["route"] and s["audience"] == ping["audience"]
+                        and s["version"] == ping["version"] and s["start"] <= ping["time"] + MILLISECOND),
+                       key=lambda s: (s["start"], s["line"]), default=None)
+        if send is not None:
+            matched.add(id(send))
+        ping["send"] = send
+
+
+# -- audiences ------------------------------------------------------------------------------------------------------
 
 
 def shard_topics(route):
@@ -117,39 +215,105 @@ def required_targets(route, changed):
     return {route["topic"]}
 
 
-def covers(route, ping, target):
-    """Whether the ping reaches the devices of `target`: its own topics, or the change-aware route's whole topic,
-    which every narrowed audience also subscribes to."""
-    return target in ping["targets"] or ("audience" in route and ping["audience"] == route["topic"])
+def covers(route, wider, narrower):
+    """Whether every device of audience `narrower` is in audience `wider`: the same audience; the change-aware route's
+    whole topic over a narrowed audience (its mapped topics, or a condition naming only them), whose devices all
+    subscribe to it; or an audience naming every topic the other names."""
+    if wider == narrower:
+        return True
+    mapped = set(route.get("audience", {}).values())
+    if mapped and wider == route.get("topic") and targets_of(narrower) <= mapped:
+        return True
+    return targets_of(narrower) <= targets_of(wider)
 
 
-def slack_of(faults):
-    """How long before a ping is recorded its request may have left the relay: FCM's injected latency, the record's
-    whole seconds, and a second for the fault log's own timing."""
-    latency = max([f["detail"].get("latencyMs", 0) / 1000 for f in faults if f["kind"] == "fcm_slow"] or [0])
-    return RESOLUTION + 1.0 + latency
+# -- the rules: what excuses a ping, and nothing else ---------------------------------------------------------------
 
 
-def overlapped(older, newer, faults):
-    """Whether the older version's request may have been in flight when FCM accepted the newer one: it was recorded
-    within OVERLAP (plus FCM's injected latency) of the newer one's record."""
-    latency = max([f["detail"].get("latencyMs", 0) / 1000 for f in faults if f["kind"] == "fcm_slow"] or [0])
-    return older["time"] - newer["time"] <= OVERLAP + latency + RESOLUTION
+def accepted_at(ping):
+    """When FCM accepted the ping: its sender's `ping accepted by FCM` line; for a send its process never finished
+    (it ended with the request under way), when FCM recorded the ping."""
+    send = ping["send"]
+    return send["end"] if send["outcome"] == "accepted" else ping["time"]
 
 
-def in_flight_at_fault(ping, faults, slack, since=None):
-    """The documented exception: a replica's process was killed, paused or stopped while this send was in flight,
-    i.e. such a fault began between shortly before `since` (the first of the pair; the ping itself for a stale one)
-    and the ping."""
-    start = (since if since is not None else ping)["time"] - slack
-    return next((f for f in faults if f["kind"] in PROCESS_FAULTS and start <= f["start"] <= ping["time"] + RESOLUTION), None)
+def stop_of(faults, process, after, until):
+    """A `kill` or `pause` of `process` (its name and pid) that began between `after` and `until`."""
+    return next((f for f in faults if f["kind"] in STOPS and who(f["detail"]) == process
+                 and after <= f["start"] <= until), None)
 
 
-def accepted_during_database_fault(first, second, faults):
-    """The database exception for a second send: the first was recorded while the database was stopped, or within a
-    second before it stopped (the progress write still on its way), and the second after it was stopped."""
-    return next((f for f in faults if f["kind"] in DATABASE_FAULTS and f["start"] - 1.0 <= first["time"] <= f["end"]
-                 and second["time"] >= f["start"]), None)
+def rule_a(first, second, faults):
+    """A second send after its sender stopped: the first send's replica R was killed or paused after the first
+    request started and at most PROGRESS after FCM accepted it, and another replica sent the second."""
+    one, two = first["send"], second["send"]
+    if one is None or two is None or who(one) == who(two):
+        return None
+    return stop_of(faults, who(one), one["start"], accepted_at(first) + PROGRESS)
+
+
+def rule_c(first, second, faults, leases):
+    """A second send across a database stop: FCM accepted the first while PostgreSQL was stopped or at most PROGRESS
+    before it stopped, and another replica sent the second after taking the project's lease once the first was
+    accepted."""
+    one, two = first["send"], second["send"]
+    if one is None or two is None or who(one) == who(two):
+        return None
+    accepted = accepted_at(first)
+    stop = next((f for f in faults if f["kind"] in DATABASE_FAULTS
+                 and f["start"] - PROGRESS <= accepted <= (f["end"] if f["end"] is not None else f["start"])), None)
+    took = any(who(lease) == who(two) and lease["project"] == second["project"] and accepted < lease["time"] <= two["start"]
+               for lease in leases)
+    return stop if stop and took else None
+
+
+def second_send_rule(first, second, faults, leases):
+    """Which rule excuses a version's second ping to an audience: "A", "C" or None."""
+    if rule_a(first, second, faults):
+        return "A"
+    if rule_c(first, second, faults, leases):
+        return "C"
+    return None
+
+
+def started_before(one, two):
+    """Whether send `one`'s request started before send `two`'s, both of one process: by their log lines' times,
+    and in the same millisecond by their order in the log."""
+    return (one["start"], one["line"]) < (two["start"], two["line"])
+
+
+def stale_rule(older, newers, faults):
+    """Which part of rule B excuses an older version's ping recorded after the newer ones that cover it: "B-fault"
+    (a kill or pause of its own sender began after its request started and before FCM recorded it),
+    "B-same-replica" (its replica sent every one of the newer ones, and started it after the older one), or None."""
+    send = older["send"]
+    if send is None:
+        return None
+    if stop_of(faults, who(send), send["start"], older["time"]):
+        return "B-fault"
+    if all(n["send"] is not None and who(n["send"]) == who(send) and started_before(send, n["send"]) for n in newers):
+        return "B-same-replica"
+    return None
+
+
+# -- the invariants -------------------------------------------------------------------------------------------------
+
+
+class Check:
+    def __init__(self, invariant, project, scope):
+        self.invariant, self.project, self.scope = invariant, project, scope
+        self.problems = []  # (time, text)
+        self.excused = []  # (rule, (project, seq)): the pings a rule excused
+
+    def fail(self, at, text):
+        self.problems.append((at, text))
+
+    def excuse(self, rule, ping):
+        self.excused.append((rule, (ping["project"], ping["seq"])))
+
+    @property
+    def ok(self):
+        return not self.problems
 
 
 def guarded(errors, lock, name, target, *args):
@@ -163,49 +327,54 @@ def guarded(errors, lock, name, target, *args):
             errors.append(f"{clock(time.time())} the {name} thread died: {error!r}"[:2000])
 
 
-class Check:
-    def __init__(self, invariant, project, scope):
-        self.invariant, self.project, self.scope = invariant, project, scope
-        self.problems = []  # (time, text)
-
-    def fail(self, at, text):
-        self.problems.append((at, text))
-
-    @property
-    def ok(self):
-        return not self.problems
+def projects_of(record):
+    """The campaign's projects: the record's list (older records have none), and any project published to."""
+    return sorted(set(record.get("projects") or []) | {p["project"] for p in record["publishes"]})
 
 
-def check(messages, answers, publishes, faults, routes=ROUTES, outcome=None):
-    """Checks the invariants per project and route; returns a list of Check (each passed or failed with its
-    problems). Inputs are plain data: the emulator's records (`GET /emulator/messages`, all projects), every answer a
-    sender got, every publish (project, version, time, mode, changed, polling), the fault log (kind, start, end,
-    detail) and `outcome` (whether the end was quiet)."""
-    pings = parse_pings(messages)
-    slack = slack_of(faults)
+def versions_of(record, project):
+    """The versions a ping of `project` may carry: the campaign's publishes, and an operator's sends through the admin
+    API (`record["operator"]`: {project, version} each, or a bare version for any project; none today)."""
+    versions = {p["version"] for p in record["publishes"] if p["project"] == project}
+    for sent in record.get("operator") or []:
+        if not isinstance(sent, dict):
+            versions.add(int(sent))
+        elif sent.get("project") == project:
+            versions.add(int(sent["version"]))
+    return versions
+
+
+def check(record):
+    """Checks the invariants per project and route over a campaign's record; returns a list of Check (each passed or
+    failed with its problems, and the pings a rule excused). The record is plain data: the routes, the projects, the
+    emulator's records (`messages`, all projects), the replicas' `sends` and `leases` (parse_log), every answer a
+    sender got, every publish, the fault log (kind, start, end, detail with the pid a kill, pause or term stopped), the
+    `plan` ("seeded" or "script") and the `outcome` (whether the end was quiet, the campaign's own errors)."""
+    routes = record.get("routes") or ROUTES
+    pings = parse_pings(record["messages"])
+    match_sends(pings, record.get("sends") or [])
+    faults, leases, answers = record["faults"], record.get("leases") or [], record["answers"]
     acked = {(a["project"], a["version"]) for a in answers if a.get("status") in (200, 202)}
+    projects = projects_of(record)
     checks = []
-    for project in sorted({p["project"] for p in publishes}):
-        published = sorted((p for p in publishes if p["project"] == project), key=lambda p: p["version"])
+    for project in projects:
+        published = sorted((p for p in record["publishes"] if p["project"] == project), key=lambda p: p["version"])
         mine = [p for p in pings if p["project"] == project]
+        versions = versions_of(record, project)
         for route in routes:
             routed = sorted((p for p in mine if p["route"] == route["name"]), key=lambda p: p["seq"])
             checks.append(check_lost(project, route, published, routed, acked))
-            checks.append(check_newest(project, route, published, routed, faults, slack))
-            checks.append(check_duplicates(project, route, routed, faults, slack))
-            checks.append(check_stale(project, route, routed, faults, slack))
+            checks.append(check_newest(project, route, published, routed, faults))
+            checks.append(check_duplicates(project, route, routed, faults, leases))
+            checks.append(check_stale(project, route, routed, faults))
             if "waves" in route:
-                checks.append(check_waves(project, route, published, routed, faults, slack))
+                checks.append(check_waves(project, route, published, routed, faults, leases))
+            checks.append(check_known(project, route, routed, versions))
+        checks.append(check_unrouted(project, routes, mine))
         checks.append(check_settled(project, published, answers))
-    quiet = Check("settled", "*", "the end was quiet")
-    if outcome is not None and not outcome.get("quiet", True):
-        quiet.fail(outcome.get("at", 0), f"not quiet by the deadline: {outcome.get('why', '?')}")
-    checks.append(quiet)
-    # The campaign's own trouble (a fault it could not carry out) fails the run too, apart from the relay's.
-    plan = Check("campaign", "*", "every fault of the plan was carried out")
-    for error in (outcome or {}).get("errors", []):
-        plan.fail(0, error)
-    checks.append(plan)
+    checks.append(check_strangers(projects, pings))
+    checks.append(check_quiet(record.get("outcome")))
+    checks.append(check_campaign(record, projects))
     return checks
 
 
@@ -218,71 +387,82 @@ def check_lost(project, route, published, routed, acked):
         if (project, version) not in acked and not publish.get("polling"):
             continue  # never acknowledged and no poller to find it: nobody promised anything
         for target in sorted(required_targets(route, publish["changed"])):
-            if not any(p["version"] >= version and covers(route, p, target) for p in routed):
+            if not any(p["version"] >= version and covers(route, p["audience"], target) for p in routed):
                 why = "acknowledged" if (project, version) in acked else "left for the poller"
                 result.fail(publish["time"], f"version {version} ({why}, changed {publish['changed']}) never reached {target}")
     return result
 
 
-def check_newest(project, route, published, routed, faults, slack):
+def check_newest(project, route, published, routed, faults):
     """The newest version arrives: it reaches every topic it must reach, and is the last ping to each audience it
-    reached (a stale ping in flight at a process fault aside)."""
+    reached (an older ping rule B excuses aside)."""
     result = Check("newest", project, route["name"])
     if not published:
         return result
     newest = published[-1]
     version = newest["version"]
     for target in sorted(required_targets(route, newest["changed"])):
-        if not any(p["version"] == version and covers(route, p, target) for p in routed):
-            last = [p["version"] for p in routed if covers(route, p, target)][-1:]
+        if not any(p["version"] == version and covers(route, p["audience"], target) for p in routed):
+            last = [p["version"] for p in routed if covers(route, p["audience"], target)][-1:]
             result.fail(newest["time"], f"newest version {version} never reached {target} (its last ping: {last or 'none'})")
     for audience in sorted({p["audience"] for p in routed if p["version"] == version}):
         there = [p for p in routed if p["audience"] == audience]
-        last_newest = max(p["seq"] for p in there if p["version"] == version)
-        newest_ping = next(p for p in there if p["seq"] == last_newest)
-        for later in (p for p in there if p["seq"] > last_newest and p["version"] < version):
-            if not in_flight_at_fault(later, faults, slack) and not overlapped(later, newest_ping, faults):
-                result.fail(later["time"], f"the last ping to {audience} carries {later['version']}, not the newest {version}")
+        fresh = [p for p in there if p["version"] == version]
+        for later in (p for p in there if p["seq"] > fresh[-1]["seq"] and p["version"] < version):
+            rule = stale_rule(later, [p for p in fresh if p["seq"] < later["seq"]], faults)
+            if rule:
+                result.excuse(rule, later)
+            else:
+                result.fail(later["time"], f"the last ping to {audience} carries {later['version']} ({sent_by(later)}), "
+                                           f"not the newest {version} ({sent_by(fresh[-1])})")
     return result
 
 
-def check_duplicates(project, route, routed, faults, slack):
-    """No duplicates beyond the documented ones: a version goes twice to one audience only when a replica's process
-    fault began while the first was in flight (between shortly before the first and the second), never three times."""
+def check_duplicates(project, route, routed, faults, leases):
+    """No duplicates beyond the documented ones: a version goes to one audience at most once, twice only under rule
+    A or C, never three times."""
     result = Check("duplicates", project, route["name"])
     groups = collections.defaultdict(list)
     for ping in routed:
         groups[(ping["audience"], ping["version"])].append(ping)
     for (audience, version), same in sorted(groups.items(), key=lambda item: item[1][0]["seq"]):
         if len(same) >= 3:
-            result.fail(same[2]["time"], f"version {version} sent {len(same)} times to {audience}")
-        elif (len(same) == 2 and not in_flight_at_fault(same[1], faults, slack, since=same[0])
-              and not accepted_during_database_fault(same[0], same[1], faults)):
-            result.fail(same[1]["time"], f"version {version} sent twice to {audience} with no replica fault in flight "
-                                         f"(at {clock(same[0]['time'])} and {clock(same[1]['time'])})")
+            result.fail(same[2]["time"], f"version {version} sent {len(same)} times to {audience}: "
+                                         + ", ".join(sent_by(p) for p in same))
+        elif len(same) == 2:
+            rule = second_send_rule(same[0], same[1], faults, leases)
+            if rule:
+                result.excuse(rule, same[1])
+            else:
+                result.fail(same[1]["time"], f"version {version} sent twice to {audience} ({sent_by(same[0])}, then "
+                                             f"{sent_by(same[1])}) and neither rule A nor rule C excuses it")
     return result
 
 
-def check_stale(project, route, routed, faults, slack):
-    """Nothing stale after fresh: no ping of an older version to an audience after a newer one was recorded there,
-    unless the two requests overlapped (both in flight at once), or that older ping was in flight when a replica's
-    process fault began."""
+def check_stale(project, route, routed, faults):
+    """Nothing stale after fresh: no ping of an older version to an audience after a ping of a newer version to an
+    audience that covers it was recorded, unless rule B excuses it. An older ping to an audience that covers the newer
+    one's without being covered by it is not stale (counted as covers-wider)."""
     result = Check("stale", project, route["name"])
-    newest = {}
-    for ping in routed:
-        seen = newest.get(ping["audience"])
-        if (seen and ping["version"] < seen["version"] and not overlapped(ping, seen, faults)
-                and not in_flight_at_fault(ping, faults, slack)):
-            result.fail(ping["time"], f"version {ping['version']} sent to {ping['audience']} at {clock(ping['time'])} after "
-                                      f"version {seen['version']} at {clock(seen['time'])}")
-        if not seen or ping["version"] > seen["version"]:
-            newest[ping["audience"]] = ping
+    for index, ping in enumerate(routed):
+        newer = [n for n in routed[:index] if n["version"] > ping["version"]]
+        covering = [n for n in newer if covers(route, n["audience"], ping["audience"])]
+        if covering:
+            rule = stale_rule(ping, covering, faults)
+            if rule:
+                result.excuse(rule, ping)
+            else:
+                seen = covering[-1]
+                result.fail(ping["time"], f"version {ping['version']} sent to {ping['audience']} ({sent_by(ping)}) after "
+                                          f"version {seen['version']} to {seen['audience']} ({sent_by(seen)})")
+        elif any(covers(route, ping["audience"], n["audience"]) for n in newer):
+            result.excuse("covers-wider", ping)
     return result
 
 
-def check_waves(project, route, published, routed, faults, slack):
+def check_waves(project, route, published, routed, faults, leases):
     """Waves: every shard topic of the newest version's wave is pinged exactly once with that version (twice only
-    with the in-flight exception)."""
+    under rule A or C)."""
     result = Check("waves", project, route["name"])
     if not published:
         return result
@@ -291,9 +471,45 @@ def check_waves(project, route, published, routed, faults, slack):
         same = [p for p in routed if p["audience"] == topic and p["version"] == version]
         if not same:
             result.fail(published[-1]["time"], f"shard {topic} never got the newest version {version}")
-        elif len(same) > 2 or (len(same) == 2 and not in_flight_at_fault(same[1], faults, slack, since=same[0])
-                                and not accepted_during_database_fault(same[0], same[1], faults)):
-            result.fail(same[-1]["time"], f"shard {topic} got the newest version {version} {len(same)} times")
+        elif len(same) > 2 or (len(same) == 2 and not second_send_rule(same[0], same[1], faults, leases)):
+            result.fail(same[-1]["time"], f"shard {topic} got the newest version {version} {len(same)} times: "
+                                          + ", ".join(sent_by(p) for p in same))
+        elif len(same) == 2:
+            result.excuse(second_send_rule(same[0], same[1], faults, leases), same[1])
+    return result
+
+
+def check_known(project, route, routed, versions):
+    """Every ping of the route carries a version the campaign published (or an operator sent), and a replica logged
+    sending it (a ping is matched to a send)."""
+    result = Check("known", project, route["name"])
+    for ping in routed:
+        if ping["version"] not in versions:
+            result.fail(ping["time"], f"a ping to {ping['audience']} carries version {ping['version']}, which the "
+                                      f"campaign never published ({sent_by(ping)})")
+        if ping["send"] is None:
+            result.fail(ping["time"], f"version {ping['version']} to {ping['audience']} ({ping['name']}): no replica "
+                                      f"logged sending it")
+    return result
+
+
+def check_unrouted(project, routes, mine):
+    """Every ping of the project names a configured route."""
+    result = Check("known", project, "other routes")
+    names = {r["name"] for r in routes}
+    for ping in mine:
+        if ping["route"] not in names:
+            result.fail(ping["time"], f"version {ping['version']} to {ping['audience']} names route {ping['route']!r}, "
+                                      f"which is not configured ({sent_by(ping)})")
+    return result
+
+
+def check_strangers(projects, pings):
+    """Every ping belongs to one of the campaign's projects."""
+    result = Check("known", "*", "other projects")
+    for ping in pings:
+        if ping["project"] not in projects:
+            result.fail(ping["time"], f"a ping of project {ping['project']!r}, not one of the campaign's")
     return result
 
 
@@ -314,24 +530,85 @@ def check_settled(project, published, answers):
     return result
 
 
+def check_quiet(outcome):
+    """The end was quiet by the deadline."""
+    result = Check("settled", "*", "the end was quiet")
+    if outcome is not None and not outcome.get("quiet", True):
+        result.fail(outcome.get("at", 0), f"not quiet by the deadline: {outcome.get('why', '?')}")
+    return result
+
+
+def check_campaign(record, projects):
+    """The campaign did what it says: every fault of the plan carried out and none of its threads died (the
+    outcome's errors), every project published to, and a seeded plan's minimum: each fault kind at least once, each
+    publish mode at least MODE_MINIMUM times. A failure here is the campaign's own, reported apart."""
+    result = Check("campaign", "*", "the plan was carried out")
+    for error in (record.get("outcome") or {}).get("errors", []):
+        result.fail(0, error)
+    published = {p["project"] for p in record["publishes"]}
+    for project in projects:
+        if project not in published:
+            result.fail(0, f"project {project} was never published to")
+    if record.get("plan", "seeded") != "seeded":
+        return result  # a test's script: its own sequence, no minimum
+    kinds = collections.Counter(f["kind"] for f in record["faults"])
+    missing = [kind for kind in FAULT_KINDS if not kinds[kind]]
+    if missing:
+        result.fail(0, f"no fault of kind {', '.join(missing)} was carried out (the minimum: each of "
+                       f"{len(FAULT_KINDS)} kinds once)")
+    modes = collections.Counter(p["mode"] for p in record["publishes"])
+    short = [f"{mode} ({modes[mode]})" for mode in MODES if modes[mode] < MODE_MINIMUM]
+    if short:
+        result.fail(0, f"too few publishes of mode {', '.join(short)} (the minimum: {MODE_MINIMUM} of each mode)")
+    return result
+
+
+# -- the report -----------------------------------------------------------------------------------------------------
+
+
 def clock(t):
     return datetime.fromtimestamp(t).strftime("%H:%M:%S.%f")[:-3]
 
 
-def context(t, project, messages, answers, publishes, faults, window=12.0):
-    """The events within `window` seconds of `t` (the project's publishes, answers and pings; every fault), in time
-    order, for a violation's report."""
+def sent_by(ping):
+    """Who sent a ping and when: `recorded 12:00:01.123, sent by replica-1/4242 at 12:00:01.120`."""
+    send = ping["send"]
+    if send is None:
+        return f"recorded {clock(ping['time'])}, no send logged"
+    return f"recorded {clock(ping['time'])}, sent by {send['process']}/{send['pid']} at {clock(send['start'])}"
+
+
+def excused_counts(checks):
+    """How many pings each rule excused (a ping excused by one rule in two checks counts once)."""
+    pings = collections.defaultdict(set)
+    for c in checks:
+        for rule, key in c.excused:
+            pings[rule].add(key)
+    return {rule: len(pings[rule]) for rule in RULES}
+
+
+def context(t, project, scope, record, window=12.0):
+    """The events within `window` seconds of `t` (the project's publishes, answers, pings, leases taken and the
+    sends of the checked route; every fault), in time order, for a violation's report."""
     events = []
-    for p in publishes:
+    for p in record["publishes"]:
         if p["project"] == project and abs(p["time"] - t) <= window:
             events.append((p["time"], f"publish  v{p['version']} {p['mode']} changed={p['changed']}"))
-    for a in answers:
+    for a in record["answers"]:
         if a["project"] == project and abs(a["time"] - t) <= window:
             events.append((a["time"], f"answer   v{a['version']} {a.get('status') or a.get('error')} from {a['target']} {a.get('outcome', '')}"))
-    for p in parse_pings([m for m in messages if m["project"] == project]):
+    for p in parse_pings([m for m in record["messages"] if m["project"] == project]):
         if abs(p["time"] - t) <= window:
-            events.append((p["time"], f"ping     v{p['version']} {p['route']} -> {p['audience']}"))
-    for f in faults:
+            events.append((p["time"], f"ping     v{p['version']} {p['route']} -> {p['audience']} {p['name']}"))
+    for s in record.get("sends") or []:
+        if s["project"] == project and route_name(s["route"]) == scope and abs(s["start"] - t) <= window:
+            ended = f"{s['outcome']} at {clock(s['end'])} {s['fcm_message'] or ''}" if s["outcome"] else "no outcome logged"
+            events.append((s["start"], f"send     v{s['version']} {s['route']} -> {s['audience']} by {s['process']}/{s['pid']} "
+                                       f"attempt {s['attempt']}: {ended}".rstrip()))
+    for lease in record.get("leases") or []:
+        if lease["project"] == project and abs(lease["time"] - t) <= window:
+            events.append((lease["time"], f"lease    taken by {lease['process']}/{lease['pid']} (epoch {lease['epoch']})"))
+    for f in record["faults"]:
         end = f["end"] if f["end"] is not None else f["start"]
         if f["start"] - window <= t <= end + window:
             events.append((f["start"], f"fault    {f['kind']} {f['target']} until {clock(end)} {json.dumps(f['detail'])}"))
@@ -339,29 +616,32 @@ def context(t, project, messages, answers, publishes, faults, window=12.0):
 
 
 def report(checks, record, out=sys.stdout):
-    """Prints the table, each violation with the seed and the events around it, and `N passed, N failed`."""
+    """Prints the table (faults, publishes, answers, pings and sends, the pings each rule excused, the violations per
+    invariant), each violation with the seed and the events around it, and `N passed, N failed`."""
     seed, faults, publishes = record["seed"], record["faults"], record["publishes"]
-    answers, messages = record["answers"], record["messages"]
     kinds = collections.Counter(f["kind"] for f in faults)
-    statuses = collections.Counter(str(a.get("status") or "error") for a in answers)
+    statuses = collections.Counter(str(a.get("status") or "error") for a in record["answers"])
     modes = collections.Counter(p["mode"] for p in publishes)
     failed = [c for c in checks if not c.ok]
     by_invariant = collections.Counter()
     for c in failed:
         by_invariant[c.invariant] += len(c.problems)
+    excused = excused_counts(checks)
     print(f"seed                 {seed}", file=out)
     print(f"faults injected      {sum(kinds.values())}: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())), file=out)
     print(f"publishes            {len(publishes)}: " + ", ".join(f"{k} {n}" for k, n in sorted(modes.items())), file=out)
-    print(f"answers              {len(answers)}: " + ", ".join(f"{k} {n}" for k, n in sorted(statuses.items())), file=out)
-    print(f"pings                {len(messages)}", file=out)
-    print("violations           " + ", ".join(
-        f"{k} {by_invariant.get(k, 0)}" for k in ["lost", "newest", "duplicates", "waves", "stale", "settled"]), file=out)
+    print(f"answers              {len(record['answers'])}: " + ", ".join(f"{k} {n}" for k, n in sorted(statuses.items())), file=out)
+    print(f"pings                {len(record['messages'])} (sends logged {len(record.get('sends') or [])}, "
+          f"leases taken {len(record.get('leases') or [])})", file=out)
+    print("excused              " + ", ".join(f"{rule} {excused[rule]}" for rule in RULES), file=out)
+    print("violations           " + ", ".join(f"{k} {by_invariant.get(k, 0)}" for k in INVARIANTS), file=out)
     for c in failed:
         for at, text in c.problems:
             print(f"\nVIOLATION [{c.invariant}] seed {seed}, project {c.project}, {c.scope}: {text}", file=out)
             print(f"  replay: python Tests/interop/campaign.py --seed {seed} {record.get('replay', '')}".rstrip(), file=out)
-            print("  events within 12 s (a ping's time is when its request reached FCM):", file=out)
-            print("\n".join(context(at, c.project, messages, answers, publishes, faults)), file=out)
+            if at:
+                print("  events within 12 s (a ping's time is when its request reached FCM, a send's when it started):", file=out)
+                print("\n".join(context(at, c.project, c.scope, record)), file=out)
     print(f"\n{len(checks) - len(failed)} passed, {len(failed)} failed", file=out)
     return not failed
 
@@ -550,12 +830,25 @@ class Replica:
         self.url = f"http://127.0.0.1:{self.port}"
         self.webhook = self.url + "/webhooks/remote-config"
         self.child = None
+        self.incarnations = []  # every process this replica has been, the current one last: each one's lines
         self.paused = False
 
     def start(self):
         self.child = Child([BINARY, "serve", "--config", self.config], self.log_path,
                            env={"TEST_WEBHOOK_SECRET": SECRET, **self.env})
+        self.incarnations.append(self.child)
         self.child.wait_for(lambda l: "rc-relay listening" in l, timeout=60)
+
+    def logs(self):
+        """(sends, leases) of every process this replica has been (parse_log), each under its own pid."""
+        sends, leases = [], []
+        for child in self.incarnations:
+            with child.changed:
+                lines = list(child.lines)
+            more_sends, more_leases = parse_log(self.name, child.pid, lines)
+            sends += more_sends
+            leases += more_leases
+        return sends, leases
 
     @property
     def name(self):
@@ -580,6 +873,13 @@ class Options:
     def replay(self):
         return (f"--minutes {self.minutes} --replicas {self.replicas} --projects {self.projects}"
                 + (" --nginx" if self.nginx else "") + ("" if self.fencing else " --no-fencing"))
+
+
+def deal(seed, cards):
+    """A deck: the cards in an order the seed decides."""
+    deck = list(cards)
+    random.Random(seed).shuffle(deck)
+    return deck
 
 
 def template_of(values):
@@ -610,8 +910,11 @@ class Campaign:
         self.cluster = self.front = self.google = self.proxy = None
         self.emulators, self.replicas = {}, []
         self.injected = collections.Counter()  # faults queued per (project, endpoint), to drain at the end
-        self.max_latency = 0
         self.errors = []  # what went wrong in the campaign itself (a fault that could not be carried out)
+        # The plan's decks (docs/replicas.md, "Volume"): each fault kind once and each publish mode MODE_MINIMUM times,
+        # in a seeded order, dealt before the plan draws at random; the stream goes on past --minutes until both are.
+        self.fault_deck = deal(f"{self.seed}/fault-deck", FAULT_KINDS)
+        self.mode_deck = deal(f"{self.seed}/mode-deck", MODES * MODE_MINIMUM)
 
     # -- set-up ----------------------------------------------------------------------------------------------------
 
@@ -818,20 +1121,45 @@ class Campaign:
         return None
 
     def publisher(self, until):
-        """The stream of publishes: every 0.5-3 s a random project's template changes; 80 % are announced by a
-        webhook (15 % of those redelivered to another replica), 20 % left for the poller."""
+        """The stream of publishes: every 0.5-3 s a project's template changes, announced as `next_publish` says; 15 %
+        of the webhooks are redelivered to another replica. It goes on past `until` until the plan is dealt."""
         rng = random.Random(f"{self.seed}/publish")
-        while not self.stopping.wait(rng.uniform(0.5, 3.0)) and time.time() < until:
-            project = rng.choice(self.projects)
+        while not self.stopping.wait(rng.uniform(0.5, 3.0)) and self.streaming(until):
+            project, mode = self.next_publish(rng)
             changed = rng.choice(CHANGES)
-            if rng.random() < 0.2:
-                mode = "poll"
-            elif project == self.projects[0]:
-                mode = rng.choice(["bare", "binary", "structured"])
-            else:
-                mode = rng.choice(["binary", "structured"])
             self.publish(project, changed, mode, redeliver=mode != "poll" and rng.random() < 0.15,
                          rng=random.Random(f"{self.seed}/send/{project}/{rng.random()}"))
+
+    def next_publish(self, rng):
+        """(project, mode) of the next publish. First the mode deck: a bare version to the first project (a bare
+        version names no project), any other mode to a project not yet published to while there is one. Then at
+        random: a random project (one not yet published to first), 80 % announced by a webhook (bare, binary or
+        structured on the first project, binary or structured on the others), 20 % left for the poller."""
+        fresh = self.unpublished()
+        if self.mode_deck:
+            mode = self.mode_deck.pop(0)
+            return (self.projects[0] if mode == "bare" else rng.choice(fresh or self.projects)), mode
+        project = rng.choice(fresh or self.projects)
+        if rng.random() < 0.2:
+            return project, "poll"
+        if project == self.projects[0]:
+            return project, rng.choice(["bare", "binary", "structured"])
+        return project, rng.choice(["binary", "structured"])
+
+    def unpublished(self):
+        with self.lock:
+            published = {p["project"] for p in self.publishes}
+        return [p for p in self.projects if p not in published]
+
+    def dealt(self):
+        """Whether the plan's minimum is dealt: both decks, and a publish on every project."""
+        return not self.fault_deck and not self.mode_deck and not self.unpublished()
+
+    def streaming(self, until):
+        """Whether the stream of publishes and faults goes on: until `until`, and past it until the plan is dealt
+        (OVERTIME at most)."""
+        now = time.time()
+        return now < until or (not self.dealt() and now < until + OVERTIME)
 
     # -- faults ----------------------------------------------------------------------------------------------------
 
@@ -849,26 +1177,31 @@ class Campaign:
             return holders[project], f"holder of {project}"
         return rng.choice(self.replicas), "a replica"
 
+    # A fault that stops a replica's process names it in its detail: `process` (replica-N) and `pid`, the process it
+    # stopped (a restarted replica is another process). A rolling restart logs one `term` per replica it stops.
+
     def kill(self, replica, role, down, why="any moment"):
-        start = time.time()
+        start, pid = time.time(), replica.child.pid
         replica.child.signal(signal.SIGKILL)
         replica.child.proc.wait(timeout=10)
         time.sleep(down)  # the fault itself: how long the replica stays down
         replica.start()
-        self.log_fault("kill", f"{replica.name} ({role})", start, time.time(), down=round(down, 1), when=why)
+        self.log_fault("kill", f"{replica.name} ({role})", start, time.time(), process=replica.name, pid=pid,
+                       down=round(down, 1), when=why)
 
     def pause(self, replica, role, seconds):
-        start = time.time()
+        start, pid = time.time(), replica.child.pid
         replica.child.signal(signal.SIGSTOP)
         replica.paused = True
         time.sleep(seconds)  # the fault itself: how long the replica stays paused
         replica.child.signal(signal.SIGCONT)
         replica.paused = False
-        self.log_fault("pause", f"{replica.name} ({role})", start, time.time(), seconds=round(seconds, 1))
+        self.log_fault("pause", f"{replica.name} ({role})", start, time.time(), process=replica.name, pid=pid,
+                       seconds=round(seconds, 1))
 
     def term(self, replica, role):
         """A graceful stop (SIGTERM), waited for, then a start."""
-        start = time.time()
+        start, pid = time.time(), replica.child.pid
         replica.child.signal(signal.SIGTERM)
         try:
             code = replica.child.proc.wait(timeout=30)
@@ -876,7 +1209,7 @@ class Campaign:
             replica.child.signal(signal.SIGKILL)
             code = "did not stop within 30 s: killed"
         replica.start()
-        self.log_fault("term", f"{replica.name} ({role})", start, time.time(), exit=code)
+        self.log_fault("term", f"{replica.name} ({role})", start, time.time(), process=replica.name, pid=pid, exit=code)
 
     def pause_postgres(self, seconds):
         postmaster, children = self.postgres_pids()
@@ -897,8 +1230,6 @@ class Campaign:
         self.emulators[project].inject(fault)
         with self.lock:
             self.injected[(project, fault.get("endpoint", "send"))] += fault.get("count", 1)
-            if kind == "fcm_slow":
-                self.max_latency = max(self.max_latency, fault["latencyMs"])
         self.log_fault(kind, project, time.time(), None, **fault)
 
     def wait_for_remote_config_call(self, project, timeout):
@@ -918,16 +1249,19 @@ class Campaign:
             self.published.wait_for(lambda: len(self.publishes) > count or self.stopping.is_set(), timeout=timeout)
             return self.publishes[-1] if len(self.publishes) > count else None
 
-    FAULTS = [("kill", 3), ("kill_mid_wave", 2), ("kill_mid_poll", 1), ("pause", 3), ("rolling", 1), ("pg_pause", 2),
+    # The plan's faults by weight, once the deck is dealt. `kill_mid_wave` and `kill_mid_poll` are flavours of `kill`
+    # (logged `kill`); `term` is a rolling restart (one `term` logged per replica).
+    FAULTS = [("kill", 3), ("kill_mid_wave", 2), ("kill_mid_poll", 1), ("pause", 3), ("term", 1), ("pg_pause", 2),
               ("pg_restart", 1), ("fcm_503", 2), ("fcm_429", 1), ("rc_503", 1), ("rc_slow", 1), ("fcm_slow", 1)]
 
     def scheduler(self, until):
-        """The seeded fault plan: a fault every 2-7 s until `until`; each process fault ends (the replica restarted
-        or resumed, PostgreSQL running) before the next begins."""
+        """The seeded fault plan: a fault every 2-7 s, first each kind of the deck once (in its seeded order), then
+        drawn by weight, until `until` and past it until the plan is dealt; each process fault ends (the replica
+        restarted or resumed, PostgreSQL running) before the next begins."""
         rng = random.Random(f"{self.seed}/faults")
         names, weights = zip(*self.FAULTS)
-        while not self.stopping.wait(rng.uniform(2, 7)) and time.time() < until:
-            kind = rng.choices(names, weights)[0]
+        while not self.stopping.wait(rng.uniform(2, 7)) and self.streaming(until):
+            kind = self.fault_deck.pop(0) if self.fault_deck else rng.choices(names, weights)[0]
             project = rng.choice(self.projects)
             try:
                 self.fault(kind, project, rng)
@@ -962,7 +1296,7 @@ class Campaign:
         elif kind == "pause":
             replica, role = self.pick_replica(rng, project)
             self.pause(replica, role, rng.uniform(1.3, 3) * lease)
-        elif kind == "rolling":
+        elif kind == "term":  # a rolling restart
             for replica in list(self.replicas):
                 self.term(replica, "rolling restart")
         elif kind == "pg_pause":
@@ -1018,13 +1352,22 @@ class Campaign:
             return {"quiet": True, "at": time.time()}
         return {"quiet": False, "at": time.time(), "why": state["why"]}
 
-    def collect(self, outcome):
-        messages = []
+    def collect(self, outcome, plan):
+        """The campaign's record (campaign.json, what `check` reads): `plan` is "seeded" (the random publisher and
+        scheduler, held to the minimum) or "script" (a test's fixed sequence); `sends` and `leases` are every
+        replica process's log lines (parse_log); `operator` the versions sent through the admin API (none)."""
+        messages, sends, leases = [], [], []
         for project in self.projects:
             messages += self.emulators[project].messages()
-        return {"seed": self.seed, "replay": self.options.replay(), "routes": ROUTES, "publishes": self.publishes,
+        for replica in self.replicas:
+            more_sends, more_leases = replica.logs()
+            sends += more_sends
+            leases += more_leases
+        return {"seed": self.seed, "replay": self.options.replay(), "plan": plan, "routes": ROUTES,
+                "projects": self.projects, "publishes": self.publishes,
                 "answers": sorted(self.answers, key=lambda a: a["time"]), "faults": self.faults, "messages": messages,
-                "outcome": outcome, "directory": str(self.directory)}
+                "sends": sorted(sends, key=lambda s: s["start"]), "leases": sorted(leases, key=lambda l: l["time"]),
+                "operator": [], "outcome": outcome, "directory": str(self.directory)}
 
     def stop(self):
         self.stopping.set()
@@ -1065,9 +1408,9 @@ def run(options, script=None, out=sys.stdout):
         campaign.resume_everything()
         outcome = {**campaign.wait_quiet(), "errors": campaign.errors}
         campaign.finished.set()
-        record = campaign.collect(outcome)
+        record = campaign.collect(outcome, "script" if script else "seeded")
         (campaign.directory / "campaign.json").write_text(json.dumps(record, indent=1))
-        checks = check(record["messages"], record["answers"], record["publishes"], record["faults"], ROUTES, outcome)
+        checks = check(record)
         return checks, record
     finally:
         campaign.stop()
@@ -1089,7 +1432,7 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.check:
         record = json.loads(Path(args.check).read_text())
-        checks = check(record["messages"], record["answers"], record["publishes"], record["faults"], record["routes"], record["outcome"])
+        checks = check(record)
         return 0 if report(checks, record) else 1
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 1_000_000)
     options = Options(seed, args.minutes, args.replicas, args.projects, args.nginx, fencing=not args.no_fencing, directory=args.dir)

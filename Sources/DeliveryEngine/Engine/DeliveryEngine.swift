@@ -168,7 +168,7 @@ package final class DeliveryEngine: Service {
     private func dispatcher(_ plan: SendPlan) -> Dispatcher {
         var dispatcher = Dispatcher(
             plan: plan, limit: limit, pacers: pacers, latest: latest, schedules: schedules, history: history, metrics: metrics, clock: clock,
-            replica: settings.replica)
+            replica: settings.replica, planted: settings.planted)
         if fence != nil {
             let ask: @Sendable (String) async -> String? = { [weak self] project in
                 guard let self else { return nil }

@@ -76,6 +76,8 @@ package struct EngineSettings: Sendable {
     /// This process's name among replicas: in each ping's history entry and in the log line of each FCM request, so
     /// an operator (and the fault campaign) knows which replica sent what; a shared store's leases name it too.
     package var replica = EngineSettings.newReplicaID()
+    /// Bugs planted for the fault campaign: none, but in the test-only `rc-relay-planted` (``PlantedBugs``).
+    package var planted: PlantedBugs = []
 
     package init() {}
 

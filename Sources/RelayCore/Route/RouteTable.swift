@@ -103,7 +103,8 @@ public struct RouteTable: Sendable {
                 var message = template
                 message.target = target
                 let name = decision.targets.count == 1 ? route.name : "\(route.name)#\(index + 1)"
-                var ping = Ping(route: name, project: project, message: message, decision: decision.reason, schedule: PingSchedule(quiet: route.quiet))
+                var ping = Ping(
+                    route: name, project: project, message: message, decision: decision.reason, schedule: PingSchedule(quiet: route.quiet))
                 switch target {
                 case .topic(let topic): ping.narrowedTopics = [topic]
                 case .condition(let condition): ping.narrowedTopics = (try? TopicRules.conditionTopics(condition)).map(Set.init)

@@ -24,7 +24,8 @@ struct Storage {
     var stopBound: Duration { shared?.flushBound ?? .zero }
 
     /// `replica`: this process's name, which its leases carry (the same as its pings' history and log lines).
-    init(settings: RelaySettings, replica: String, metrics: RelayMetrics, clock: any DeliveryClock, logger: Logger) throws {
+    init(settings: RelaySettings, replica: String, planted: PlantedBugs = [], metrics: RelayMetrics, clock: any DeliveryClock, logger: Logger) throws
+    {
         relayed = RelayedVersions(directory: settings.spoolDirectory, writesEachNote: settings.poll != nil, logger: logger)
         if let store = settings.store {
             let shared = try PostgresStore(
@@ -32,7 +33,7 @@ struct Storage {
             // The leases' lines (taken, lost, released) name the replica, as its pings' lines do.
             var leaseLogger = logger
             leaseLogger[metadataKey: "replica"] = .string(replica)
-            let claims = LeaseClaims(confirmation: shared, lease: store.lease, clock: clock, metrics: metrics, logger: leaseLogger)
+            let claims = LeaseClaims(confirmation: shared, lease: store.lease, clock: clock, metrics: metrics, logger: leaseLogger, planted: planted)
             (self.shared, self.claims) = (shared, claims)
             (spool, journal, fence, deliveryLog) = (shared.outbox, shared.outbox, claims, SharedDeliveryLog(store: shared))
         } else {

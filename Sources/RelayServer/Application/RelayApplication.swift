@@ -28,6 +28,17 @@ public enum RelayApplication {
         sleep: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) },
         clock: any DeliveryClock = SystemDeliveryClock()
     ) async throws -> RelayProcess {
+        try await build(
+            settings: settings, logger: logger, source: source, reader: reader, onServerRunning: onServerRunning, onAdminRunning: onAdminRunning,
+            sleep: sleep, clock: clock, planted: [])
+    }
+
+    /// The same, with bugs planted: only the test-only `rc-relay-planted` passes any (``PlantedBugs``).
+    package static func build(
+        settings: RelaySettings, logger: Logger, source: String, reader: (@Sendable () throws -> RelaySettings)?,
+        onServerRunning: @escaping @Sendable (Int) async -> Void, onAdminRunning: @escaping @Sendable (Int) async -> Void,
+        sleep: @escaping @Sendable (Duration) async -> Void, clock: any DeliveryClock, planted: PlantedBugs
+    ) async throws -> RelayProcess {
         let httpClient = makeHTTPClient(settings)
         let metrics = RelayMetrics()
         let rebuild: @Sendable (RelaySettings) async throws -> RelayConfiguration = { settings in
@@ -39,8 +50,10 @@ public enum RelayApplication {
         let planner = Planner(changes: TemplateChanges(metrics: metrics), clock: clock, metrics: metrics)
         do {
             store = ConfigurationStore(try await rebuild(settings), source: source)
-            let engineSettings = engineSettings(settings)
-            storage = try Storage(settings: settings, replica: engineSettings.replica, metrics: metrics, clock: clock, logger: logger)
+            var engineSettings = engineSettings(settings)
+            engineSettings.planted = planted
+            storage = try Storage(
+                settings: settings, replica: engineSettings.replica, planted: planted, metrics: metrics, clock: clock, logger: logger)
             let relayed = storage.relayed
             engine = DeliveryEngine(
                 settings: engineSettings, spool: storage.spool, metrics: metrics.factory, clock: clock, logger: logger,

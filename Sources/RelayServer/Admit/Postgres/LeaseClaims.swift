@@ -57,15 +57,14 @@ final class LeaseClaims: DeliveryFence, Sendable {
 
     let state = NIOLockedValueBox(State())
 
-    /// `RC_RELAY_TESTING_DISABLE_FENCING=1` switches fencing off, for the fault campaign's test that its checker catches
-    /// a relay without it (Tests/interop/test_campaign.py). Never set it in production.
-    let fencing: Bool
+    /// Bugs planted for the fault campaign (``PlantedBugs``): none, but in the test-only `rc-relay-planted`.
+    let planted: PlantedBugs
 
     init(
         confirmation: any LeaseConfirmation, lease: Duration, clock: any DeliveryClock, metrics: RelayMetrics, logger: Logger,
-        fencing: Bool = ProcessInfo.processInfo.environment["RC_RELAY_TESTING_DISABLE_FENCING"] != "1"
+        planted: PlantedBugs = []
     ) {
-        (self.confirmation, self.lease, self.clock, self.metrics, self.fencing) = (confirmation, lease, clock, metrics, fencing)
+        (self.confirmation, self.lease, self.clock, self.metrics, self.planted) = (confirmation, lease, clock, metrics, planted)
         var logger = logger
         logger[metadataKey: "source"] = "store"
         self.logger = logger
@@ -109,11 +108,11 @@ final class LeaseClaims: DeliveryFence, Sendable {
     /// lease, before anyone else can take it). A confirmation counts, as a renewal does, for half the lease from when
     /// it was asked: an answer that took longer than that (the database was slow) is too old to send on.
     func refusal(project: String) async -> String? {
-        guard fencing else { return nil }
         let asked = now
+        let checksLapse = !planted.contains(.lapseCheck)
         // Lapsed or lost already (the renewal may have said so first): whatever still runs for it stops here.
-        guard let claim = state.withLockedValue({ $0.held[project] }), claim.until > asked else { return Self.notHeld }
-        guard asked - claim.confirmed >= lease / 3 else { return nil }
+        guard let claim = state.withLockedValue({ $0.held[project] }), claim.until > asked || !checksLapse else { return Self.notHeld }
+        guard asked - claim.confirmed >= lease / 3, !planted.contains(.epochCheck) else { return nil }
         do {
             let current = try await confirmation.confirm(Self.leaseName(project), epoch: claim.epoch)
             contact()
@@ -129,9 +128,9 @@ final class LeaseClaims: DeliveryFence, Sendable {
                 held.until = max(held.until, asked + lease / 2)
                 state.held[project] = held
             }
-            return asked + lease / 2 > answered ? nil : Self.notHeld
+            return asked + lease / 2 > answered || !checksLapse ? nil : Self.notHeld
         } catch {
-            return claim.until > now ? nil : Self.notHeld
+            return claim.until > now || !checksLapse ? nil : Self.notHeld
         }
     }
 

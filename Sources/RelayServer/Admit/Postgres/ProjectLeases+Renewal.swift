@@ -87,6 +87,7 @@ extension ProjectLeases {
     /// Stops the deliveries of each project whose claim lapsed (another replica holds it, or it could not be renewed
     /// in time): the other replica delivers them from the outbox.
     func standDownWhereLapsed() {
+        guard !planted.contains(.lapseCheck) else { return }
         let now = claims.now
         let lapsed = state.withLockedValue { state in
             let lapsed = state.held.filter { $0.value.until <= now }.map(\.key)

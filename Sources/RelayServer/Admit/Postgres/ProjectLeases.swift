@@ -51,7 +51,7 @@ final class ProjectLeases: Service, Sendable {
     }
 
     var state: NIOLockedValueBox<LeaseClaims.State> { claims.state }
-    var fencing: Bool { claims.fencing }
+    var planted: PlantedBugs { claims.planted }
     var lease: Duration { claims.lease }
     static func leaseName(_ project: String) -> String { LeaseClaims.leaseName(project) }
     func holds(_ project: String) -> Bool { claims.holds(project) }
@@ -106,7 +106,7 @@ final class ProjectLeases: Service, Sendable {
     func admitPolled(_ record: EventRecord, epoch: Int64, window: Duration, logger: Logger) async -> PostgresStore.Admission? {
         do {
             let admission =
-                fencing
+                !planted.contains(.pollEpoch)
                 ? try await store.admit(record, window: window, lease: Self.leaseName(record.project), epoch: epoch)
                 : try await store.admit(record, window: window, notify: false)
             contact()
@@ -124,6 +124,7 @@ final class ProjectLeases: Service, Sendable {
     /// The newest version relayed for the project by any replica (nil: none on record); throws when the store does not
     /// answer.
     func relayed(_ project: String) async throws(StoreError) -> Int64? {
+        if planted.contains(.sharedMark) { return nil }
         let version = try await store.relayed(project: project)
         contact()
         return version
