@@ -61,6 +61,8 @@ struct RecordJSONTests {
             full.waitingUntil = dates[1]
             full.waitingFor = "quiet period"
             full.traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+            full.outlier = index == 0 ? true : nil
+            full.replica = awkward
             full.shard = PingSchedule.Shard(index: index, count: 3, spacing: spacings[index])
             entries.append(full)
         }

@@ -293,7 +293,16 @@ def test_a_webhooks_log_is_its_access_line_and_its_decision(relay):
     assert decision["delivery_id"] and decision["fcm_message"].startswith("projects/demo-project/messages/")
     assert {k: access[k] for k in ("method", "path", "status")} == {"method": "POST", "path": "/webhooks/remote-config", "status": "200"}
     assert access["client"] == access["peer"] == "127.0.0.1" and float(access["duration_ms"]) > 0
-    assert [line["msg"] for line in lines if line["level"] == "debug"] == ["webhook accepted"]
+    debug = [line for line in lines if line["level"] == "debug"]
+    assert [line["msg"] for line in debug] == ["webhook accepted", "sending ping to FCM"]
+    # Which replica sent it (docs/replicas.md): `host/pid/random`, in the request's line before it starts, in the
+    # decision, and in the delivery history; the audience is the topic.
+    sending = debug[1]
+    host, pid, _ = decision["replica"].split("/")
+    assert int(pid) == proc.proc.pid and host
+    assert {k: sending[k] for k in ("replica", "audience", "delivery_id", "attempt", "route", "version")} == {
+        k: decision[k] for k in ("replica", "audience", "delivery_id", "attempt", "route", "version")}
+    assert decision["audience"] == "PUSH_RC", decision
 
 
 OTHER_SECRET = "whsec_" + base64.b64encode(b"not the relay's secret, 32 bytes").decode()

@@ -159,6 +159,9 @@ def test_any_replica_lists_shows_and_discards_every_replicas_pings(emulator, tmp
         assert (ping["route"], ping["status"], ping["versionNumber"]) == ("stale", "accepted", "60")
         shown = admin(other, "GET", f"/admin/deliveries/{ping['id']}")
         assert shown.status_code == 200 and shown.json() == ping
+        # Which replica sent it (docs/replicas.md): the holder's process, as its lease names it.
+        assert ping["replica"].split("/")[1] == str(delivering["proc"].proc.pid), ping
+        assert cluster.sql(f"SELECT count(*) FROM rc_relay_leases WHERE holder = '{ping['replica']}'") == "1"
         # A ping that goes dead on the holder is discarded through the other replica: passed on, applied there.
         fail_fcm(emulator)
         assert send(other["webhook"], 61).status_code == 202

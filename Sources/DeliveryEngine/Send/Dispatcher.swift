@@ -287,8 +287,9 @@ struct Dispatcher: Sendable {
                 }
             }
             // Each request is said before it starts, with the replica, the audience and the attempt: a request still
-            // under way when its process dies is in the log too (docs/replicas.md: which replica sent a ping).
-            logger.info("sending ping to FCM")
+            // under way when its process dies is in the log too (docs/replicas.md: which replica sent a ping). At
+            // debug: at info a webhook's log is its decision alone, one line per ping (docs/operations.md).
+            logger.debug("sending ping to FCM")
             let started = clock.instant()
             defer { metrics.fcmLatency.record(duration: clock.instant() - started) }
             do throws(SendFailure) {
