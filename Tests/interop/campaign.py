@@ -947,7 +947,7 @@ class Campaign:
             "remoteConfig": {"baseURL": google_url, "timeoutSeconds": 5},
             "webhook": {"secrets": [{"env": "TEST_WEBHOOK_SECRET"}]},
             "admin": {"tokens": [ADMIN]},
-            "log": {"format": "json", "level": "info"},
+            "log": {"format": "json", "level": "debug"},  # debug: each request to FCM is said before it starts
             "delivery": {"answerWithinSeconds": 2, "baseDelaySeconds": 0.2, "maxDelaySeconds": 1, "quotaDelaySeconds": 1,
                          "drainSeconds": 1, "maxAttempts": 100},
             "store": {"postgres": {"url": self.cluster.url, "leaseSeconds": self.options.lease}},

@@ -2,14 +2,17 @@
 the checker catches a relay without fencing. A campaign decides by polled state (rc_relay_events, the emulator's
 counters, the senders' answers) and by the lines the processes print; the only sleeps are the fault plan's own (how
 long a pause lasts)."""
+import collections
 import io
+import itertools
 import random
+import shutil
 import time
 
 import pytest
 
 import campaign
-from campaign import ROUTES, Options, check, report
+from campaign import ROUTES, Campaign, Options, check, report
 from conftest import require
 from conftest import until as eventually
 from postgres import Missing
@@ -110,22 +113,46 @@ def test_the_same_sequence_with_fencing_passes(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The checker on synthetic data
+# The checker on synthetic data (docs/replicas.md, "The invariants, as the checker implements them")
 # ---------------------------------------------------------------------------------------------------------------
 
 PROJECT = "p"
+# Replica processes, as the fault log and the sends name them: replica-N and its pid (a restart is another process).
+R0, R1, R2 = ("replica-0", 100), ("replica-1", 200), ("replica-2", 300)
+NUMBERS = itertools.count(1)
 
 
 def ping(route, audience, version, at, condition=False):
+    """A message FCM recorded `at` seconds after T0."""
     message = {"data": {"CONFIG_STATE": "STALE", "CONFIG_VERSION": str(version), "ROUTE": route}}
     message["condition" if condition else "topic"] = audience
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(T0 + at)) + f".{int(round((at % 1) * 1000)):03d}Z"
-    return {"name": f"m{at}", "project": PROJECT, "receivedAt": stamp,
-            "message": message}
+    return {"name": f"projects/{PROJECT}/messages/{next(NUMBERS)}", "project": PROJECT, "receivedAt": stamp, "message": message}
 
 
-def publish(version, at, changed=("default",), mode="bare"):
-    return {"project": PROJECT, "version": version, "time": T0 + at, "mode": mode, "changed": list(changed), "polling": True}
+def recorded_at(message):
+    return campaign.epoch(message["receivedAt"]) - T0
+
+
+def send(message, by=R0, start=None, accepted=None, outcome="accepted"):
+    """The send a replica logged for a recorded message: its request started 5 ms before FCM recorded it (or at
+    `start`) and FCM's acceptance logged 3 ms after (or at `accepted`); outcome None: its process ended first."""
+    at, data = recorded_at(message), message["message"]["data"]
+    audience = message["message"].get("topic") or message["message"].get("condition")
+    shard = f"@{audience[-1]}" if data["ROUTE"] == "waved" else ""
+    return {"process": by[0], "pid": by[1], "replica": f"vm/{by[1]}/7", "project": PROJECT, "route": data["ROUTE"] + shard,
+            "audience": audience, "version": int(data["CONFIG_VERSION"]), "delivery_id": f"d-{next(NUMBERS)}", "attempt": 1,
+            "start": T0 + (start if start is not None else at - 0.005), "line": next(NUMBERS), "outcome": outcome,
+            "end": T0 + (accepted if accepted is not None else at + 0.003) if outcome else None,
+            "fcm_message": message["name"] if outcome == "accepted" else None}
+
+
+def lease(by, at):
+    return {"process": by[0], "pid": by[1], "replica": f"vm/{by[1]}/7", "project": PROJECT, "epoch": 2, "time": T0 + at}
+
+
+def publish(version, at, changed=("default",), mode="bare", project=PROJECT):
+    return {"project": project, "version": version, "time": T0 + at, "mode": mode, "changed": list(changed), "polling": True}
 
 
 def answer(version, at, status=202):
@@ -138,120 +165,357 @@ def full_delivery(version, at, aware="RC_ALL"):
         ping("waved", f"RC_WAVE_{k}", version, at + k) for k in range(4)]
 
 
-def fault(kind, at, end=None):
-    return {"kind": kind, "target": "replica-0", "start": T0 + at, "end": T0 + (end if end is not None else at), "detail": {}}
+def fault(kind, at, end=None, by=R0):
+    """A fault logged `at` seconds after T0; one that stops a replica names its process and pid."""
+    detail = {"process": by[0], "pid": by[1]} if kind in ("kill", "pause", "term") else {}
+    return {"kind": kind, "target": by[0] if detail else PROJECT, "start": T0 + at, "end": T0 + (end if end is not None else at),
+            "detail": detail}
 
 
-def failures(messages, answers, publishes, faults=()):
-    checks = check(messages, answers, publishes, list(faults), ROUTES, {"quiet": True})
+def history(messages, publishes, answers=None, faults=(), sends=None, leases=(), plan="script", **more):
+    """A campaign's record: by default every message sent by R0 and every publish acknowledged, a script's plan (no
+    volume minimum)."""
+    answers = answers if answers is not None else [answer(p["version"], (p["time"] - T0) + 0.5) for p in publishes]
+    sends = sends if sends is not None else [send(m) for m in messages]
+    return {"seed": 0, "plan": plan, "routes": ROUTES, "projects": [PROJECT], "messages": messages, "publishes": publishes,
+            "answers": answers, "faults": list(faults), "sends": sends, "leases": list(leases), "operator": [],
+            "outcome": {"quiet": True}, **more}
+
+
+def failures(record):
+    checks = check(record)
     return {(c.invariant, c.scope) for c in checks if not c.ok}, checks
+
+
+def excused(record):
+    return campaign.excused_counts(check(record))
 
 
 def test_a_healthy_history_passes():
     publishes = [publish(2, 0), publish(3, 10)]
-    messages = full_delivery(2, 1) + full_delivery(3, 11)
-    failed, checks = failures(messages, [answer(2, 0.5), answer(3, 10.5)], publishes)
+    record = history(full_delivery(2, 1) + full_delivery(3, 11), publishes)
+    failed, checks = failures(record)
     assert failed == set()
-    ok, text = printed(checks, {"seed": 0, "faults": [], "publishes": publishes, "answers": [], "messages": messages})
+    ok, text = printed(checks, record)
     assert ok and text.rstrip().endswith(f"{len(checks)} passed, 0 failed")
+    assert "excused              A 0, B-fault 0, B-same-replica 0, C 0, covers-wider 0" in text
+    assert "violations           lost 0, newest 0, duplicates 0, waves 0, stale 0, known 0, settled 0, campaign 0" in text
 
 
 def test_a_lost_acknowledged_version_is_caught():
     # Version 2 changed only Japanese devices' values; 3 only Korean ones: 3's ping to lang_ko does not cover lang_ja.
     publishes = [publish(2, 0, changed=["ios_ja"]), publish(3, 10, changed=["ios_ko"])]
     messages = full_delivery(3, 11, aware="lang_ko") + [m for m in full_delivery(2, 1) if m["message"]["data"]["ROUTE"] != "aware"]
-    failed, _ = failures(messages, [answer(2, 0.5), answer(3, 10.5)], publishes)
-    assert ("lost", "aware") in failed
+    assert ("lost", "aware") in failures(history(messages, publishes))[0]
     # A narrowed condition to both languages, or the whole topic, covers it.
     both = [ping("aware", "'lang_ja' in topics || 'lang_ko' in topics", 3, 12, condition=True)]
-    assert ("lost", "aware") not in failures(messages + both, [answer(2, 0.5), answer(3, 10.5)], publishes)[0]
+    assert ("lost", "aware") not in failures(history(messages + both, publishes))[0]
 
 
 def test_a_version_left_for_the_poller_and_never_pinged_is_lost():
     publishes = [publish(2, 0), publish(3, 10, mode="poll"), publish(4, 20, changed=["ios_ja"])]
     messages = full_delivery(2, 1) + full_delivery(4, 21, aware="lang_ja")
-    failed, checks = failures(messages, [answer(2, 0.5), answer(4, 20.5)], publishes)
+    failed, checks = failures(history(messages, publishes, answers=[answer(2, 0.5), answer(4, 20.5)]))
     # 4 covers 3 on every route but the aware one: 3 changed the default (everyone), 4 only reached lang_ja.
     assert failed == {("lost", "aware")}
     assert "left for the poller" in next(c for c in checks if not c.ok).problems[0][1]
 
 
-def test_a_stale_ping_after_a_fresh_one_is_caught():
+# -- stale pings and rule B --------------------------------------------------------------------------------------
+
+
+def stale_plain(older_start=None, older_by=R0, newer_by=R0, newer_start=None):
+    """Versions 2 and 3 delivered, but version 2 reaches PUSH_RC only at 6.3 s, after 3's ping there at 6 s."""
     publishes = [publish(2, 0), publish(3, 5)]
-    messages = full_delivery(2, 1) + full_delivery(3, 6) + [ping("plain", "PUSH_RC", 2, 15)]
-    failed, _ = failures(messages, [answer(2, 0.5), answer(3, 5.5)], publishes)
-    assert ("stale", "plain") in failed and ("newest", "plain") in failed
-    # The same ping in flight when a replica was killed is the documented exception.
-    assert ("stale", "plain") not in failures(messages, [answer(2, 0.5), answer(3, 5.5)], publishes, [fault("kill", 14.5)])[0]
-    # Two requests in flight at once may reach FCM in either order: an older ping recorded moments after the newer one
-    # is not stale; seconds after, it is.
-    racing = full_delivery(2, 1) + full_delivery(3, 6) + [ping("plain", "PUSH_RC", 2, 6.3)]
-    assert ("stale", "plain") not in failures(racing, [answer(2, 0.5), answer(3, 5.5)], publishes)[0]
+    messages = full_delivery(2, 1)[1:] + full_delivery(3, 6)
+    newer = next(m for m in messages if m["message"].get("topic") == "PUSH_RC" and m["message"]["data"]["CONFIG_VERSION"] == "3")
+    older = ping("plain", "PUSH_RC", 2, 6.3)
+    sends = [send(m) for m in messages if m is not newer] + [send(newer, by=newer_by, start=newer_start), send(older, by=older_by, start=older_start)]
+    return history(messages + [older], publishes, sends=sends)
 
 
-def test_a_second_send_of_a_ping_accepted_while_the_database_was_stopped_is_excused_and_no_other():
-    publishes = [publish(2, 0)]
-    messages = full_delivery(2, 1) + [ping("plain", "PUSH_RC", 2, 9)]
-    answers = [answer(2, 0.5)]
-    # Accepted at 1 s, half a second before PostgreSQL stopped: its progress could not be written; sent again at 9 s.
-    assert ("duplicates", "plain") not in failures(messages, answers, publishes, [fault("pg_pause", 1.5, 6)])[0]
-    # Accepted 3 s before the database stopped: its progress was written, so a second send is a violation.
-    assert ("duplicates", "plain") in failures(messages, answers, publishes, [fault("pg_pause", 4, 6)])[0]
+def test_a_stale_ping_after_a_fresh_one_is_caught():
+    assert failures(stale_plain())[0] == {("stale", "plain"), ("newest", "plain")}
 
 
-def test_a_triple_send_is_caught_even_with_a_fault_in_flight():
-    publishes = [publish(2, 0)]
-    messages = full_delivery(2, 1) + [ping("plain", "PUSH_RC", 2, 4), ping("plain", "PUSH_RC", 2, 8)]
-    failed, _ = failures(messages, [answer(2, 0.5)], publishes, [fault("kill", 1.5, 3)])
-    assert ("duplicates", "plain") in failed
+def test_a_stale_ping_whose_sender_was_killed_while_it_was_in_flight_is_excused():
+    # Replica-1's request for version 2 started at 4 s; replica-1 was paused at 5 s; FCM recorded it at 6.3 s.
+    record = stale_plain(older_by=R1, older_start=4.0)
+    record["faults"] = [fault("pause", 5.0, 6.5, by=R1)]
+    assert failures(record)[0] == set()
+    assert excused(record)["B-fault"] == 1
 
 
-def test_a_duplicate_with_no_process_fault_in_flight_is_caught():
-    publishes = [publish(2, 0)]
-    messages = full_delivery(2, 1) + [ping("plain", "PUSH_RC", 2, 9)]
-    answers = [answer(2, 0.5)]
-    assert ("duplicates", "plain") in failures(messages, answers, publishes)[0]
-    # A database fault is no excuse for a ping whose progress was written before it (docs/replicas.md) ...
-    assert ("duplicates", "plain") in failures(messages, answers, publishes, [fault("pg_restart", 4, 6)])[0]
-    # ... nor a replica paused long before the first ping went out ...
-    assert ("duplicates", "plain") in failures(messages, answers, publishes, [fault("pause", -10, -5)])[0]
-    # ... but a kill -9 while the first was in flight is.
-    assert ("duplicates", "plain") not in failures(messages, answers, publishes, [fault("kill", 1.5, 4)])[0]
+def test_a_stale_ping_whose_sender_was_killed_before_its_request_started_is_caught():
+    record = stale_plain(older_by=R1, older_start=5.5)
+    record["faults"] = [fault("kill", 5.0, 5.2, by=R1)]
+    assert ("stale", "plain") in failures(record)[0]
+
+
+def test_a_kill_of_another_replica_excuses_no_stale_ping():
+    record = stale_plain(older_by=R1, older_start=4.0)
+    record["faults"] = [fault("kill", 5.0, 6.5, by=R0)]
+    assert ("stale", "plain") in failures(record)[0]
+
+
+def test_an_older_request_the_same_replica_started_first_may_reach_fcm_after_the_newer_one():
+    record = stale_plain(older_start=5.90, newer_start=5.95)
+    assert failures(record)[0] == set()
+    assert excused(record)["B-same-replica"] == 1
+
+
+def test_an_older_request_started_after_the_newer_one_is_stale():
+    assert ("stale", "plain") in failures(stale_plain(older_start=5.97, newer_start=5.95))[0]
+
+
+def test_an_older_request_of_another_replica_is_stale_however_early_it_started():
+    assert ("stale", "plain") in failures(stale_plain(older_start=5.0, newer_start=5.95, older_by=R1))[0]
+
+
+def test_an_older_version_to_a_narrowed_audience_after_the_whole_topic_is_stale():
+    # RC_ALL's devices include lang_ja's: version 4 to lang_ja after version 5 to RC_ALL tells them of an older one.
+    publishes = [publish(4, 0, changed=["ios_ja"]), publish(5, 1)]
+    messages = [ping("aware", "RC_ALL", 5, 2), ping("aware", "lang_ja", 4, 3)]
+    assert ("stale", "aware") in failures(history(messages, publishes))[0]
+
+
+def test_an_older_version_to_the_whole_topic_after_a_narrowed_audience_is_not_stale():
+    # RC_ALL's other devices (not Japanese) need version 4: it is not stale, and the report counts it apart.
+    publishes = [publish(4, 0), publish(5, 1, changed=["ios_ja"])]
+    messages = [ping("aware", "lang_ja", 5, 2), ping("aware", "RC_ALL", 4, 3)]
+    record = history(messages, publishes)
+    assert ("stale", "aware") not in failures(record)[0]
+    assert excused(record)["covers-wider"] == 1
+
+
+def test_an_older_version_to_one_language_after_a_condition_naming_both_is_stale():
+    publishes = [publish(4, 0, changed=["ios_ja"]), publish(5, 1, changed=["ios_ja", "ios_ko"])]
+    messages = [ping("aware", "'lang_ja' in topics || 'lang_ko' in topics", 5, 2, condition=True), ping("aware", "lang_ja", 4, 3)]
+    assert ("stale", "aware") in failures(history(messages, publishes))[0]
+
+
+# -- second sends: rules A and C ----------------------------------------------------------------------------------
+
+
+def twice(second_by=R1, faults=(), leases=(), first_outcome="accepted", second_at=9):
+    """Version 2 delivered by R0 (PUSH_RC recorded at 1 s, accepted at 1.003 s), and PUSH_RC sent again by
+    `second_by` at `second_at`."""
+    messages = full_delivery(2, 1)
+    first = messages[0]
+    again = ping("plain", "PUSH_RC", 2, second_at)
+    sends = [send(first, outcome=first_outcome)] + [send(m) for m in messages[1:]] + [send(again, by=second_by)]
+    return history(messages + [again], [publish(2, 0)], faults=faults, sends=sends, leases=leases)
+
+
+def test_a_duplicate_with_no_fault_is_caught():
+    assert ("duplicates", "plain") in failures(twice())[0]
+
+
+def test_a_kill_of_the_first_sender_half_a_second_after_its_acceptance_excuses_the_second_send():
+    record = twice(faults=[fault("kill", 1.503, 3)])
+    assert ("duplicates", "plain") not in failures(record)[0]
+    assert excused(record)["A"] == 1
+
+
+def test_a_kill_more_than_a_second_after_the_acceptance_excuses_nothing():
+    assert ("duplicates", "plain") in failures(twice(faults=[fault("kill", 2.1, 3)]))[0]
+
+
+def test_a_kill_seven_seconds_after_the_first_send_excuses_nothing():
+    assert ("duplicates", "plain") in failures(twice(faults=[fault("kill", 8, 8.5)]))[0]
+
+
+def test_a_kill_of_another_replica_excuses_nothing():
+    assert ("duplicates", "plain") in failures(twice(faults=[fault("kill", 1.5, 3, by=R2)]))[0]
+    assert ("duplicates", "plain") in failures(twice(faults=[fault("kill", 1.5, 3, by=R1)]))[0]
+
+
+def test_a_term_of_the_first_sender_excuses_nothing():
+    assert ("duplicates", "plain") in failures(twice(faults=[fault("term", 1.2, 3)]))[0]
+
+
+def test_a_pause_of_the_first_sender_in_flight_excuses_the_second_send():
+    assert ("duplicates", "plain") not in failures(twice(faults=[fault("pause", 0.999, 9)]))[0]
+
+
+def test_a_pause_that_began_before_the_first_request_started_excuses_nothing():
+    # The first request started at 0.995 s.
+    assert ("duplicates", "plain") in failures(twice(faults=[fault("pause", 0.9, 5)]))[0]
+
+
+def test_a_second_send_by_the_same_replica_is_not_excused():
+    assert ("duplicates", "plain") in failures(twice(second_by=R0, faults=[fault("kill", 1.5, 3)]))[0]
+
+
+def test_a_kill_ends_a_send_never_logged_as_accepted_within_a_second_of_its_ping():
+    # The process died with the first request under way: the bound is a second after FCM recorded the ping.
+    assert ("duplicates", "plain") not in failures(twice(first_outcome=None, faults=[fault("kill", 1.8, 3)]))[0]
+    assert ("duplicates", "plain") in failures(twice(first_outcome=None, faults=[fault("kill", 2.2, 3)]))[0]
+
+
+def test_an_fcm_slow_fault_excuses_nothing():
+    assert ("duplicates", "plain") in failures(twice(faults=[fault("fcm_slow", 0.5, 9)]))[0]
+    record = stale_plain(older_by=R1, older_start=4.0)
+    record["faults"] = [fault("fcm_slow", 3.5, 7)]
+    assert ("stale", "plain") in failures(record)[0]
+
+
+def test_a_second_send_after_a_database_stop_is_excused_when_its_sender_took_the_lease_after_the_first():
+    # Accepted at 1.003 s, half a second before PostgreSQL stopped: its progress could not be written.
+    record = twice(faults=[fault("pg_pause", 1.5, 6)], leases=[lease(R1, 7)])
+    assert ("duplicates", "plain") not in failures(record)[0]
+    assert excused(record)["C"] == 1
+
+
+def test_the_database_rule_needs_the_second_senders_lease_taken_after_the_first_was_accepted():
+    assert ("duplicates", "plain") in failures(twice(faults=[fault("pg_pause", 1.5, 6)]))[0]
+    assert ("duplicates", "plain") in failures(twice(faults=[fault("pg_pause", 1.5, 6)], leases=[lease(R1, 0.5)]))[0]
+    assert ("duplicates", "plain") in failures(twice(faults=[fault("pg_pause", 1.5, 6)], leases=[lease(R2, 7)]))[0]
+
+
+def test_the_database_rule_fails_when_the_first_was_accepted_three_seconds_before_the_stop():
+    assert ("duplicates", "plain") in failures(twice(faults=[fault("pg_restart", 4, 6)], leases=[lease(R1, 7)]))[0]
+
+
+def test_the_database_rule_never_excuses_a_second_send_by_the_same_replica():
+    assert ("duplicates", "plain") in failures(twice(second_by=R0, faults=[fault("pg_pause", 1.5, 6)], leases=[lease(R0, 7)]))[0]
+
+
+def test_a_triple_send_always_fails():
+    messages = full_delivery(2, 1)
+    again = [ping("plain", "PUSH_RC", 2, 4), ping("plain", "PUSH_RC", 2, 8)]
+    sends = [send(m) for m in messages] + [send(again[0], by=R1), send(again[1], by=R2)]
+    faults = [fault("kill", 1.5, 3), fault("kill", 4.5, 6, by=R1)]
+    record = history(messages + again, [publish(2, 0)], faults=faults, sends=sends)
+    assert ("duplicates", "plain") in failures(record)[0]
 
 
 def test_a_missing_wave_shard_is_caught():
-    publishes = [publish(2, 0)]
     messages = [m for m in full_delivery(2, 1) if m["message"].get("topic") != "RC_WAVE_2"]
-    failed, _ = failures(messages, [answer(2, 0.5)], publishes)
+    failed, _ = failures(history(messages, [publish(2, 0)]))
     assert ("waves", "waved") in failed and ("lost", "waved") in failed
 
 
 def test_a_shard_pinged_twice_with_the_newest_version_fails_the_waves():
-    publishes = [publish(2, 0)]
     messages = full_delivery(2, 1) + [ping("waved", "RC_WAVE_1", 2, 10)]
-    failed, _ = failures(messages, [answer(2, 0.5)], publishes)
+    failed, _ = failures(history(messages, [publish(2, 0)]))
     assert ("waves", "waved") in failed and ("duplicates", "waved") in failed
 
 
-def test_an_unacknowledged_webhook_and_a_noisy_end_fail_the_settled_check():
-    publishes = [publish(2, 0)]
+def test_a_shard_sent_again_after_its_sender_was_killed_passes_the_waves():
     messages = full_delivery(2, 1)
-    failed, _ = failures(messages, [answer(2, 0.5, status=503)], publishes)
+    again = ping("waved", "RC_WAVE_1", 2, 10)
+    record = history(messages + [again], [publish(2, 0)], faults=[fault("kill", 2.5, 4)],
+                     sends=[send(m) for m in messages] + [send(again, by=R1)])
+    failed, _ = failures(record)
+    assert ("waves", "waved") not in failed and ("duplicates", "waved") not in failed
+    assert excused(record)["A"] == 1
+
+
+# -- known pings ---------------------------------------------------------------------------------------------------
+
+
+def test_a_ping_of_an_unconfigured_route_is_unknown():
+    messages = full_delivery(2, 1) + [ping("rogue", "PUSH_RC", 2, 3)]
+    assert ("known", "other routes") in failures(history(messages, [publish(2, 0)]))[0]
+
+
+def test_a_ping_of_a_version_the_campaign_never_published_is_unknown():
+    messages = full_delivery(2, 1) + [ping("plain", "PUSH_RC", 7, 3)]
+    assert ("known", "plain") in failures(history(messages, [publish(2, 0)]))[0]
+    # The initial version is never pinged either ...
+    assert ("known", "plain") in failures(history(full_delivery(2, 1) + [ping("plain", "PUSH_RC", 1, 0.5)], [publish(2, 0)]))[0]
+    # ... and an operator's send through the admin API is known.
+    record = history(messages, [publish(2, 0)], operator=[{"project": PROJECT, "version": 7}])
+    assert ("known", "plain") not in failures(record)[0]
+
+
+def test_a_ping_no_replica_logged_sending_is_unknown():
+    messages = full_delivery(2, 1)
+    record = history(messages, [publish(2, 0)], sends=[send(m) for m in messages[1:]])
+    failed, checks = failures(record)
+    assert failed == {("known", "plain")}
+    assert "no replica logged sending it" in next(c for c in checks if not c.ok).problems[0][1]
+
+
+def test_a_ping_is_matched_to_the_latest_unfinished_attempt_that_started_before_it():
+    first = ping("plain", "PUSH_RC", 2, 1)
+    logged = [send(first, start=0.5, outcome=None), send(first, by=R1, start=0.8, outcome=None), send(first, by=R2, start=1.2, outcome=None)]
+    pings = campaign.parse_pings([first])
+    campaign.match_sends(pings, logged)
+    assert pings[0]["send"] is logged[1]
+
+
+def test_a_replicas_log_becomes_its_sends_and_leases():
+    lines = [
+        '{"ts":"2026-11-29T08:28:09.454Z","msg":"project lease taken: this replica delivers its events","epoch":"3","project":"p"}\n',
+        '{"ts":"2026-11-29T08:28:11.040Z","msg":"sending ping to FCM","attempt":"1","audience":"RC_WAVE_0","delivery_id":"c-4",'
+        '"project":"p","replica":"vm/4597/26","route":"waved@0","version":"2"}\n',
+        '{"ts":"2026-11-29T08:28:11.041Z","msg":"sending ping to FCM","attempt":"2","audience":"PUSH_RC","delivery_id":"c-1",'
+        '"project":"p","replica":"vm/4597/26","route":"plain","version":"2"}\n',
+        'not json\n',
+        '{"ts":"2026-11-29T08:28:11.050Z","msg":"ping accepted by FCM","attempt":"1","delivery_id":"c-4","fcm_message":"projects/p/messages/9"}\n',
+    ]
+    sends, leases = campaign.parse_log("replica-0", 4597, lines)
+    assert [(s["route"], s["attempt"], s["outcome"], s["fcm_message"]) for s in sends] == [
+        ("waved@0", 1, "accepted", "projects/p/messages/9"), ("plain", 2, None, None)]
+    assert campaign.route_name(sends[0]["route"]) == "waved"
+    assert leases == [{"process": "replica-0", "pid": 4597, "replica": "", "project": "p", "epoch": 3,
+                       "time": campaign.epoch("2026-11-29T08:28:09.454Z")}]
+
+
+# -- settled, campaign, the report -------------------------------------------------------------------------------
+
+
+def test_an_unacknowledged_webhook_and_a_noisy_end_fail_the_settled_check():
+    messages = full_delivery(2, 1)
+    failed, _ = failures(history(messages, [publish(2, 0)], answers=[answer(2, 0.5, status=503)]))
     assert ("settled", "webhooks") in failed
-    checks = check(messages, [answer(2, 0.5)], publishes, [], ROUTES, {"quiet": False, "why": "3 pending events"})
-    assert [c.scope for c in checks if not c.ok] == ["the end was quiet"]
+    noisy = history(messages, [publish(2, 0)], outcome={"quiet": False, "why": "3 pending events"})
+    assert [c.scope for c in check(noisy) if not c.ok] == ["the end was quiet"]
+
+
+def minimum_met():
+    """Faults of every kind once and publishes of every mode three times: a seeded plan's minimum."""
+    faults = [fault(kind, 100 + k) for k, kind in enumerate(campaign.FAULT_KINDS)]
+    publishes = [publish(2 + k, 3 * k, mode=mode) for k, mode in enumerate(campaign.MODES * 3)]
+    messages = [m for p in publishes for m in full_delivery(p["version"], p["time"] - T0 + 1)]
+    return history(messages, publishes, faults=faults, plan="seeded")
+
+
+def test_a_seeded_plan_that_met_its_minimum_passes():
+    assert failures(minimum_met())[0] == set()
+
+
+def test_a_seeded_plan_short_of_its_minimum_fails_the_campaign_check_naming_what_is_missing():
+    record = minimum_met()
+    record["faults"] = [f for f in record["faults"] if f["kind"] != "pg_restart"]
+    record["publishes"] = [p for p in record["publishes"] if not (p["mode"] == "poll" and p["version"] > 10)]
+    record["messages"] = [m for m in record["messages"] if int(m["message"]["data"]["CONFIG_VERSION"]) in {p["version"] for p in record["publishes"]}]
+    record["sends"] = [s for s in record["sends"] if s["version"] in {p["version"] for p in record["publishes"]}]
+    failed, checks = failures(record)
+    assert failed == {("campaign", "the plan was carried out")}
+    problems = " / ".join(text for c in checks for _, text in c.problems)
+    assert "no fault of kind pg_restart" in problems and "mode poll (2)" in problems
+
+
+def test_a_project_never_published_to_fails_the_campaign_check():
+    record = history(full_delivery(2, 1), [publish(2, 0)], projects=[PROJECT, "q"])
+    failed, checks = failures(record)
+    assert failed == {("campaign", "the plan was carried out")}
+    assert "project q was never published to" in checks[-1].problems[0][1]
 
 
 def test_a_violation_prints_the_seed_and_the_events_around_it():
-    publishes = [publish(2, 0), publish(3, 5)]
-    messages = full_delivery(2, 1) + full_delivery(3, 6) + [ping("plain", "PUSH_RC", 2, 15)]
-    answers = [answer(2, 0.5), answer(3, 5.5)]
-    faults = [fault("pg_pause", 12, 14)]
-    checks = check(messages, answers, publishes, faults, ROUTES, {"quiet": True})
-    ok, text = printed(checks, {"seed": 4242, "faults": faults, "publishes": publishes, "answers": answers, "messages": messages})
+    record = stale_plain()
+    record["seed"] = 4242
+    record["faults"] = [fault("pg_pause", 5, 5.8)]
+    ok, text = printed(check(record), record)
     assert not ok
     assert "VIOLATION [stale] seed 4242" in text and "--seed 4242" in text
     assert "fault    pg_pause" in text and "ping     v2 plain -> PUSH_RC" in text and "publish  v3" in text
+    assert "send     v2 plain -> PUSH_RC by replica-0/100 attempt 1: accepted" in text
+    assert "violations           lost 0, newest 1, duplicates 0, waves 0, stale 1, known 0" in text
     assert text.rstrip().splitlines()[-1].endswith("failed") and " 0 failed" not in text.rstrip().splitlines()[-1]
 
 
@@ -269,6 +533,23 @@ def test_a_campaign_thread_that_dies_fails_the_run():
     worker.start()
     worker.join()
     assert len(errors) == 1 and "the publisher thread died: RuntimeError('the emulator answered garbage at 42')" in errors[0]
-    checks = check([], [], [], [], ROUTES, {"quiet": True, "errors": errors})
+    checks = check(history([], [], outcome={"quiet": True, "errors": errors}, projects=[]))
     failed = [c for c in checks if not c.ok]
     assert [c.invariant for c in failed] == ["campaign"], failed
+
+
+# -- the plan ------------------------------------------------------------------------------------------------------
+
+
+def test_the_plan_deals_every_fault_kind_and_mode_before_it_draws():
+    plan = Campaign(Options(seed=11, directory=None))
+    try:
+        assert sorted(plan.fault_deck) == sorted(campaign.FAULT_KINDS)
+        assert sorted(plan.mode_deck) == sorted(campaign.MODES * 3)
+        assert plan.fault_deck == campaign.deal("11/fault-deck", campaign.FAULT_KINDS) != campaign.deal("12/fault-deck", campaign.FAULT_KINDS)
+        rng = random.Random(1)
+        dealt = [plan.next_publish(rng) for _ in range(12)]
+        assert collections.Counter(mode for _, mode in dealt) == {mode: 3 for mode in campaign.MODES}
+        assert all(project == plan.projects[0] for project, mode in dealt if mode == "bare")
+    finally:
+        shutil.rmtree(plan.directory, ignore_errors=True)
