@@ -9,9 +9,10 @@ of the replicas. A publisher publishes real templates in Remote Config and annou
 (bare versions, CloudEvents binary and structured) to a random replica, some redelivered to another with the same
 webhook-id; the rest are left for catch-up polling. A seeded scheduler meanwhile kills, pauses and restarts replicas
 (the lease holder among them), pauses and restarts PostgreSQL, and makes FCM and Remote Config fail or slow down.
-At the end it stops injecting, waits until the system is quiet, and `check` (a pure function over what the emulator
-recorded, what the senders were answered, what was published and which faults ran when) decides whether the
-replicas told one truth. docs/replicas.md ("The invariants, as the checker implements them") is its specification.
+Both deal every fault kind and publish mode first, so even a short run carries out the campaign's minimum. At the
+end it stops injecting, waits until the system is quiet, and `check` (a pure function over what the emulator
+recorded, what each replica process logged of its requests to FCM and its leases, what the senders were answered,
+what was published and which faults ran when, on which process) decides whether the replicas told one truth. docs/replicas.md ("The invariants, as the checker implements them") is its specification.
 
 The random number generator decides what happens (faults, their targets by role, publishes, pauses); the machine
 decides the exact interleaving. A seed replays the same plan; a violation prints the events around it.

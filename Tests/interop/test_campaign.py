@@ -238,7 +238,7 @@ def test_a_stale_ping_after_a_fresh_one_is_caught():
     assert failures(stale_plain())[0] == {("stale", "plain"), ("newest", "plain")}
 
 
-def test_a_stale_ping_whose_sender_was_killed_while_it_was_in_flight_is_excused():
+def test_a_stale_ping_whose_sender_was_paused_while_it_was_in_flight_is_excused():
     # Replica-1's request for version 2 started at 4 s; replica-1 was paused at 5 s; FCM recorded it at 6.3 s.
     record = stale_plain(older_by=R1, older_start=4.0)
     record["faults"] = [fault("pause", 5.0, 6.5, by=R1)]
