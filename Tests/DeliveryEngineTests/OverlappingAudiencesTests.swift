@@ -67,3 +67,16 @@ private let now = Date(timeIntervalSince1970: 1_800_000_000)
     latest.reset(project: "p")
     #expect(latest.start(japanese, version: 8, now: now) == .go)
 }
+
+@Test func aTakeOverReadsTheOverlapFromTheSharedHistory() {
+    // What another replica's history says FCM accepted: version 7 to a condition naming both languages.
+    let engine = DeliveryEngine(settings: EngineSettings(), spool: nil, metrics: noMetrics, logger: quietLogger, replan: { _ in nil })
+    var entry = DeliveryHistory.Entry(
+        id: "h-1", project: "p", route: "aware", version: record(7).version, eventID: nil, origin: .webhook, retryOf: nil, toDevice: false,
+        validateOnly: false, receivedAt: now, settledAt: now, report: DeliveryReport(route: "aware", status: .accepted, attempts: []))
+    entry.audience = both.message.target
+    entry.narrowed = ["lang_ja", "lang_ko"]
+    engine.noteAccepted([entry])
+    #expect(engine.latest.start(korean, version: 5, now: now) == .behind)
+    #expect(engine.latest.start(whole, version: 5, now: now) == .go)
+}

@@ -63,6 +63,7 @@ struct RecordJSONTests {
             full.traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
             full.outlier = index == 0 ? true : nil
             full.replica = awkward
+            full.narrowed = index == 0 ? ["lang_ja", awkward] : nil
             full.shard = PingSchedule.Shard(index: index, count: 3, spacing: spacings[index])
             entries.append(full)
         }

@@ -118,8 +118,13 @@ package final class DeliveryEngine: Service {
         for entry in entries
         where entry.report?.status == .accepted && !entry.validateOnly && !entry.toDevice && entry.origin != .send && entry.outlier != true {
             guard let audience = entry.audience else { continue }
-            latest.noteAccepted(
-                project: entry.project, route: Ping.audience(route: entry.route, target: audience), version: entry.version.versionNumber)
+            let key = Ping.audience(route: entry.route, target: audience)
+            latest.noteAccepted(project: entry.project, route: key, version: entry.version.versionNumber)
+            // And across a change-aware route's overlapping audiences (a wave's shard reaches no narrowed audience).
+            guard entry.shard == nil else { continue }
+            latest.reached(
+                family: LatestVersions.family(project: entry.project, route: entry.route), audience: key, topics: entry.narrowed.map(Set.init),
+                version: entry.version.versionNumber, now: clock.now(), accepted: true)
         }
     }
 

@@ -47,6 +47,10 @@ package final class DeliveryHistory: Sendable {
         package var outlier: Bool? = nil
         /// The replica that sent it (``EngineSettings/replica``): with several replicas, which one made its requests.
         package var replica: String? = nil
+        /// A change-aware route's ping to part of its audience: the topics it reaches, sorted (``Ping/narrowedTopics``);
+        /// nil for a route's whole audience. A replica that takes the project over reads it back: a newer version's
+        /// ping to the whole audience, or to a condition naming these topics, makes an older one here stale.
+        package var narrowed: [String]? = nil
 
         package init(
             id: String, project: String, route: String, version: TemplateVersion, eventID: String?, origin: Origin, retryOf: String?,
@@ -117,6 +121,7 @@ package final class DeliveryHistory: Sendable {
             entry.traceID = batch.traceID
             entry.outlier = batch.outlier ? true : nil
             entry.replica = replica
+            entry.narrowed = ping.narrowedTopics?.sorted()
             state.entries[id] = entry
             state.order.append(id)
             if state.order.count - state.head > capacity {

@@ -91,6 +91,7 @@ extension DeliveryHistory.Entry {
         }
         if let outlier { json.field("outlier", outlier) }
         json.field("replica", replica)
+        json.field("narrowed", narrowed)
         json.close()
         return String(decoding: json.bytes, as: UTF8.self)
     }

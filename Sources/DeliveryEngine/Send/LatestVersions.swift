@@ -98,14 +98,21 @@ final class LatestVersions: Sendable {
     func reached(_ ping: Ping, version: Int64, now: Date, accepted: Bool) {
         // A wave's shard is a part of its own: its devices are no narrowed audience's.
         guard ping.schedule.shard == nil else { return }
+        reached(
+            family: Self.family(ping), audience: ping.audience, topics: ping.narrowedTopics, version: version, now: now, accepted: accepted)
+    }
+
+    /// The same, for a ping known by its route's family (project and route), its audience and its narrowed topics: what
+    /// a replica that takes a project over reads from the shared history (``DeliveryEngine/noteAccepted(_:)``).
+    func reached(family: String, audience: String, topics: Set<String>?, version: Int64, now: Date, accepted: Bool) {
         reaches.withLockedValue { reaches in
-            var reach = reaches[Self.family(ping), default: [:]][ping.audience] ?? Reach(topics: ping.narrowedTopics)
+            var reach = reaches[family, default: [:]][audience] ?? Reach(topics: topics)
             if accepted {
                 reach.accepted = max(reach.accepted ?? Int64.min, version)
             } else if version >= (reach.underWay?.version ?? Int64.min) || now.timeIntervalSince(reach.underWay!.at) >= lifetime {
                 reach.underWay = (version, now)
             }
-            reaches[Self.family(ping), default: [:]][ping.audience] = reach
+            reaches[family, default: [:]][audience] = reach
         }
     }
 
@@ -130,7 +137,8 @@ final class LatestVersions: Sendable {
         }
     }
 
-    private static func family(_ ping: Ping) -> String { "\(ping.project)/\(Ping.baseRoute(ping.route))" }
+    private static func family(_ ping: Ping) -> String { family(project: ping.project, route: ping.route) }
+    static func family(project: String, route: String) -> String { "\(project)/\(Ping.baseRoute(route))" }
 
     /// Forgets what the project's routes sent (an operator's reset of its marks).
     func reset(project: String) {
