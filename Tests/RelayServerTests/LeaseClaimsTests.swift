@@ -14,7 +14,7 @@ struct LeaseClaimsTests {
     final class Store: LeaseConfirmation {
         struct State {
             var asked: [(name: String, epoch: Int64)] = []
-            var answer: Result<Bool, StoreError> = .success(true)
+            var answer: Result<Duration?, StoreError> = .success(LeaseClaimsTests.lease)
             var hold = false
             var held: [CheckedContinuation<Void, Never>] = []
         }
@@ -24,7 +24,7 @@ struct LeaseClaimsTests {
 
         init() { (asks, ask) = AsyncStream.makeStream() }
 
-        func confirm(_ name: String, epoch: Int64) async throws(StoreError) -> Bool {
+        func confirm(_ name: String, epoch: Int64) async throws(StoreError) -> Duration? {
             let hold = state.withLockedValue { state in
                 state.asked.append((name, epoch))
                 return state.hold
@@ -78,7 +78,7 @@ struct LeaseClaimsTests {
 
     @Test func anEpochTheStoreNoLongerConfirmsIsRefusedAndTheClaimDropped() async {
         clock.advance(by: Self.lease / 3)
-        store.state.withLockedValue { $0.answer = .success(false) }
+        store.state.withLockedValue { $0.answer = .success(nil) }
         #expect(await claims.refusal(project: "p") == LeaseClaims.notHeld, "the store's no is the answer, whatever the claim's own bound")
         #expect(store.state.withLockedValue { $0.asked.map(\.epoch) } == [7])
         #expect(store.state.withLockedValue { $0.asked.map(\.name) } == [LeaseClaims.leaseName("p")])
@@ -147,17 +147,30 @@ struct LeaseClaimsTests {
         planted.store.state.withLockedValue { $0.answer = .failure(.unavailable("no answer")) }
         planted.clock.advance(by: Self.lease)
         #expect(await planted.claims.refusal(project: "p") == nil, "lapsed, and the store did not answer: sent")
-        planted.store.state.withLockedValue { $0.answer = .success(false) }
+        planted.store.state.withLockedValue { $0.answer = .success(nil) }
         #expect(await planted.claims.refusal(project: "p") == LeaseClaims.notHeld, "the epoch check still refuses")
     }
 
     @Test func withTheEpochCheckPlantedTheStoreIsNeverAskedAndTheLapseStillRefuses() async {
         let planted = LeaseClaimsTests(planted: .epochCheck)
-        planted.store.state.withLockedValue { $0.answer = .success(false) }
+        planted.store.state.withLockedValue { $0.answer = .success(nil) }
         planted.clock.advance(by: Self.lease / 2 - .milliseconds(1))
         #expect(await planted.claims.refusal(project: "p") == nil, "taken over, but never asked: sent")
         #expect(planted.store.asked == 0)
         planted.clock.advance(by: .milliseconds(1))
         #expect(await planted.claims.refusal(project: "p") == LeaseClaims.notHeld)
+    }
+
+    @Test func aYesJustBeforeTheLeaseExpiresCountsForHalfOfWhatItHasLeft() async {
+        // The renewals failed: the lease has 1 s left on the database's clock when the fence asks. Its yes must not
+        // outlast the lease (another replica takes it over then): half of that second, not half a lease.
+        clock.advance(by: Self.lease / 3)
+        store.state.withLockedValue { $0.answer = .success(.seconds(1)) }
+        #expect(await claims.refusal(project: "p") == nil)
+        // The renewal's own bound (half a lease from its start) still holds; the yes did not stretch it to half a
+        // lease from the question.
+        clock.advance(by: Self.lease / 2 - Self.lease / 3)
+        #expect(await claims.refusal(project: "p") == LeaseClaims.notHeld)
+        #expect(store.asked == 1)
     }
 }

@@ -43,6 +43,10 @@ from conftest import LINES, SECRET, signed_headers, until  # noqa: E402
 from postgres import Cluster, Missing, free_port  # noqa: E402
 
 BINARY = os.environ.get("RC_RELAY_BIN") or str(Path(__file__).resolve().parents[2] / ".build" / "debug" / "rc-relay")
+# The test-only `rc-relay serve` with bugs planted on purpose (Tests/PlantedRelay; docs/replicas.md, "Planted bugs"),
+# built beside the tests: the campaign shows its checker catches each. `rc-relay` itself has no way to plant any.
+PLANTED_BINARY = os.environ.get("RC_RELAY_PLANTED_BIN") or str(Path(BINARY).with_name("rc-relay-planted"))
+PLANTS = ["lapse-check", "epoch-check", "poll-epoch", "progress", "shared-mark"]
 ADMIN = "campaign-admin-token-0123456789"
 UPDATED = "google.firebase.remoteconfig.remoteConfig.v1.updated"
 
@@ -823,8 +827,8 @@ def wait_for_port(port, child, seconds=15):
 class Replica:
     """One `rc-relay serve`, on a port it keeps across restarts (so the front's upstreams stay valid)."""
 
-    def __init__(self, index, directory, config, env):
-        self.index, self.directory, self.env = index, directory, env
+    def __init__(self, index, directory, config, env, binary=BINARY):
+        self.index, self.directory, self.env, self.binary = index, directory, env, binary
         self.port = free_port()
         self.config = directory / f"replica-{index}.yaml"
         self.config.write_text(json.dumps({**config, "server": {**config["server"], "port": self.port}}, indent=1))
@@ -836,7 +840,7 @@ class Replica:
         self.paused = False
 
     def start(self):
-        self.child = Child([BINARY, "serve", "--config", self.config], self.log_path,
+        self.child = Child([self.binary, "serve", "--config", self.config], self.log_path,
                            env={"TEST_WEBHOOK_SECRET": SECRET, **self.env})
         self.incarnations.append(self.child)
         self.child.wait_for(lambda l: "rc-relay listening" in l, timeout=60)
@@ -867,14 +871,15 @@ class Replica:
 
 class Options:
     def __init__(self, seed, minutes=1.5, replicas=3, projects=2, nginx=False, lease=3, poll_interval=10, poll_grace=3,
-                 fencing=True, directory=None, quiet_deadline=240):
+                 plant=None, directory=None, quiet_deadline=240):
         self.seed, self.minutes, self.replicas, self.projects, self.nginx = seed, minutes, replicas, projects, nginx
         self.lease, self.poll_interval, self.poll_grace = lease, poll_interval, poll_grace
-        self.fencing, self.directory, self.quiet_deadline = fencing, directory, quiet_deadline
+        # `plant`: bugs (PLANTS, comma-separated) the replicas run with, from the test-only rc-relay-planted.
+        self.plant, self.directory, self.quiet_deadline = plant, directory, quiet_deadline
 
     def replay(self):
         return (f"--minutes {self.minutes} --replicas {self.replicas} --projects {self.projects}"
-                + (" --nginx" if self.nginx else "") + ("" if self.fencing else " --no-fencing"))
+                + (" --nginx" if self.nginx else "") + (f" --plant {self.plant}" if self.plant else ""))
 
 
 def deal(seed, cards):
@@ -932,8 +937,11 @@ class Campaign:
         else:
             google_url = self.emulators[self.projects[0]].url
         config = self.relay_config(google_url)
-        env = {} if self.options.fencing else {"RC_RELAY_TESTING_DISABLE_FENCING": "1"}
-        self.replicas = [Replica(i, self.directory, config, env) for i in range(self.options.replicas)]
+        plant = self.options.plant
+        if plant and not os.access(PLANTED_BINARY, os.X_OK):
+            raise AssertionError(f"{PLANTED_BINARY} is not built: `swift build` builds it beside rc-relay")
+        env, binary = ({"RC_RELAY_PLANT": plant}, PLANTED_BINARY) if plant else ({}, BINARY)
+        self.replicas = [Replica(i, self.directory, config, env, binary) for i in range(self.options.replicas)]
         for replica in self.replicas:
             replica.start()
         if self.options.nginx:
@@ -1425,7 +1433,8 @@ def main(argv=None):
     parser.add_argument("--replicas", type=int, default=3)
     parser.add_argument("--projects", type=int, default=2)
     parser.add_argument("--nginx", action="store_true", help="send webhooks through the deploy kit's nginx")
-    parser.add_argument("--no-fencing", action="store_true", help="RC_RELAY_TESTING_DISABLE_FENCING=1 on the replicas")
+    parser.add_argument("--plant", help=f"run rc-relay-planted with these bugs (comma-separated: {', '.join(PLANTS)}), "
+                                        "to see the checker catch them")
     parser.add_argument("--dir", help="where logs and campaign.json go (default: a new temporary directory)")
     parser.add_argument("--check", metavar="CAMPAIGN_JSON", help="only check a finished campaign's campaign.json again")
     args = parser.parse_args(argv)
@@ -1437,7 +1446,7 @@ def main(argv=None):
         checks = check(record)
         return 0 if report(checks, record) else 1
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 1_000_000)
-    options = Options(seed, args.minutes, args.replicas, args.projects, args.nginx, fencing=not args.no_fencing, directory=args.dir)
+    options = Options(seed, args.minutes, args.replicas, args.projects, args.nginx, plant=args.plant, directory=args.dir)
     checks, record = run(options)
     ok = report(checks, record)
     print(f"files: {record['directory']}")

@@ -94,9 +94,9 @@ def wait_for_other_holder(run, project, holder, timeout):
 
 
 def test_the_checker_catches_a_paused_holder_without_fencing(tmp_path):
-    # RC_RELAY_TESTING_DISABLE_FENCING=1 switches off the lease check before each FCM request. The checker must see
-    # what that costs: the woken holder's older version after the newer one, or a ping twice with no fault in flight.
-    options = Options(seed=1, minutes=0, projects=1, lease=4, fencing=False, directory=tmp_path / "campaign")
+    # rc-relay-planted with both of the fence's checks planted off (the local lapse and the epoch): the checker must
+    # see what that costs, the woken holder's older version after the newer one, or a ping twice with no fault in flight.
+    options = Options(seed=1, minutes=0, projects=1, lease=4, plant="lapse-check,epoch-check", directory=tmp_path / "campaign")
     checks, record = run_or_fail(options, script=paused_holder_wakes_after_a_take_over)
     ok, text = printed(checks, record)
     failed = {c.invariant for c in checks if not c.ok}

@@ -34,15 +34,19 @@ extension PostgresStore {
         try await renew([name], for: duration)[name] != nil
     }
 
-    /// Whether this replica still holds the lease under `epoch` (nobody took it over since), by the database's clock.
-    package func confirm(_ name: String, epoch: Int64) async throws(StoreError) -> Bool {
+    /// Whether this replica still holds the lease under `epoch` (nobody took it over since), by the database's clock:
+    /// the time it has left, or nil when it does not hold it.
+    package func confirm(_ name: String, epoch: Int64) async throws(StoreError) -> Duration? {
         let holder = holder
         return try await run("fence") { client, logger in
             let rows = try await client.query(
-                "SELECT 1 FROM rc_relay_leases WHERE name = \(name) AND holder = \(holder) AND epoch = \(epoch) AND expires_at > now()",
+                """
+                SELECT extract(epoch FROM expires_at - now())::float8 FROM rc_relay_leases
+                WHERE name = \(name) AND holder = \(holder) AND epoch = \(epoch) AND expires_at > now()
+                """,
                 logger: logger)
-            for try await _ in rows.decode(Int.self) { return true }
-            return false
+            for try await left in rows.decode(Double.self) { return .milliseconds(Int64(max(0, left) * 1000)) }
+            return nil
         }
     }
 

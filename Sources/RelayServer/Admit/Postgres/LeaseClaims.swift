@@ -4,10 +4,11 @@ import Logging
 import NIOConcurrencyHelpers
 import RelayStore
 
-/// What the fence asks of the shared store: whether this replica still holds a lease under the epoch it took it with.
-/// `PostgresStore` is the one in production; the tests give their own (`LeaseClaimsTests`).
+/// What the fence asks of the shared store: whether this replica still holds a lease under the epoch it took it with,
+/// and for how long yet by the database's clock (nil: it does not). `PostgresStore` is the one in production; the tests
+/// give their own (`LeaseClaimsTests`).
 protocol LeaseConfirmation: Sendable {
-    func confirm(_ name: String, epoch: Int64) async throws(StoreError) -> Bool
+    func confirm(_ name: String, epoch: Int64) async throws(StoreError) -> Duration?
 }
 
 extension PostgresStore: LeaseConfirmation {}
@@ -114,21 +115,23 @@ final class LeaseClaims: DeliveryFence, Sendable {
         guard let claim = state.withLockedValue({ $0.held[project] }), claim.until > asked || !checksLapse else { return Self.notHeld }
         guard asked - claim.confirmed >= lease / 3, !planted.contains(.epochCheck) else { return nil }
         do {
-            let current = try await confirmation.confirm(Self.leaseName(project), epoch: claim.epoch)
-            contact()
-            guard current else {
+            guard let left = try await confirmation.confirm(Self.leaseName(project), epoch: claim.epoch) else {
+                contact()
                 if drop(project, epoch: claim.epoch) { lost(project, epoch: claim.epoch) }
                 return Self.notHeld
             }
+            contact()
+            // Half of what the lease has left, as a renewal's half a lease: a yes just before the lease expires (its
+            // renewals failed) must not outlast it, or another replica could take it over while this one still sends.
+            let until = asked + min(lease, left) / 2
             let answered = now
-            let lease = lease
             state.withLockedValue { state in
                 guard var held = state.held[project], held.epoch == claim.epoch else { return }
                 held.confirmed = max(held.confirmed, asked)
-                held.until = max(held.until, asked + lease / 2)
+                held.until = max(held.until, until)
                 state.held[project] = held
             }
-            return asked + lease / 2 > answered || !checksLapse ? nil : Self.notHeld
+            return until > answered || !checksLapse ? nil : Self.notHeld
         } catch {
             return claim.until > now || !checksLapse ? nil : Self.notHeld
         }
