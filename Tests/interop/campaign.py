@@ -53,6 +53,12 @@ UPDATED = "google.firebase.remoteconfig.remoteConfig.v1.updated"
 # The fault log's kinds, as docs/replicas.md's table names them: a kill mid-wave or mid-poll is logged `kill`, a
 # rolling restart one `term` per replica it stops. The plan deals each once, in a seeded order, before it draws.
 FAULT_KINDS = ["kill", "pause", "term", "pg_pause", "pg_restart", "fcm_503", "fcm_429", "fcm_slow", "rc_503", "rc_slow"]
+# The plan's faults: each kind, and the flavours that aim at one guarantee each (docs/replicas.md, "Planted bugs"):
+# a kill mid-wave once the immediate routes' pings are accepted (their progress), a kill of the holder right after a
+# version left for the poller (the shared mark on take-over), a holder paused mid-wave that wakes while PostgreSQL is
+# stopped (the fence's own bound). The deck deals each once, in a seeded order, before the plan draws by weight.
+FAULT_DECK = ["kill", "kill_mid_wave", "kill_mid_poll", "kill_after_unannounced", "pause", "pause_waking_into_db_stall",
+              "term", "pg_pause", "pg_restart", "fcm_503", "fcm_429", "fcm_slow", "rc_503", "rc_slow"]
 # How a publish is announced; the plan deals each mode MODE_MINIMUM times, in a seeded order, before it draws.
 MODES = ["bare", "binary", "structured", "poll"]
 MODE_MINIMUM = 3
@@ -920,7 +926,7 @@ class Campaign:
         self.errors = []  # what went wrong in the campaign itself (a fault that could not be carried out)
         # The plan's decks (docs/replicas.md, "Volume"): each fault kind once and each publish mode MODE_MINIMUM times,
         # in a seeded order, dealt before the plan draws at random; the stream goes on past --minutes until both are.
-        self.fault_deck = deal(f"{self.seed}/fault-deck", FAULT_KINDS)
+        self.fault_deck = deal(f"{self.seed}/fault-deck", FAULT_DECK)
         self.mode_deck = deal(f"{self.seed}/mode-deck", MODES * MODE_MINIMUM)
 
     # -- set-up ----------------------------------------------------------------------------------------------------
@@ -1221,7 +1227,9 @@ class Campaign:
         replica.start()
         self.log_fault("term", f"{replica.name} ({role})", start, time.time(), process=replica.name, pid=pid, exit=code)
 
-    def pause_postgres(self, seconds):
+    def pause_postgres(self, seconds, after=0.0):
+        if after:
+            time.sleep(after)  # the fault's moment, set by the fault it is part of
         postmaster, children = self.postgres_pids()
         start = time.time()
         for pid in [postmaster, *children]:
@@ -1230,6 +1238,21 @@ class Campaign:
         for pid in [*children, postmaster]:
             os.kill(pid, signal.SIGCONT)
         self.log_fault("pg_pause", "postgres", start, time.time(), seconds=round(seconds, 1), processes=1 + len(children))
+
+    def pause_waking_into_db_stall(self, rng):
+        """The holder of a project paused mid-wave (its shards' turns due while it sleeps) for 2 to 3 leases; another
+        replica takes the project over; PostgreSQL is stopped half a second before the holder wakes and for 1.5 s
+        after, so the woken holder's fence cannot ask the database and has only its claim's own bound to go by."""
+        publish = self.wait_for_publish(timeout=15, announced=True)
+        holder = publish and self.holders().get(publish["project"])
+        if not holder:
+            return
+        time.sleep(0.3)  # the first shard is on its way; the others' turns follow while the holder sleeps
+        seconds = rng.uniform(2, 3) * self.options.lease
+        stall = threading.Thread(target=self.pause_postgres, args=(2.0,), kwargs={"after": seconds - 0.5}, daemon=True)
+        stall.start()
+        self.pause(holder, f"holder of {publish['project']}, waking into a database stall", seconds)
+        stall.join()
 
     def restart_postgres(self, mode):
         start = time.time()
@@ -1252,16 +1275,22 @@ class Campaign:
 
         return until(called, timeout) and not self.stopping.is_set()
 
-    def wait_for_publish(self, timeout):
-        """The next publish (or None): the moment a wave starts."""
+    def wait_for_publish(self, timeout, announced=None):
+        """The next publish (or None): the moment a wave starts. `announced`: only one announced by a webhook (True),
+        or only one left for the poller (False)."""
+        def wanted(publish):
+            return announced is None or (publish["mode"] != "poll") == announced
+
         with self.published:
             count = len(self.publishes)
-            self.published.wait_for(lambda: len(self.publishes) > count or self.stopping.is_set(), timeout=timeout)
-            return self.publishes[-1] if len(self.publishes) > count else None
+            self.published.wait_for(lambda: any(wanted(p) for p in self.publishes[count:]) or self.stopping.is_set(),
+                                    timeout=timeout)
+            return next((p for p in self.publishes[count:] if wanted(p)), None)
 
     # The plan's faults by weight, once the deck is dealt. `kill_mid_wave` and `kill_mid_poll` are flavours of `kill`
     # (logged `kill`); `term` is a rolling restart (one `term` logged per replica).
-    FAULTS = [("kill", 3), ("kill_mid_wave", 2), ("kill_mid_poll", 1), ("pause", 3), ("term", 1), ("pg_pause", 2),
+    FAULTS = [("kill", 3), ("kill_mid_wave", 2), ("kill_mid_poll", 1), ("kill_after_unannounced", 1), ("pause", 3),
+              ("pause_waking_into_db_stall", 1), ("term", 1), ("pg_pause", 2),
               ("pg_restart", 1), ("fcm_503", 2), ("fcm_429", 1), ("rc_503", 1), ("rc_slow", 1), ("fcm_slow", 1)]
 
     def scheduler(self, until):
@@ -1291,12 +1320,23 @@ class Campaign:
             replica, role = self.pick_replica(rng, project)
             self.kill(replica, role, rng.uniform(0.5, 4))
         elif kind == "kill_mid_wave":
-            publish = self.wait_for_publish(timeout=10)
+            publish = self.wait_for_publish(timeout=15, announced=True)
             if publish:
-                time.sleep(rng.uniform(0.2, 3))  # the fault's moment, drawn by the seed: within the wave's 4 s spread
+                # The fault's moment, drawn by the seed: within the wave's 4 s spread, after the immediate routes'
+                # pings were accepted and their progress written (more than rule A's second after).
+                time.sleep(rng.uniform(1.5, 3))
                 holder = self.holders().get(publish["project"])
                 if holder:
                     self.kill(holder, f"holder of {publish['project']}", rng.uniform(0.5, 3), why="mid-wave")
+        elif kind == "kill_after_unannounced":
+            # A version left for the poller, its project's holder killed before its next poll: the replica that takes
+            # the project over must poll from the newest version relayed on record, not adopt what Remote Config has.
+            publish = self.wait_for_publish(timeout=20, announced=False)
+            holder = publish and self.holders().get(publish["project"])
+            if holder:
+                self.kill(holder, f"holder of {publish['project']}", rng.uniform(0.5, 3), why="after a version left for the poller")
+        elif kind == "pause_waking_into_db_stall":
+            self.pause_waking_into_db_stall(rng)
         elif kind == "kill_mid_poll":
             self.inject("rc_slow", project, {"endpoint": "remoteConfig", "latencyMs": 2000, "count": 1})
             if self.wait_for_remote_config_call(project, timeout=self.options.poll_interval + 3):

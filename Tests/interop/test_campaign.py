@@ -544,9 +544,9 @@ def test_a_campaign_thread_that_dies_fails_the_run():
 def test_the_plan_deals_every_fault_kind_and_mode_before_it_draws():
     plan = Campaign(Options(seed=11, directory=None))
     try:
-        assert sorted(plan.fault_deck) == sorted(campaign.FAULT_KINDS)
+        assert sorted(plan.fault_deck) == sorted(campaign.FAULT_DECK)
         assert sorted(plan.mode_deck) == sorted(campaign.MODES * 3)
-        assert plan.fault_deck == campaign.deal("11/fault-deck", campaign.FAULT_KINDS) != campaign.deal("12/fault-deck", campaign.FAULT_KINDS)
+        assert plan.fault_deck == campaign.deal("11/fault-deck", campaign.FAULT_DECK) != campaign.deal("12/fault-deck", campaign.FAULT_DECK)
         rng = random.Random(1)
         dealt = [plan.next_publish(rng) for _ in range(12)]
         assert collections.Counter(mode for _, mode in dealt) == {mode: 3 for mode in campaign.MODES}
