@@ -58,7 +58,7 @@ FAULT_KINDS = ["kill", "pause", "term", "pg_pause", "pg_restart", "fcm_503", "fc
 # version left for the poller (the shared mark on take-over), a holder paused mid-wave that wakes while PostgreSQL is
 # stopped (the fence's own bound). The deck deals each once, in a seeded order, before the plan draws by weight.
 FAULT_DECK = ["kill", "kill_mid_wave", "kill_mid_poll", "kill_after_unannounced", "pause", "pause_waking_into_db_stall",
-              "term", "pg_pause", "pg_restart", "fcm_503", "fcm_429", "fcm_slow", "rc_503", "rc_slow"]
+              "freeze_while_the_lease_moves", "term", "pg_pause", "pg_restart", "fcm_503", "fcm_429", "fcm_slow", "rc_503", "rc_slow"]
 # How a publish is announced; the plan deals each mode MODE_MINIMUM times, in a seeded order, before it draws.
 MODES = ["bare", "binary", "structured", "poll"]
 MODE_MINIMUM = 3
@@ -1254,6 +1254,29 @@ class Campaign:
         self.pause(holder, f"holder of {publish['project']}, waking into a database stall", seconds)
         stall.join()
 
+    def freeze_while_the_lease_moves(self):
+        """A project's holder frozen mid-wave for 0.4 of a lease, right after a renewal, while its lease expires in the
+        database (as a database clock that steps forward, or an operator who expires it, would do): another replica
+        takes the project over. The holder wakes with its claim still counting (half a lease from its renewal) and
+        its confirmation older than a third of a lease, so only the database can tell it the lease moved."""
+        publish = self.wait_for_publish(timeout=15, announced=True)
+        holder = publish and self.holders().get(publish["project"])
+        if not holder:
+            return
+        name = f"project/{publish['project']}"
+        time.sleep(0.3)  # the first shard is on its way; the next one's turn falls due while the holder is frozen
+        expiry = f"SELECT expires_at FROM rc_relay_leases WHERE name = '{name}'"
+        before = self.sql(expiry)
+        if not until(lambda: self.sql(expiry) != before, self.options.lease):
+            return  # no renewal seen: the database is away (another fault); nothing to aim at
+        start, pid = time.time(), holder.child.pid
+        holder.child.signal(signal.SIGSTOP)
+        self.sql(f"UPDATE rc_relay_leases SET expires_at = now() WHERE name = '{name}'")
+        time.sleep(0.4 * self.options.lease)  # the fault itself: how long the holder stays frozen
+        holder.child.signal(signal.SIGCONT)
+        self.log_fault("pause", f"{holder.name} (holder of {publish['project']}, its lease expired in the database)", start,
+                       time.time(), process=holder.name, pid=pid, seconds=round(0.4 * self.options.lease, 1), lease="moved")
+
     def restart_postgres(self, mode):
         start = time.time()
         self.cluster.run("pg_ctl", "-D", self.cluster.data, "-w", "-t", "300", "-m", mode, "-l", str(self.cluster.dir / "log"), "restart")
@@ -1290,7 +1313,7 @@ class Campaign:
     # The plan's faults by weight, once the deck is dealt. `kill_mid_wave` and `kill_mid_poll` are flavours of `kill`
     # (logged `kill`); `term` is a rolling restart (one `term` logged per replica).
     FAULTS = [("kill", 3), ("kill_mid_wave", 2), ("kill_mid_poll", 1), ("kill_after_unannounced", 1), ("pause", 3),
-              ("pause_waking_into_db_stall", 1), ("term", 1), ("pg_pause", 2),
+              ("pause_waking_into_db_stall", 1), ("freeze_while_the_lease_moves", 1), ("term", 1), ("pg_pause", 2),
               ("pg_restart", 1), ("fcm_503", 2), ("fcm_429", 1), ("rc_503", 1), ("rc_slow", 1), ("fcm_slow", 1)]
 
     def scheduler(self, until):
@@ -1337,6 +1360,8 @@ class Campaign:
                 self.kill(holder, f"holder of {publish['project']}", rng.uniform(0.5, 3), why="after a version left for the poller")
         elif kind == "pause_waking_into_db_stall":
             self.pause_waking_into_db_stall(rng)
+        elif kind == "freeze_while_the_lease_moves":
+            self.freeze_while_the_lease_moves()
         elif kind == "kill_mid_poll":
             self.inject("rc_slow", project, {"endpoint": "remoteConfig", "latencyMs": 2000, "count": 1})
             if self.wait_for_remote_config_call(project, timeout=self.options.poll_interval + 3):
@@ -1365,6 +1390,24 @@ class Campaign:
             self.inject(kind, project, {"latencyMs": rng.randint(500, 2000), "count": rng.randint(2, 8)})
 
     # -- the end ---------------------------------------------------------------------------------------------------
+
+    def closing_crash(self):
+        """The plan's last act: a version of the first project left for the poller, then every replica killed at once
+        (a zone lost) and started again. It stays the project's newest, so the replica that takes the project over
+        must find it by polling from the newest version relayed on record: a fresh process has no mark of its own."""
+        project = self.projects[0]
+        self.publish(project, ["default"], "poll")
+        start = time.time()
+        stopped = []
+        for replica in self.replicas:
+            stopped.append((replica, replica.child.pid))
+            replica.child.signal(signal.SIGKILL)
+        for replica, pid in stopped:
+            replica.child.proc.wait(timeout=10)
+            self.log_fault("kill", f"{replica.name} (every replica at once)", start, time.time(), process=replica.name, pid=pid,
+                           down=0, when="after a version left for the poller, the last act")
+        for replica, _ in stopped:
+            replica.start()
 
     def resume_everything(self):
         """Every replica running and not paused, PostgreSQL running, the emulators' queued faults used up."""
@@ -1456,6 +1499,8 @@ def run(options, script=None, out=sys.stdout):
         campaign.stopping.set()
         print(f"campaign seed {options.seed}: stream ended; resuming everything and waiting for quiet", file=out, flush=True)
         campaign.resume_everything()
+        if not script:
+            campaign.closing_crash()
         outcome = {**campaign.wait_quiet(), "errors": campaign.errors}
         campaign.finished.set()
         record = campaign.collect(outcome, "script" if script else "seeded")
