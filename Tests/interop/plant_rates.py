@@ -41,12 +41,12 @@ def main(argv=None):
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--minutes", type=float, default=1.2)
     parser.add_argument("--parallel", type=int, default=2)
-    parser.add_argument("--plant", action="append", help=f"one of {', '.join(PLANTS)} (default: each, and none)")
+    parser.add_argument("--plant", action="append", help=f"one of {', '.join(PLANTS)}, or none (default: each, and none)")
     parser.add_argument("--dir", help="where each run's files go (default: a new temporary directory)")
     args = parser.parse_args(argv)
     directory = Path(args.dir or tempfile.mkdtemp(prefix="rc-relay-plant-rates-"))
     directory.mkdir(parents=True, exist_ok=True)
-    plants = args.plant or [None, *PLANTS]
+    plants = [None if plant == "none" else plant for plant in args.plant] if args.plant else [None, *PLANTS]
     draw = random.SystemRandom()
     jobs = [(plant, draw.randrange(1, 1_000_000)) for plant in plants for _ in range(args.seeds)]
     results = collections.defaultdict(list)
