@@ -59,6 +59,22 @@ FAULT_KINDS = ["kill", "pause", "term", "pg_pause", "pg_restart", "fcm_503", "fc
 # stopped (the fence's own bound). The deck deals each once, in a seeded order, before the plan draws by weight.
 FAULT_DECK = ["kill", "kill_mid_wave", "kill_mid_poll", "kill_after_unannounced", "pause", "pause_waking_into_db_stall",
               "freeze_while_the_lease_moves", "term", "pg_pause", "pg_restart", "fcm_503", "fcm_429", "fcm_slow", "rc_503", "rc_slow"]
+# Storage modes (docs/replicas.md, "Every storage mode"): replicas on PostgreSQL, one replica with the spool, one in
+# memory, each with the faults its docs say it survives. The spool's replica is killed, paused and restarted (it
+# replays what it acknowledged); memory keeps nothing across a stop, so it gets FCM's and Remote Config's storms and
+# slow answers only. Each mode's deck, and the fault kinds its minimum counts.
+STORAGES = ["postgres", "spool", "memory"]
+STORAGE_DECKS = {
+    "postgres": FAULT_DECK,
+    "spool": ["kill", "kill_mid_wave", "kill_after_unannounced", "pause", "term", "fcm_503", "fcm_429", "fcm_slow", "rc_503",
+              "rc_slow"],
+    "memory": ["fcm_503", "fcm_429", "fcm_slow", "rc_503", "rc_slow"],
+}
+STORAGE_KINDS = {
+    "postgres": FAULT_KINDS,
+    "spool": ["kill", "pause", "term", "fcm_503", "fcm_429", "fcm_slow", "rc_503", "rc_slow"],
+    "memory": ["fcm_503", "fcm_429", "fcm_slow", "rc_503", "rc_slow"],
+}
 # How a publish is announced; the plan deals each mode MODE_MINIMUM times, in a seeded order, before it draws.
 MODES = ["bare", "binary", "structured", "poll"]
 MODE_MINIMUM = 3
@@ -564,10 +580,11 @@ def check_campaign(record, projects):
     if record.get("plan", "seeded") != "seeded":
         return result  # a test's script: its own sequence, no minimum
     kinds = collections.Counter(f["kind"] for f in record["faults"])
-    missing = [kind for kind in FAULT_KINDS if not kinds[kind]]
+    wanted = STORAGE_KINDS[record.get("storage", "postgres")]
+    missing = [kind for kind in wanted if not kinds[kind]]
     if missing:
         result.fail(0, f"no fault of kind {', '.join(missing)} was carried out (the minimum: each of "
-                       f"{len(FAULT_KINDS)} kinds once)")
+                       f"{len(wanted)} kinds once)")
     modes = collections.Counter(p["mode"] for p in record["publishes"])
     short = [f"{mode} ({modes[mode]})" for mode in MODES if modes[mode] < MODE_MINIMUM]
     if short:
@@ -877,15 +894,20 @@ class Replica:
 
 class Options:
     def __init__(self, seed, minutes=1.5, replicas=3, projects=2, nginx=False, lease=3, poll_interval=10, poll_grace=3,
-                 plant=None, directory=None, quiet_deadline=240):
+                 plant=None, directory=None, quiet_deadline=240, storage="postgres"):
         self.seed, self.minutes, self.replicas, self.projects, self.nginx = seed, minutes, replicas, projects, nginx
         self.lease, self.poll_interval, self.poll_grace = lease, poll_interval, poll_grace
         # `plant`: bugs (PLANTS, comma-separated) the replicas run with, from the test-only rc-relay-planted.
         self.plant, self.directory, self.quiet_deadline = plant, directory, quiet_deadline
+        # Not on PostgreSQL: one replica (the spool and memory are one process's own).
+        self.storage = storage
+        if storage != "postgres":
+            self.replicas = 1
 
     def replay(self):
         return (f"--minutes {self.minutes} --replicas {self.replicas} --projects {self.projects}"
-                + (" --nginx" if self.nginx else "") + (f" --plant {self.plant}" if self.plant else ""))
+                + (" --nginx" if self.nginx else "") + (f" --plant {self.plant}" if self.plant else "")
+                + (f" --storage {self.storage}" if self.storage != "postgres" else ""))
 
 
 def deal(seed, cards):
@@ -926,13 +948,19 @@ class Campaign:
         self.errors = []  # what went wrong in the campaign itself (a fault that could not be carried out)
         # The plan's decks (docs/replicas.md, "Volume"): each fault kind once and each publish mode MODE_MINIMUM times,
         # in a seeded order, dealt before the plan draws at random; the stream goes on past --minutes until both are.
-        self.fault_deck = deal(f"{self.seed}/fault-deck", FAULT_DECK)
+        self.fault_deck = deal(f"{self.seed}/fault-deck", STORAGE_DECKS[options.storage])
         self.mode_deck = deal(f"{self.seed}/mode-deck", MODES * MODE_MINIMUM)
 
     # -- set-up ----------------------------------------------------------------------------------------------------
 
+    @property
+    def shared(self):
+        """Whether the replicas share PostgreSQL (else one replica keeps its own state: the spool, or memory)."""
+        return self.options.storage == "postgres"
+
     def start(self):
-        self.cluster = Cluster()
+        if self.shared:
+            self.cluster = Cluster()
         for project in self.projects:
             self.emulators[project] = Emulator(project, self.directory)
             # Version 1 exists before any replica starts: the first poll adopts it, and the campaign's versions follow.
@@ -966,10 +994,19 @@ class Campaign:
             "log": {"format": "json", "level": "debug"},  # debug: each request to FCM is said before it starts
             "delivery": {"answerWithinSeconds": 2, "baseDelaySeconds": 0.2, "maxDelaySeconds": 1, "quotaDelaySeconds": 1,
                          "drainSeconds": 1, "maxAttempts": 100},
-            "store": {"postgres": {"url": self.cluster.url, "leaseSeconds": self.options.lease}},
+            **self.storage_config(),
             "poll": {"intervalSeconds": self.options.poll_interval, "graceSeconds": self.options.poll_grace},
             "projects": [{"id": p, "credentialsFile": str(self.emulators[p].key_file), "routes": routes} for p in self.projects],
         }
+
+    def storage_config(self):
+        """The storage mode's settings: the shared store, the spool beside the campaign's files, or nothing (memory)."""
+        if self.shared:
+            return {"store": {"postgres": {"url": self.cluster.url, "leaseSeconds": self.options.lease}}}
+        if self.options.storage == "spool":
+            return {"delivery": {"answerWithinSeconds": 2, "baseDelaySeconds": 0.2, "maxDelaySeconds": 1, "quotaDelaySeconds": 1,
+                                 "drainSeconds": 1, "maxAttempts": 100, "spoolDirectory": str(self.directory / "spool")}}
+        return {}
 
     def start_proxy(self):
         from test_deploy import start_proxy
@@ -996,7 +1033,10 @@ class Campaign:
     # -- the database ----------------------------------------------------------------------------------------------
 
     def sql(self, statement, timeout=3):
-        """psql with a time limit (a paused PostgreSQL would hang it); None when the database does not answer."""
+        """psql with a time limit (a paused PostgreSQL would hang it); None when the database does not answer (or
+        there is none: the spool, memory)."""
+        if not self.cluster:
+            return None
         command = [str(self.cluster.bin / "psql"), "-h", "127.0.0.1", "-p", str(self.cluster.port), "-U", "postgres",
                    "-d", "rc_relay", "-At", "-c", statement]
         if os.geteuid() == 0:
@@ -1010,7 +1050,9 @@ class Campaign:
 
     def holders(self):
         """{project: replica} from rc_relay_leases (the holder is `host/pid/random`); from the replicas' logs when the
-        database does not answer."""
+        database does not answer. With one replica of its own (the spool, memory): that replica, while it runs."""
+        if not self.shared:
+            return {project: self.replicas[0] for project in self.projects if self.replicas[0].alive()}
         rows = self.sql("SELECT name, holder FROM rc_relay_leases WHERE expires_at > now()")
         found = {}
         if rows is not None:
@@ -1036,6 +1078,13 @@ class Campaign:
         return found
 
     def pending_events(self):
+        """Events acknowledged and not settled: rows of rc_relay_events, or files of the spool; none in memory (what is
+        not delivered is a 503 its sender retries)."""
+        if self.options.storage == "spool":
+            spool = self.directory / "spool"
+            return len(list(spool.glob("*.json"))) if spool.exists() else 0
+        if self.options.storage == "memory":
+            return 0
         answer = self.sql("SELECT count(*) FROM rc_relay_events WHERE NOT settled")
         return None if answer is None else int(answer)
 
@@ -1321,7 +1370,9 @@ class Campaign:
         drawn by weight, until `until` and past it until the plan is dealt; each process fault ends (the replica
         restarted or resumed, PostgreSQL running) before the next begins."""
         rng = random.Random(f"{self.seed}/faults")
-        names, weights = zip(*self.FAULTS)
+        # The mode's faults only (memory keeps nothing across a stop; the spool has no database).
+        allowed = set(STORAGE_DECKS[self.options.storage])
+        names, weights = zip(*[(name, weight) for name, weight in self.FAULTS if name in allowed])
         while not self.stopping.wait(rng.uniform(2, 7)) and self.streaming(until):
             kind = self.fault_deck.pop(0) if self.fault_deck else rng.choices(names, weights)[0]
             project = rng.choice(self.projects)
@@ -1416,9 +1467,10 @@ class Campaign:
                 replica.child.signal(signal.SIGCONT)
             else:
                 replica.start()
-        postmaster, children = self.postgres_pids()
-        for pid in [*children, postmaster]:
-            os.kill(pid, signal.SIGCONT)
+        if self.cluster:
+            postmaster, children = self.postgres_pids()
+            for pid in [*children, postmaster]:
+                os.kill(pid, signal.SIGCONT)
         for (project, endpoint), count in self.injected.items():
             self.emulators[project].drain(count if endpoint == "send" else 0, count if endpoint == "remoteConfig" else 0)
 
@@ -1456,7 +1508,7 @@ class Campaign:
             more_sends, more_leases = replica.logs()
             sends += more_sends
             leases += more_leases
-        return {"seed": self.seed, "replay": self.options.replay(), "plan": plan, "routes": ROUTES,
+        return {"seed": self.seed, "replay": self.options.replay(), "plan": plan, "storage": self.options.storage, "routes": ROUTES,
                 "projects": self.projects, "publishes": self.publishes,
                 "answers": sorted(self.answers, key=lambda a: a["time"]), "faults": self.faults, "messages": messages,
                 "sends": sorted(sends, key=lambda s: s["start"]), "leases": sorted(leases, key=lambda l: l["time"]),
@@ -1499,7 +1551,7 @@ def run(options, script=None, out=sys.stdout):
         campaign.stopping.set()
         print(f"campaign seed {options.seed}: stream ended; resuming everything and waiting for quiet", file=out, flush=True)
         campaign.resume_everything()
-        if not script:
+        if not script and campaign.options.storage != "memory":  # memory keeps nothing across a crash
             campaign.closing_crash()
         outcome = {**campaign.wait_quiet(), "errors": campaign.errors}
         campaign.finished.set()
@@ -1520,6 +1572,8 @@ def main(argv=None):
     parser.add_argument("--nginx", action="store_true", help="send webhooks through the deploy kit's nginx")
     parser.add_argument("--plant", help=f"run rc-relay-planted with these bugs (comma-separated: {', '.join(PLANTS)}), "
                                         "to see the checker catch them")
+    parser.add_argument("--storage", choices=STORAGES, default="postgres",
+                        help="replicas on PostgreSQL (default), or one replica with the spool, or one in memory")
     parser.add_argument("--dir", help="where logs and campaign.json go (default: a new temporary directory)")
     parser.add_argument("--check", metavar="CAMPAIGN_JSON", help="only check a finished campaign's campaign.json again")
     args = parser.parse_args(argv)
@@ -1531,7 +1585,8 @@ def main(argv=None):
         checks = check(record)
         return 0 if report(checks, record) else 1
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 1_000_000)
-    options = Options(seed, args.minutes, args.replicas, args.projects, args.nginx, plant=args.plant, directory=args.dir)
+    options = Options(seed, args.minutes, args.replicas, args.projects, args.nginx, plant=args.plant, directory=args.dir,
+                      storage=args.storage)
     checks, record = run(options)
     ok = report(checks, record)
     print(f"files: {record['directory']}")
