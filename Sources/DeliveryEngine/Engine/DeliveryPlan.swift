@@ -74,7 +74,7 @@ package struct EngineSettings: Sendable {
     /// On stop, how long deliveries under way may take to settle before the rest is handed over to the spool.
     package var drainGrace: Duration = .seconds(10)
     /// This process's name among replicas: in each ping's history entry and in the log line of each FCM request, so
-    /// an operator (and the fault campaign) knows which replica sent what; a shared store's leases name it too.
+    /// an operator (and the fault campaign) knows which replica sent what; a shared store names it too.
     package var replica = EngineSettings.newReplicaID()
     /// Bugs planted for the fault campaign: none, but in the test-only `rc-relay-planted` (``PlantedBugs``).
     package var planted: PlantedBugs = []

@@ -6,9 +6,9 @@ package struct PlantedBugs: OptionSet, Sendable, Hashable {
     package let rawValue: Int
     package init(rawValue: Int) { self.rawValue = rawValue }
 
-    /// The fence sends on a claim whose half lease has passed (and a renewal that failed stands nothing down).
+    /// The fence sends on a claim past its own time bound (and a failed renewal of it stands nothing down).
     package static let lapseCheck = PlantedBugs(rawValue: 1 << 0)
-    /// The fence never asks the database whether the claim's epoch is still the lease's.
+    /// The fence never asks the shared store whether the claim's epoch is still current.
     package static let epochCheck = PlantedBugs(rawValue: 1 << 1)
     /// A poll's admission, the store's one write fenced by the epoch, is admitted under any epoch.
     package static let pollEpoch = PlantedBugs(rawValue: 1 << 2)

@@ -73,11 +73,7 @@ struct Dispatcher: Sendable {
             span?.attributes["rc_relay.route"] = ping.route
             span?.attributes["rc_relay.version"] = batch.version.versionNumber
             // The topic or condition; a device's token is personal data and stays out of traces, as out of logs.
-            switch ping.message.target {
-            case .topic(let topic): span?.attributes["messaging.destination.name"] = topic
-            case .condition(let condition): span?.attributes["messaging.destination.name"] = condition
-            case .token: span?.attributes["messaging.destination.name"] = "(a device)"
-            }
+            span?.attributes["messaging.destination.name"] = ping.message.target.named ?? "(a device)"
             let report = await deliver(ping, batch: batch, control: control, shards: shards, others: others, span: span, logger: logger)
             span?.attributes["rc_relay.delivery_id"] = report.id
             span?.attributes["rc_relay.status"] = report.status.rawValue
@@ -102,11 +98,7 @@ struct Dispatcher: Sendable {
         logger[metadataKey: "route"] = .string(ping.route)
         logger[metadataKey: "delivery_id"] = .string(id)
         logger[metadataKey: "replica"] = .string(replica)
-        switch ping.message.target {
-        case .topic(let topic): logger[metadataKey: "audience"] = .string(topic)
-        case .condition(let condition): logger[metadataKey: "audience"] = .string(condition)
-        case .token: break  // a device's token is personal data: never logged
-        }
+        if let audience = ping.message.target.named { logger[metadataKey: "audience"] = .string(audience) }
         // Only a real delivery of a received event (or an operator's retry of one) may make older pings stand down.
         var realDelivery = !validateOnly && batch.origin != .send && !batch.outlier
         if case .token = ping.message.target { realDelivery = false }

@@ -6,6 +6,16 @@ public struct FCMMessage: Sendable, Equatable, Encodable {
         case condition(String)
         case token(String)
 
+        /// The topic or the condition, as logs and traces name an audience; nil for a device, whose registration
+        /// token is personal data and stays out of both.
+        public var named: String? {
+            switch self {
+            case .topic(let topic): topic
+            case .condition(let condition): condition
+            case .token: nil
+            }
+        }
+
         /// The target as one string, distinct per audience.
         public var key: String {
             switch self {
