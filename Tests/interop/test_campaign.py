@@ -8,6 +8,7 @@ import itertools
 import random
 import shutil
 import time
+from pathlib import Path
 
 import pytest
 
@@ -578,3 +579,13 @@ def test_the_plan_deals_every_fault_kind_and_mode_before_it_draws():
         assert all(project == plan.projects[0] for project, mode in dealt if mode == "bare")
     finally:
         shutil.rmtree(plan.directory, ignore_errors=True)
+
+
+def test_the_binary_users_run_has_no_switch_that_plants_a_bug():
+    """Issue #49: the planted bugs live in the test-only rc-relay-planted; rc-relay reads no variable for them (nor the
+    fencing switch that came before), and the planted binary does (the control: the search finds what it looks for)."""
+    shipped = Path(campaign.BINARY).read_bytes()
+    planted = Path(campaign.PLANTED_BINARY).read_bytes()
+    for switch in (b"RC_RELAY_PLANT", b"RC_RELAY_TESTING_DISABLE_FENCING", b"lapse-check"):
+        assert switch not in shipped, switch
+    assert b"RC_RELAY_PLANT" in planted and b"lapse-check" in planted
