@@ -5,11 +5,13 @@
 Runs a real cluster on loopback: `rc-relay serve` replicas on one throwaway PostgreSQL (postgres.Cluster), one
 `rc-relay emulator` per project for FCM and Remote Config (an emulator trusts one project's key, so with several
 projects a small nginx routes Google's paths to each project's emulator), optionally the deploy kit's nginx in front
-of the replicas. A publisher publishes real templates in Remote Config and announces most of them by signed webhooks
-(bare versions, CloudEvents binary and structured) to a random replica, some redelivered to another with the same
-webhook-id; the rest are left for catch-up polling. A seeded scheduler meanwhile kills, pauses and restarts replicas
-(the lease holder among them), pauses and restarts PostgreSQL, and makes FCM and Remote Config fail or slow down.
-Both deal every fault kind and publish mode first, so even a short run carries out the campaign's minimum. At the
+of the replicas. A publisher publishes real templates in Remote Config (and rolls some back to an earlier version)
+and announces most of them by signed webhooks (bare versions, CloudEvents binary and structured) to a random replica,
+some redelivered to another with the same webhook-id; the rest are left for catch-up polling. A seeded scheduler
+meanwhile kills, pauses and restarts replicas (the lease holder among them), pauses and restarts PostgreSQL, and makes
+FCM and Remote Config fail or slow down; and acts as operators and odd senders do: an admin send of a far version
+(once right before a restart of the project's holder), a signed outlier version. Both deal every fault kind, operator
+act and publish mode first, so even a short run carries out the campaign's minimum. At the
 end it stops injecting, waits until the system is quiet, and `check` (a pure function over what the emulator
 recorded, what each replica process logged of its requests to FCM and its leases, what the senders were answered,
 what was published and which faults ran when, on which process) decides whether the replicas told one truth. docs/replicas.md ("The invariants, as the checker implements them") is its specification.
@@ -59,24 +61,37 @@ FAULT_KINDS = ["kill", "pause", "term", "pg_pause", "pg_restart", "fcm_503", "fc
 # stopped (the fence's own bound). The deck deals each once, in a seeded order, before the plan draws by weight.
 FAULT_DECK = ["kill", "kill_mid_wave", "kill_mid_poll", "kill_after_unannounced", "pause", "pause_waking_into_db_stall",
               "freeze_while_the_lease_moves", "term", "pg_pause", "pg_restart", "fcm_503", "fcm_429", "fcm_slow", "rc_503", "rc_slow"]
+# What operators and odd senders do, dealt by the scheduler like its faults (docs/replicas.md, "What it does"): an
+# operator's `POST /admin/send` of a far version (1,000,000 and more) to a random replica; an odd sender's signed bare
+# version 9223372036854775807, an outlier (docs/webhook.md, version numbers); and an operator's far send to a project's
+# holder followed at once by a graceful restart of that holder (SIGTERM, waited, started again) and a real version
+# announced by a webhook and one left for the poller, which must still be pinged (issue #49: the far version that
+# silenced a project). Each is recorded in the record's `operator` list under its act.
+OPERATOR_ACTS = ["operator_send", "outlier", "operator_send_then_restart"]
+# The far versions: an operator's send is FAR plus a seeded number below FAR; an outlier is int64's largest.
+FAR = 1_000_000
+OUTLIER = 9223372036854775807
 # Storage modes (docs/replicas.md, "Every storage mode"): replicas on PostgreSQL, one replica with the spool, one in
 # memory, each with the faults its docs say it survives. The spool's replica is killed, paused and restarted (it
 # replays what it acknowledged); memory keeps nothing across a stop, so it gets FCM's and Remote Config's storms and
-# slow answers only. Each mode's deck, and the fault kinds its minimum counts.
+# slow answers only, and the operator's acts but the restart. Each mode's deck, the fault kinds its minimum counts, and
+# the operator's acts it counts.
 STORAGES = ["postgres", "spool", "memory"]
 STORAGE_DECKS = {
-    "postgres": FAULT_DECK,
+    "postgres": FAULT_DECK + OPERATOR_ACTS,
     "spool": ["kill", "kill_mid_wave", "kill_after_unannounced", "pause", "term", "fcm_503", "fcm_429", "fcm_slow", "rc_503",
-              "rc_slow"],
-    "memory": ["fcm_503", "fcm_429", "fcm_slow", "rc_503", "rc_slow"],
+              "rc_slow"] + OPERATOR_ACTS,
+    "memory": ["fcm_503", "fcm_429", "fcm_slow", "rc_503", "rc_slow", "operator_send", "outlier"],
 }
 STORAGE_KINDS = {
     "postgres": FAULT_KINDS,
     "spool": ["kill", "pause", "term", "fcm_503", "fcm_429", "fcm_slow", "rc_503", "rc_slow"],
     "memory": ["fcm_503", "fcm_429", "fcm_slow", "rc_503", "rc_slow"],
 }
-# How a publish is announced; the plan deals each mode MODE_MINIMUM times, in a seeded order, before it draws.
-MODES = ["bare", "binary", "structured", "poll"]
+STORAGE_ACTS = {storage: [act for act in OPERATOR_ACTS if act in STORAGE_DECKS[storage]] for storage in STORAGES}
+# How a publish is announced; the plan deals each mode MODE_MINIMUM times, in a seeded order, before it draws. A
+# `rollback` is the emulator's rollback to an earlier version, announced by a CloudEvent (binary or structured).
+MODES = ["bare", "binary", "structured", "poll", "rollback"]
 MODE_MINIMUM = 3
 # Faults that stop a replica's process with its work under way: rules A and B (docs/replicas.md). A `term` hands its
 # deliveries over and writes their progress first, so it excuses nothing.
@@ -359,16 +374,27 @@ def projects_of(record):
     return sorted(set(record.get("projects") or []) | {p["project"] for p in record["publishes"]})
 
 
-def versions_of(record, project):
-    """The versions a ping of `project` may carry: the campaign's publishes, and an operator's sends through the admin
-    API (`record["operator"]`: {project, version} each, or a bare version for any project; none today)."""
-    versions = {p["version"] for p in record["publishes"] if p["project"] == project}
+def operator_versions(record, project):
+    """The versions operators and odd senders sent for `project` (`record["operator"]`: {project, version, …} each, or
+    a bare version for any project): an operator's `POST /admin/send`, an outlier's webhook."""
+    versions = set()
     for sent in record.get("operator") or []:
         if not isinstance(sent, dict):
             versions.add(int(sent))
         elif sent.get("project") == project:
             versions.add(int(sent["version"]))
     return versions
+
+
+def versions_of(record, project):
+    """The versions a ping of `project` may carry: the campaign's publishes, and what operators and odd senders sent
+    (operator_versions)."""
+    return {p["version"] for p in record["publishes"] if p["project"] == project} | operator_versions(record, project)
+
+
+def operator_acts(record, project):
+    """The project's operator acts as the campaign recorded them (dicts with a kind: `send` or `outlier`)."""
+    return [a for a in record.get("operator") or [] if isinstance(a, dict) and a.get("kind") and a.get("project") == project]
 
 
 def check(record):
@@ -388,17 +414,22 @@ def check(record):
         published = sorted((p for p in record["publishes"] if p["project"] == project), key=lambda p: p["version"])
         mine = [p for p in pings if p["project"] == project]
         versions = versions_of(record, project)
+        # An operator's send or an outlier's ping says nothing of what the project's devices were told last and makes
+        # no real version stand down (docs/webhook.md): known, and left out of every comparison between versions.
+        aside = operator_versions(record, project) - {p["version"] for p in published}
         for route in routes:
             routed = sorted((p for p in mine if p["route"] == route["name"]), key=lambda p: p["seq"])
-            checks.append(check_lost(project, route, published, routed, acked))
-            checks.append(check_newest(project, route, published, routed, faults))
-            checks.append(check_duplicates(project, route, routed, faults, leases))
-            checks.append(check_stale(project, route, routed, faults))
+            real = [p for p in routed if p["version"] not in aside]
+            checks.append(check_lost(project, route, published, real, acked))
+            checks.append(check_newest(project, route, published, real, faults))
+            checks.append(check_duplicates(project, route, real, faults, leases))
+            checks.append(check_stale(project, route, real, faults))
             if "waves" in route:
-                checks.append(check_waves(project, route, published, routed, faults, leases))
+                checks.append(check_waves(project, route, published, real, faults, leases))
             checks.append(check_known(project, route, routed, versions))
         checks.append(check_unrouted(project, routes, mine))
         checks.append(check_settled(project, published, answers))
+        checks += check_operator(project, routes, operator_acts(record, project), mine)
     checks.append(check_strangers(projects, pings))
     checks.append(check_quiet(record.get("outcome")))
     checks.append(check_campaign(record, projects))
@@ -558,6 +589,34 @@ def check_settled(project, published, answers):
     return result
 
 
+def check_operator(project, routes, acts, mine):
+    """What operators and odd senders did reached FCM: an operator's send (`POST /admin/send`) was answered 200 with
+    its pings accepted, and its route's topic got a ping of its version; an outlier's webhook was acknowledged
+    (200/202) and every route's whole audience (a waved route's every shard) got a ping of its version, sent at once
+    (docs/webhook.md, version numbers). Returns a `settled` check (the answers) and a `lost` check (the pings)."""
+    settled = Check("settled", project, "operators and odd senders")
+    lost = Check("lost", project, "operators and odd senders")
+    for act in acts:
+        what = f"{act.get('act', act['kind'])} of version {act['version']}"
+        answers = act.get("answers") or []
+        good = [a for a in answers if a.get("status") in ((200,) if act["kind"] == "send" else (200, 202))]
+        if not good:
+            last = answers[-1] if answers else {}
+            settled.fail(act["time"], f"{what} was never answered {'200' if act['kind'] == 'send' else '200/202'} "
+                                      f"(last answer {last.get('status') or last.get('error')} {last.get('body', '')[:200]})".rstrip())
+            continue
+        if act["kind"] == "send" and any(a.get("outcome") != "accepted" for a in good[-1:]):
+            settled.fail(good[-1]["time"], f"{what}: its pings ended {good[-1].get('outcome')!r}, not accepted")
+            continue
+        wanted = [r for r in routes if act["kind"] != "send" or r["name"] == act.get("route")]
+        for route in wanted:
+            for target in sorted(required_targets(route, ["default"])):
+                if not any(p["route"] == route["name"] and p["version"] == act["version"] and covers(route, p["audience"], target)
+                           for p in mine):
+                    lost.fail(act["time"], f"{what} (answered {good[-1]['status']}) never reached {target} on route {route['name']}")
+    return [settled, lost]
+
+
 def check_quiet(outcome):
     """The end was quiet by the deadline."""
     result = Check("settled", "*", "the end was quiet")
@@ -569,7 +628,8 @@ def check_quiet(outcome):
 def check_campaign(record, projects):
     """The campaign did what it says: every fault of the plan carried out and none of its threads died (the
     outcome's errors), every project published to, and a seeded plan's minimum: each fault kind at least once, each
-    publish mode at least MODE_MINIMUM times. A failure here is the campaign's own, reported apart."""
+    publish mode at least MODE_MINIMUM times, each of its storage mode's operator acts once. A failure here is the
+    campaign's own, reported apart."""
     result = Check("campaign", "*", "the plan was carried out")
     for error in (record.get("outcome") or {}).get("errors", []):
         result.fail(0, error)
@@ -589,6 +649,11 @@ def check_campaign(record, projects):
     short = [f"{mode} ({modes[mode]})" for mode in MODES if modes[mode] < MODE_MINIMUM]
     if short:
         result.fail(0, f"too few publishes of mode {', '.join(short)} (the minimum: {MODE_MINIMUM} of each mode)")
+    acts = collections.Counter(a.get("act") for a in record.get("operator") or [] if isinstance(a, dict))
+    wanted = STORAGE_ACTS[record.get("storage", "postgres")]
+    undone = [act for act in wanted if not acts[act]]
+    if undone:
+        result.fail(0, f"no operator act {', '.join(undone)} was carried out (the minimum: each of {len(wanted)} acts once)")
     return result
 
 
@@ -622,7 +687,13 @@ def context(t, project, scope, record, window=12.0):
     events = []
     for p in record["publishes"]:
         if p["project"] == project and abs(p["time"] - t) <= window:
-            events.append((p["time"], f"publish  v{p['version']} {p['mode']} changed={p['changed']}"))
+            how = f" to v{p['rollback_of']} via {p['via']}" if p["mode"] == "rollback" else ""
+            events.append((p["time"], f"publish  v{p['version']} {p['mode']}{how} changed={p['changed']}"))
+    for a in operator_acts(record, project):
+        if abs(a["time"] - t) <= window:
+            last = (a.get("answers") or [{}])[-1]
+            events.append((a["time"], f"operator v{a['version']} {a['act']} ({a['kind']}, route {a.get('route') or 'every one'}) "
+                                      f"to {a.get('target', '?')}: {last.get('status') or last.get('error')} {last.get('outcome', '')}".rstrip()))
     for a in record["answers"]:
         if a["project"] == project and abs(a["time"] - t) <= window:
             events.append((a["time"], f"answer   v{a['version']} {a.get('status') or a.get('error')} from {a['target']} {a.get('outcome', '')}"))
@@ -660,6 +731,8 @@ def report(checks, record, out=sys.stdout):
     print(f"faults injected      {sum(kinds.values())}: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())), file=out)
     print(f"publishes            {len(publishes)}: " + ", ".join(f"{k} {n}" for k, n in sorted(modes.items())), file=out)
     print(f"answers              {len(record['answers'])}: " + ", ".join(f"{k} {n}" for k, n in sorted(statuses.items())), file=out)
+    acts = collections.Counter(a.get("act", a.get("kind")) for a in record.get("operator") or [] if isinstance(a, dict))
+    print(f"operator acts        {sum(acts.values())}: " + ", ".join(f"{k} {n}" for k, n in sorted(acts.items())), file=out)
     print(f"pings                {len(record['messages'])} (sends logged {len(record.get('sends') or [])}, "
           f"leases taken {len(record.get('leases') or [])})", file=out)
     print("excused              " + ", ".join(f"{rule} {excused[rule]}" for rule in RULES), file=out)
@@ -766,6 +839,12 @@ class Emulator:
 
     def publish(self, template):
         answer = requests.post(f"{self.url}/emulator/remote-config/{self.project}/publish", data=json.dumps(template), timeout=10)
+        answer.raise_for_status()
+        return answer.json()
+
+    def rollback(self, number):
+        """Remote Config's rollback to version `number`: a new version (updateType ROLLBACK) whose template is its."""
+        answer = requests.post(f"{self.url}/emulator/remote-config/{self.project}/rollback", params={"versionNumber": number}, timeout=10)
         answer.raise_for_status()
         return answer.json()
 
@@ -928,6 +1007,15 @@ def template_of(values):
     }
 
 
+VALUES = ["default", "ios_ja", "ios_ko"]
+
+
+def changed_between(before, after):
+    """What a template's values changed from `before` to `after` (dicts of VALUES): the keys whose value differs, in
+    VALUES's order; none (the whole audience: the templates differ in nothing) when they are the same."""
+    return [key for key in VALUES if before[key] != after[key]]
+
+
 class Campaign:
     def __init__(self, options):
         self.options = options
@@ -942,6 +1030,11 @@ class Campaign:
         self.finished = threading.Event()  # the deadline for senders has passed
         self.published = threading.Condition()
         self.values = {p: {"default": "hello-0", "ios_ja": "ja-0", "ios_ko": "ko-0"} for p in self.projects}
+        # Each version's values per project (a rollback's change is what differs between the current template and the
+        # one it rolls back to), and a lock that makes each publish's values, its version and its record one step.
+        self.templates = {p: {} for p in self.projects}
+        self.publishing = threading.Lock()
+        self.operator = []  # what operators and odd senders did (OPERATOR_ACTS), as the record's `operator` list
         self.cluster = self.front = self.google = self.proxy = None
         self.emulators, self.replicas = {}, []
         self.injected = collections.Counter()  # faults queued per (project, endpoint), to drain at the end
@@ -964,7 +1057,8 @@ class Campaign:
         for project in self.projects:
             self.emulators[project] = Emulator(project, self.directory)
             # Version 1 exists before any replica starts: the first poll adopts it, and the campaign's versions follow.
-            self.emulators[project].publish(template_of(self.values[project]))
+            first = self.emulators[project].publish(template_of(self.values[project]))
+            self.templates[project][int(first["versionNumber"])] = dict(self.values[project])
         if len(self.projects) > 1:
             self.google = GoogleFront(list(self.emulators.values()), self.directory / "google-front")
             google_url = self.google.url
@@ -1106,34 +1200,66 @@ class Campaign:
         """Publishes the next template of `project` in Remote Config (a real, increasing version) and announces it by
         `mode`: `bare` (project 0 only: a bare version names no project), `binary`, `structured`, or `poll` (nothing:
         the poller must find it)."""
-        rng = rng or random.Random()
-        values = self.values[project]
-        with self.lock:
-            counter = sum(1 for p in self.publishes if p["project"] == project) + 1
-        for key in changed:
-            values[key] = f"{key}-{counter}"
-        version = self.emulators[project].publish(template_of(values))
-        record = {"project": project, "version": int(version["versionNumber"]), "time": time.time(), "mode": mode,
-                  "changed": list(changed), "polling": True, "redeliver": redeliver, "avoid": avoid}
+        with self.publishing:
+            values = self.values[project]
+            with self.lock:
+                counter = sum(1 for p in self.publishes if p["project"] == project) + 1
+            for key in changed:
+                values[key] = f"{key}-{counter}"
+            version = self.emulators[project].publish(template_of(values))
+            record = {"project": project, "version": int(version["versionNumber"]), "time": time.time(), "mode": mode,
+                      "changed": list(changed), "polling": True, "redeliver": redeliver, "avoid": avoid, "values": dict(values)}
+            self.recorded(record)
+        return self.announce(record, version, rng)
+
+    def rollback(self, project, via, rng, redeliver=False, send_rng=None):
+        """Rolls `project` back in Remote Config to one of its ten versions before the current one (drawn by `rng`; the
+        current one itself while it has no other): a new version whose template is that one's, announced by a
+        CloudEvent (`via`: binary or structured). Its change is what differs between the current template and that
+        one's (none: the whole audience)."""
+        with self.publishing:
+            kept = sorted(self.templates[project])
+            earlier = kept[:-1][-10:] or kept[-1:]
+            number = rng.choice(earlier)
+            before, after = self.values[project], self.templates[project][number]
+            version = self.emulators[project].rollback(number)
+            record = {"project": project, "version": int(version["versionNumber"]), "time": time.time(), "mode": "rollback",
+                      "via": via, "rollback_of": number, "changed": changed_between(before, after), "polling": True,
+                      "redeliver": redeliver, "avoid": None, "values": dict(after)}
+            self.values[project] = dict(after)
+            self.recorded(record)
+        return self.announce(record, version, send_rng)
+
+    def recorded(self, record):
+        """A publish made: its values kept for later rollbacks, its record added, waiting faults woken."""
+        self.templates[record["project"]][record["version"]] = dict(record["values"])
         with self.lock:
             self.publishes.append(record)
         with self.published:
             self.published.notify_all()
-        if mode != "poll":
-            sender = threading.Thread(target=guarded, args=(self.errors, self.lock, f"sender of {project} v{version['versionNumber']}",
-                                                           self.send, record, version, rng), daemon=True)
-            with self.lock:
-                self.senders.append(sender)
-            sender.start()
+
+    def announce(self, record, version, rng=None):
+        """Starts the publish's sender (none for a version left for the poller)."""
+        if record["mode"] != "poll":
+            self.start_sender(f"sender of {record['project']} v{version['versionNumber']}", self.send, record, version,
+                              rng or random.Random())
         return record
+
+    def start_sender(self, name, work, *args):
+        """A sender's thread (guarded: one that dies fails the campaign), which the end's quiet waits for."""
+        sender = threading.Thread(target=guarded, args=(self.errors, self.lock, name, work, *args), daemon=True)
+        with self.lock:
+            self.senders.append(sender)
+        sender.start()
 
     def body(self, record, version, msg_id):
         project = record["project"]
-        if record["mode"] == "bare":
+        how = record.get("via") or record["mode"]  # a rollback's announcement: binary or structured
+        if how == "bare":
             return {"Content-Type": "application/json"}, json.dumps(version).encode()
         event = CloudEvent({"type": UPDATED, "source": f"//firebaseremoteconfig.googleapis.com/projects/{project}",
                             "id": f"ce-{msg_id}", "datacontenttype": "application/json"}, version)
-        message = (to_binary_event if record["mode"] == "binary" else to_structured_event)(event)
+        message = (to_binary_event if how == "binary" else to_structured_event)(event)
         return dict(message.headers), message.body
 
     def target(self, rng, avoid=None):
@@ -1152,7 +1278,10 @@ class Campaign:
         if record["redeliver"] and first is not None:
             self.deliver(record, version, msg_id, rng, avoid=first)
 
-    def deliver(self, record, version, msg_id, rng, avoid=None):
+    def deliver(self, record, version, msg_id, rng, avoid=None, answers=None):
+        """Delivers one signed webhook until it is answered 200/202 or refused; each answer goes to `answers` (the
+        campaign's, by default)."""
+        answers = self.answers if answers is None else answers
         session = requests.Session()
         if self.proxy:
             session.verify = self.proxy["cert"]
@@ -1174,7 +1303,7 @@ class Campaign:
                 answer.update(status=None, error=type(error).__name__, time=time.time())
                 response = None
             with self.lock:
-                self.answers.append(answer)
+                answers.append(answer)
             if response is not None and response.status_code in (200, 202):
                 return name
             if response is not None and 400 <= response.status_code < 500 and response.status_code != 429:
@@ -1186,27 +1315,40 @@ class Campaign:
         return None
 
     def publisher(self, until):
-        """The stream of publishes: every 0.5-3 s a project's template changes, announced as `next_publish` says; 15 %
-        of the webhooks are redelivered to another replica. It goes on past `until` until the plan is dealt."""
+        """The stream of publishes: every 0.5-3 s a project's template changes (or is rolled back), announced as
+        `next_publish` says; 15 % of the webhooks are redelivered to another replica. It goes on past `until` until the
+        plan is dealt."""
         rng = random.Random(f"{self.seed}/publish")
         while not self.stopping.wait(rng.uniform(0.5, 3.0)) and self.streaming(until):
             project, mode = self.next_publish(rng)
             changed = rng.choice(CHANGES)
-            self.publish(project, changed, mode, redeliver=mode != "poll" and rng.random() < 0.15,
-                         rng=random.Random(f"{self.seed}/send/{project}/{rng.random()}"))
+            redeliver = mode != "poll" and rng.random() < 0.15
+            send_rng = random.Random(f"{self.seed}/send/{project}/{rng.random()}")
+            if mode == "rollback":
+                self.rollback(project, rng.choice(["binary", "structured"]), rng, redeliver=redeliver, send_rng=send_rng)
+            else:
+                self.publish(project, changed, mode, redeliver=redeliver, rng=send_rng)
 
     def next_publish(self, rng):
         """(project, mode) of the next publish. First the mode deck: a bare version to the first project (a bare
-        version names no project), any other mode to a project not yet published to while there is one. Then at
-        random: a random project (one not yet published to first), 80 % announced by a webhook (bare, binary or
-        structured on the first project, binary or structured on the others), 20 % left for the poller."""
+        version names no project), a rollback to a project published to already, any other mode to a project not yet
+        published to while there is one. Then at random: a random project (one not yet published to first), 18 % left
+        for the poller, 10 % rolled back, the rest announced by a webhook (bare, binary or structured on the first
+        project, binary or structured on the others)."""
         fresh = self.unpublished()
         if self.mode_deck:
             mode = self.mode_deck.pop(0)
-            return (self.projects[0] if mode == "bare" else rng.choice(fresh or self.projects)), mode
+            if mode == "bare":
+                return self.projects[0], mode
+            if mode == "rollback":
+                return rng.choice([p for p in self.projects if p not in fresh] or self.projects), mode
+            return rng.choice(fresh or self.projects), mode
         project = rng.choice(fresh or self.projects)
-        if rng.random() < 0.2:
+        draw = rng.random()
+        if draw < 0.18:
             return project, "poll"
+        if draw < 0.28:
+            return project, "rollback"
         if project == self.projects[0]:
             return project, rng.choice(["bare", "binary", "structured"])
         return project, rng.choice(["binary", "structured"])
@@ -1359,11 +1501,12 @@ class Campaign:
                                     timeout=timeout)
             return next((p for p in self.publishes[count:] if wanted(p)), None)
 
-    # The plan's faults by weight, once the deck is dealt. `kill_mid_wave` and `kill_mid_poll` are flavours of `kill`
-    # (logged `kill`); `term` is a rolling restart (one `term` logged per replica).
+    # The plan's faults (and operator acts) by weight, once the deck is dealt. `kill_mid_wave` and `kill_mid_poll` are
+    # flavours of `kill` (logged `kill`); `term` is a rolling restart (one `term` logged per replica).
     FAULTS = [("kill", 3), ("kill_mid_wave", 2), ("kill_mid_poll", 1), ("kill_after_unannounced", 1), ("pause", 3),
               ("pause_waking_into_db_stall", 1), ("freeze_while_the_lease_moves", 1), ("term", 1), ("pg_pause", 2),
-              ("pg_restart", 1), ("fcm_503", 2), ("fcm_429", 1), ("rc_503", 1), ("rc_slow", 1), ("fcm_slow", 1)]
+              ("pg_restart", 1), ("fcm_503", 2), ("fcm_429", 1), ("rc_503", 1), ("rc_slow", 1), ("fcm_slow", 1),
+              ("operator_send", 1), ("outlier", 1), ("operator_send_then_restart", 1)]
 
     def scheduler(self, until):
         """The seeded fault plan: a fault every 2-7 s, first each kind of the deck once (in its seeded order), then
@@ -1439,6 +1582,67 @@ class Campaign:
             self.inject(kind, project, {"endpoint": "remoteConfig", "latencyMs": rng.randint(1000, 4000), "count": rng.randint(1, 3)})
         elif kind == "fcm_slow":
             self.inject(kind, project, {"latencyMs": rng.randint(500, 2000), "count": rng.randint(2, 8)})
+        elif kind == "operator_send":
+            self.operator_send(project, rng, kind, rng.choice(self.replicas))
+        elif kind == "outlier":
+            self.outlier(rng, kind)
+        elif kind == "operator_send_then_restart":
+            self.operator_send_then_restart(project, rng)
+
+    # -- operators and odd senders ---------------------------------------------------------------------------------
+
+    def operator_send(self, project, rng, act, replica):
+        """An operator's `POST /admin/send` of a far version (FAR and a seeded number below it) on route `plain` to
+        `replica`; asked again (at most 5 times, a second apart) after a connection error or a 5xx. Recorded in the
+        `operator` list with every answer (status, the pings' outcomes)."""
+        version = FAR + rng.randrange(FAR)
+        entry = {"act": act, "kind": "send", "project": project, "version": version, "route": "plain", "target": replica.name,
+                 "time": time.time(), "answers": []}
+        with self.lock:
+            self.operator.append(entry)
+        body = {"project": project, "version": {"versionNumber": str(version)}, "route": "plain"}
+        for _ in range(5):
+            try:
+                response = requests.post(replica.url + "/admin/send", json=body, headers={"Authorization": f"Bearer {ADMIN}"},
+                                         timeout=120)
+                answer = {"status": response.status_code, "time": time.time()}
+                try:
+                    answer["outcome"] = ",".join(d.get("status", "?") for d in response.json().get("deliveries", [])) or "none"
+                except (ValueError, AttributeError):
+                    answer["body"] = response.text[:500]
+            except requests.RequestException as error:
+                answer = {"status": None, "error": type(error).__name__, "time": time.time()}
+            with self.lock:
+                entry["answers"].append(answer)
+            if answer["status"] is not None and answer["status"] < 500:
+                break
+            time.sleep(1)
+        return entry
+
+    def outlier(self, rng, act):
+        """An odd sender's signed bare version 9223372036854775807 (the first project's: a bare version names no
+        project), to a random replica as a sender delivers a webhook (retried until 200/202), in the background. The
+        relay relays it and moves no mark (docs/webhook.md, version numbers)."""
+        project = self.projects[0]
+        entry = {"act": act, "kind": "outlier", "project": project, "version": OUTLIER, "route": None, "time": time.time(),
+                 "answers": []}
+        with self.lock:
+            self.operator.append(entry)
+        record = {"project": project, "version": OUTLIER, "mode": "bare", "avoid": None}
+        msg_id = f"msg_outlier_{rng.getrandbits(32):08x}"
+        self.start_sender(f"outlier sender of {project}", self.deliver, record, {"versionNumber": OUTLIER}, msg_id,
+                          random.Random(f"{self.seed}/outlier/{msg_id}"), None, entry["answers"])
+
+    def operator_send_then_restart(self, project, rng):
+        """The far-version silence of issue #49: an operator's far send to the project's holder, that holder restarted
+        at once (SIGTERM, waited, started again), then a real version announced by a webhook and one left for the
+        poller, both of which must still be pinged."""
+        holder = self.holders().get(project) or rng.choice(self.replicas)
+        self.operator_send(project, rng, "operator_send_then_restart", holder)
+        self.term(holder, f"holder of {project}, right after an operator's far send")
+        self.publish(project, rng.choice(CHANGES), rng.choice(["binary", "structured"]),
+                     rng=random.Random(f"{self.seed}/send/{project}/{rng.random()}"))
+        self.publish(project, rng.choice(CHANGES), "poll")
 
     # -- the end ---------------------------------------------------------------------------------------------------
 
@@ -1500,7 +1704,8 @@ class Campaign:
     def collect(self, outcome, plan):
         """The campaign's record (campaign.json, what `check` reads): `plan` is "seeded" (the random publisher and
         scheduler, held to the minimum) or "script" (a test's fixed sequence); `sends` and `leases` are every
-        replica process's log lines (parse_log); `operator` the versions sent through the admin API (none)."""
+        replica process's log lines (parse_log); `operator` what operators and odd senders did (an admin send of a
+        far version, an outlier's webhook: act, kind, project, version, route, target, time, every answer)."""
         messages, sends, leases = [], [], []
         for project in self.projects:
             messages += self.emulators[project].messages()
@@ -1512,7 +1717,7 @@ class Campaign:
                 "projects": self.projects, "publishes": self.publishes,
                 "answers": sorted(self.answers, key=lambda a: a["time"]), "faults": self.faults, "messages": messages,
                 "sends": sorted(sends, key=lambda s: s["start"]), "leases": sorted(leases, key=lambda l: l["time"]),
-                "operator": [], "outcome": outcome, "directory": str(self.directory)}
+                "operator": self.operator, "outcome": outcome, "directory": str(self.directory)}
 
     def stop(self):
         self.stopping.set()

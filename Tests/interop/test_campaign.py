@@ -479,6 +479,159 @@ def test_a_replicas_log_becomes_its_sends_and_leases():
                        "time": campaign.epoch("2026-11-29T08:28:09.454Z")}]
 
 
+# -- operators and odd senders -------------------------------------------------------------------------------------
+
+FAR = campaign.FAR + 4242
+
+
+def operator_act(kind, version, at, act=None, status=200, outcome="accepted"):
+    """What the campaign records of an operator's act `at` seconds after T0: an admin send (`send`, route plain) or an
+    outlier's webhook (`outlier`, every route), answered `status`."""
+    act = act or ("operator_send" if kind == "send" else "outlier")
+    answered = {"status": status, "time": T0 + at + 0.1, **({"outcome": outcome} if kind == "send" else {})}
+    return {"act": act, "kind": kind, "project": PROJECT, "version": version, "route": "plain" if kind == "send" else None,
+            "target": "replica-1", "time": T0 + at, "answers": [answered]}
+
+
+def far_between(real_after=True):
+    """Versions 2 and 3 delivered; between them an operator's far send to PUSH_RC (twice: asked again) and an
+    outlier's pings to every route, all recorded after version 2's and before version 3's (if `real_after`)."""
+    publishes = [publish(2, 0), publish(3, 10)]
+    messages = full_delivery(2, 1) + [ping("plain", "PUSH_RC", FAR, 6), ping("plain", "PUSH_RC", FAR, 6.5)]
+    messages += full_delivery(campaign.OUTLIER, 7)
+    if real_after:
+        messages += full_delivery(3, 11)
+    operator = [operator_act("send", FAR, 5.9), operator_act("outlier", campaign.OUTLIER, 6.9)]
+    return history(messages, publishes, operator=operator)
+
+
+def test_an_operators_far_send_and_an_outliers_pings_between_two_real_versions_are_no_trouble():
+    # Far beyond version 3, recorded before it, one of them twice: none is stale, newest, a duplicate or a wave's.
+    record = far_between()
+    failed, checks = failures(record)
+    assert failed == set()
+    ok, text = printed(checks, record)
+    assert "operator acts        2: operator_send 1, outlier 1" in text
+
+
+def test_a_real_version_after_an_operators_far_send_that_never_reached_fcm_is_still_lost():
+    # Version 3 was acknowledged and never pinged; the far pings (recorded before and after it) cover nothing.
+    record = far_between(real_after=False)
+    record["messages"].append(ping("plain", "PUSH_RC", FAR, 12))
+    record["sends"] = [send(m) for m in record["messages"]]
+    record["operator"].append(operator_act("send", FAR, 11.9))
+    failed, checks = failures(record)
+    assert {("lost", route["name"]) for route in ROUTES} <= failed
+    assert {("newest", route["name"]) for route in ROUTES} <= failed
+    assert not {invariant for invariant, _ in failed} - {"lost", "newest", "waves"}
+    assert "version 3 (acknowledged, changed ['default']) never reached PUSH_RC" in " / ".join(
+        text for c in checks for _, text in c.problems)
+
+
+def test_a_far_version_nobody_says_they_sent_is_unknown():
+    record = far_between()
+    record["operator"] = record["operator"][1:]  # the outlier only: the far send is nobody's
+    failed, checks = failures(record)
+    assert ("known", "plain") in failed
+    assert f"carries version {FAR}, which the campaign never published" in " / ".join(text for c in checks for _, text in c.problems)
+    # Nor is an outlier another project's: a bare version is the first project's.
+    record = far_between()
+    record["operator"][1]["project"] = "q"
+    assert {("known", route["name"]) for route in ROUTES} <= failures(record)[0]
+
+
+def test_an_operators_send_must_be_answered_and_reach_its_route():
+    record = far_between()
+    record["messages"] = [m for m in record["messages"] if m["message"]["data"]["CONFIG_VERSION"] != str(FAR)]
+    record["sends"] = [send(m) for m in record["messages"]]
+    failed, checks = failures(record)
+    assert failed == {("lost", "operators and odd senders")}
+    assert f"operator_send of version {FAR} (answered 200) never reached PUSH_RC on route plain" in next(c for c in checks if not c.ok).problems[0][1]
+    record = far_between()
+    record["operator"][0]["answers"] = [{"status": None, "error": "ConnectionError", "time": T0 + 6}]
+    assert failures(record)[0] == {("settled", "operators and odd senders")}
+    record["operator"][0]["answers"] = [{"status": 200, "time": T0 + 6, "outcome": "dead"}]
+    assert failures(record)[0] == {("settled", "operators and odd senders")}
+
+
+def test_an_acknowledged_outlier_reaches_every_routes_whole_audience():
+    record = far_between()
+    shard = f"RC_WAVE_2"
+    record["messages"] = [m for m in record["messages"]
+                          if not (m["message"]["data"]["CONFIG_VERSION"] == str(campaign.OUTLIER) and m["message"].get("topic") == shard)]
+    record["sends"] = [send(m) for m in record["messages"]]
+    failed, checks = failures(record)
+    assert failed == {("lost", "operators and odd senders")}
+    assert f"outlier of version {campaign.OUTLIER} (answered 200) never reached {shard} on route waved" in next(c for c in checks if not c.ok).problems[0][1]
+    # Acknowledged with 202 (kept) is acknowledged too.
+    record = far_between()
+    record["operator"][1]["answers"][0]["status"] = 202
+    assert failures(record)[0] == set()
+
+
+# -- rollbacks -----------------------------------------------------------------------------------------------------
+
+
+def test_a_rollbacks_change_is_what_differs_between_the_current_template_and_the_one_it_rolls_back_to():
+    current = {"default": "hello-0", "ios_ja": "ios_ja-4", "ios_ko": "ios_ko-3"}
+    assert campaign.changed_between(current, {"default": "hello-0", "ios_ja": "ios_ja-2", "ios_ko": "ios_ko-0"}) == ["ios_ja", "ios_ko"]
+    assert campaign.changed_between(current, {**current, "default": "default-1"}) == ["default"]
+    assert campaign.changed_between(current, dict(current)) == []
+    aware = next(r for r in ROUTES if r["name"] == "aware")
+    # Confined to the mapped conditions' values: their topics; the default, or nothing (an identical template, which the
+    # relay pings to the whole audience), the whole topic.
+    assert campaign.required_targets(aware, ["ios_ja", "ios_ko"]) == {"lang_ja", "lang_ko"}
+    assert campaign.required_targets(aware, []) == campaign.required_targets(aware, ["default"]) == {"RC_ALL"}
+
+
+def test_a_rollback_keeps_each_versions_values_and_records_its_change():
+    plan = Campaign(Options(seed=11, directory=None))
+
+    class RemoteConfig:
+        versions = 1
+
+        def publish(self, template):
+            self.versions += 1
+            return {"versionNumber": str(self.versions)}
+
+        def rollback(self, number):
+            self.versions += 1
+            return {"versionNumber": str(self.versions), "updateType": "ROLLBACK", "rollbackSource": str(number)}
+
+    try:
+        project = plan.projects[0]
+        plan.emulators[project] = RemoteConfig()
+        plan.templates[project][1] = dict(plan.values[project])
+        plan.announce = lambda record, version, rng=None: record  # no sender: nothing listens
+        plan.publish(project, ["ios_ja"], "poll")
+        plan.publish(project, ["ios_ko"], "poll")
+        plan.publish(project, ["default"], "poll")
+
+        class Earliest(random.Random):
+            def choice(self, seq):
+                return seq[0]
+
+        back = plan.rollback(project, "binary", Earliest())
+        assert (back["version"], back["mode"], back["via"], back["rollback_of"]) == (5, "rollback", "binary", 1)
+        assert back["changed"] == ["default", "ios_ja", "ios_ko"]
+        assert plan.values[project] == plan.templates[project][1] == plan.templates[project][5] == back["values"]
+        # Then to version 2 (version 1 with the Japanese value changed): its change is that value alone.
+        again = plan.rollback(project, "structured", type("Second", (random.Random,), {"choice": lambda self, seq: seq[1]})())
+        assert again["rollback_of"] == 2 and again["changed"] == ["ios_ja"]
+        assert plan.values[project] == {"default": "hello-0", "ios_ja": "ios_ja-1", "ios_ko": "ko-0"}
+    finally:
+        shutil.rmtree(plan.directory, ignore_errors=True)
+
+
+def test_a_rollback_whose_narrowed_change_missed_a_topic_is_lost():
+    # Version 4 rolls back a Korean change: lang_ko must hear of it; a ping to lang_ja alone does not tell it.
+    publishes = [publish(2, 0, changed=["ios_ko"]), {**publish(3, 10, changed=["ios_ko"], mode="rollback"), "via": "binary", "rollback_of": 1}]
+    messages = full_delivery(2, 1, aware="lang_ko") + full_delivery(3, 11, aware="lang_ja")
+    assert failures(history(messages, publishes))[0] == {("lost", "aware"), ("newest", "aware")}
+    messages = full_delivery(2, 1, aware="lang_ko") + full_delivery(3, 11, aware="lang_ko")
+    assert failures(history(messages, publishes))[0] == set()
+
+
 # -- settled, campaign, the report -------------------------------------------------------------------------------
 
 
@@ -491,11 +644,15 @@ def test_an_unacknowledged_webhook_and_a_noisy_end_fail_the_settled_check():
 
 
 def minimum_met():
-    """Faults of every kind once and publishes of every mode three times: a seeded plan's minimum."""
+    """Faults of every kind once, publishes of every mode three times and each operator act once: a seeded plan's
+    minimum."""
     faults = [fault(kind, 100 + k) for k, kind in enumerate(campaign.FAULT_KINDS)]
     publishes = [publish(2 + k, 3 * k, mode=mode) for k, mode in enumerate(campaign.MODES * 3)]
     messages = [m for p in publishes for m in full_delivery(p["version"], p["time"] - T0 + 1)]
-    return history(messages, publishes, faults=faults, plan="seeded")
+    operator = [operator_act("send", FAR, 4.5), operator_act("outlier", campaign.OUTLIER, 7.5),
+                operator_act("send", FAR + 1, 10.5, act="operator_send_then_restart")]
+    messages += [ping("plain", "PUSH_RC", FAR, 4.6), ping("plain", "PUSH_RC", FAR + 1, 10.6)] + full_delivery(campaign.OUTLIER, 7.6)
+    return history(messages, publishes, faults=faults, plan="seeded", operator=operator)
 
 
 def test_a_seeded_plan_that_met_its_minimum_passes():
@@ -506,12 +663,23 @@ def test_a_seeded_plan_short_of_its_minimum_fails_the_campaign_check_naming_what
     record = minimum_met()
     record["faults"] = [f for f in record["faults"] if f["kind"] != "pg_restart"]
     record["publishes"] = [p for p in record["publishes"] if not (p["mode"] == "poll" and p["version"] > 10)]
-    record["messages"] = [m for m in record["messages"] if int(m["message"]["data"]["CONFIG_VERSION"]) in {p["version"] for p in record["publishes"]}]
-    record["sends"] = [s for s in record["sends"] if s["version"] in {p["version"] for p in record["publishes"]}]
+    sent = {p["version"] for p in record["publishes"]} | {a["version"] for a in record["operator"]}
+    record["messages"] = [m for m in record["messages"] if int(m["message"]["data"]["CONFIG_VERSION"]) in sent]
+    record["sends"] = [s for s in record["sends"] if s["version"] in sent]
     failed, checks = failures(record)
     assert failed == {("campaign", "the plan was carried out")}
     problems = " / ".join(text for c in checks for _, text in c.problems)
     assert "no fault of kind pg_restart" in problems and "mode poll (2)" in problems
+    record = minimum_met()
+    record["publishes"] = [p for p in record["publishes"] if not (p["mode"] == "rollback" and p["version"] > 10)]
+    record["operator"] = [a for a in record["operator"] if a["kind"] != "outlier"]
+    record["messages"] = [m for m in record["messages"]
+                          if int(m["message"]["data"]["CONFIG_VERSION"]) in {p["version"] for p in record["publishes"]} | {FAR, FAR + 1}]
+    record["sends"] = [send(m) for m in record["messages"]]
+    failed, checks = failures(record)
+    assert failed == {("campaign", "the plan was carried out")}
+    problems = " / ".join(text for c in checks for _, text in c.problems)
+    assert "mode rollback (1)" in problems and "no operator act outlier was carried out" in problems
 
 
 def test_each_storage_mode_is_held_to_its_own_minimum():
@@ -523,6 +691,14 @@ def test_each_storage_mode_is_held_to_its_own_minimum():
     failed, checks = failures({**record, "storage": "postgres"})
     assert failed == {("campaign", "the plan was carried out")}
     assert "kill, pause, term, pg_pause, pg_restart" in checks[-1].problems[0][1]
+    # Memory's operator acts are an admin send and an outlier (a restart would lose what memory keeps); the spool and
+    # PostgreSQL restart the holder right after a far send too.
+    record["operator"] = [a for a in record["operator"] if a["act"] != "operator_send_then_restart"]
+    record["messages"] = [m for m in record["messages"] if m["message"]["data"]["CONFIG_VERSION"] != str(FAR + 1)]
+    assert failures({**record, "storage": "memory"})[0] == set()
+    for storage in ("postgres", "spool"):
+        problems = " / ".join(text for c in check({**record, "storage": storage}) for _, text in c.problems)
+        assert "no operator act operator_send_then_restart was carried out" in problems
 
 
 def test_a_project_never_published_to_fails_the_campaign_check():
@@ -570,13 +746,18 @@ def test_a_campaign_thread_that_dies_fails_the_run():
 def test_the_plan_deals_every_fault_kind_and_mode_before_it_draws():
     plan = Campaign(Options(seed=11, directory=None))
     try:
-        assert sorted(plan.fault_deck) == sorted(campaign.FAULT_DECK)
+        deck = campaign.STORAGE_DECKS["postgres"]
+        assert sorted(plan.fault_deck) == sorted(campaign.FAULT_DECK + campaign.OPERATOR_ACTS) == sorted(deck)
         assert sorted(plan.mode_deck) == sorted(campaign.MODES * 3)
-        assert plan.fault_deck == campaign.deal("11/fault-deck", campaign.FAULT_DECK) != campaign.deal("12/fault-deck", campaign.FAULT_DECK)
+        assert plan.fault_deck == campaign.deal("11/fault-deck", deck) != campaign.deal("12/fault-deck", deck)
         rng = random.Random(1)
-        dealt = [plan.next_publish(rng) for _ in range(12)]
+        dealt = [plan.next_publish(rng) for _ in range(len(campaign.MODES) * 3)]
         assert collections.Counter(mode for _, mode in dealt) == {mode: 3 for mode in campaign.MODES}
+        assert "rollback" in campaign.MODES
         assert all(project == plan.projects[0] for project, mode in dealt if mode == "bare")
+        # Every storage mode deals an admin send and an outlier; all but memory a restart right after a far send.
+        assert {storage: campaign.STORAGE_ACTS[storage] for storage in campaign.STORAGES} == {
+            "postgres": campaign.OPERATOR_ACTS, "spool": campaign.OPERATOR_ACTS, "memory": ["operator_send", "outlier"]}
     finally:
         shutil.rmtree(plan.directory, ignore_errors=True)
 
