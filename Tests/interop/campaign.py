@@ -109,6 +109,9 @@ SENDING = "sending ping to FCM"
 OUTCOMES = {"ping accepted by FCM": "accepted", "ping validated by FCM": "validated", "ping will be retried": "retried",
             "ping refused by FCM for good": "refused", "ping is dead: retries ran out": "dead"}
 LEASE_TAKEN = "project lease taken"
+# The line an operator's `POST /admin/send` logs first, with its project and version: its pings' `sending ping to FCM`
+# lines carry its request_id but neither of those, so a send of it takes them from this line.
+ADMIN_SEND = "admin send"
 # What the report counts and lists, in its order.
 RULES = ["A", "B-fault", "B-same-replica", "C", "covers-wider"]
 INVARIANTS = ["lost", "newest", "duplicates", "waves", "stale", "known", "settled", "campaign"]
@@ -187,15 +190,19 @@ def parse_log(process, pid, lines):
     """One replica process's log lines as (sends, leases). Each `sending ping to FCM` line is a send (process name,
     pid, replica id, project, route, audience, version, delivery_id, attempt, start, line: its place in the log) with
     the outcome of the later line of the same delivery_id and attempt (kind, end, fcm_message), or outcome None: the
-    process ended with the request under way. Each `project lease taken` line is a lease (process, pid, replica,
-    project, epoch, time), the process's own when the line names no replica."""
-    sends, leases, under_way = [], [], {}
+    process ended with the request under way. A send of an operator's `admin send` takes its project and version from
+    that line (by request_id). Each `project lease taken` line is a lease (process, pid, replica, project, epoch,
+    time), the process's own when the line names no replica."""
+    sends, leases, under_way, asked = [], [], {}, {}
     for index, line in enumerate(lines):
         entry = json_line(line)
         if entry is None or "ts" not in entry:
             continue
         said, at = entry.get("msg", ""), epoch(entry["ts"])
-        if said == SENDING:
+        if said == ADMIN_SEND and entry.get("request_id"):
+            asked[entry["request_id"]] = entry
+        elif said == SENDING:
+            entry = {**asked.get(entry.get("request_id"), {}), **entry}
             send = {"process": process, "pid": pid, "replica": entry.get("replica", ""), "project": entry.get("project"),
                     "route": entry.get("route", "?"), "audience": entry.get("audience", "?"),
                     "version": as_version(entry.get("version")), "delivery_id": entry.get("delivery_id"),

@@ -475,6 +475,15 @@ def test_a_replicas_log_becomes_its_sends_and_leases():
     assert [(s["route"], s["attempt"], s["outcome"], s["fcm_message"]) for s in sends] == [
         ("waved@0", 1, "accepted", "projects/p/messages/9"), ("plain", 2, None, None)]
     assert campaign.route_name(sends[0]["route"]) == "waved"
+    # An operator's send: its pings' lines name neither project nor version; its `admin send` line, by request_id, does.
+    admin = [
+        '{"ts":"2026-11-29T09:26:17.168Z","level":"notice","msg":"admin send","project":"p","request_id":"r7","routes":"plain",'
+        '"version":"1725533"}\n',
+        '{"ts":"2026-11-29T09:26:17.169Z","level":"debug","msg":"sending ping to FCM","attempt":"1","audience":"PUSH_RC",'
+        '"delivery_id":"d-9","replica":"vm/28188/3","request_id":"r7","route":"plain"}\n',
+    ]
+    sent, _ = campaign.parse_log("replica-0", 28188, admin)
+    assert [(s["project"], s["version"], s["route"], s["outcome"]) for s in sent] == [("p", 1725533, "plain", None)]
     assert leases == [{"process": "replica-0", "pid": 4597, "replica": "", "project": "p", "epoch": 3,
                        "time": campaign.epoch("2026-11-29T08:28:09.454Z")}]
 
