@@ -113,7 +113,7 @@ LEASE_TAKEN = "project lease taken"
 # lines carry its request_id but neither of those, so a send of it takes them from this line.
 ADMIN_SEND = "admin send"
 # What the report counts and lists, in its order.
-RULES = ["A", "B-fault", "B-same-replica", "C", "covers-wider"]
+RULES = ["A", "B-fault", "B-same-replica", "C", "covers-wider", "reverted"]
 INVARIANTS = ["lost", "newest", "duplicates", "waves", "stale", "known", "settled", "campaign"]
 
 # The routes every project has, as plain data the checker reads too. Each message carries its route in data.ROUTE
@@ -130,6 +130,8 @@ OVERTIME = 300
 # What a publish changes in the template: a conditional value of a mapped condition (the aware route narrows), both,
 # or the default (everyone).
 CHANGES = [["ios_ja"], ["ios_ko"], ["ios_ja", "ios_ko"], ["default"]]
+# A template's values, as the campaign keeps them per version: the default and each mapped condition's value.
+VALUES = ["default", "ios_ja", "ios_ko"]
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -276,6 +278,50 @@ def covers(route, wider, narrower):
     return targets_of(narrower) <= targets_of(wider)
 
 
+def parts_of(route, target):
+    """The parts of a target topic's devices that the route's audiences reach whole, each with the values its devices
+    read: on a change-aware route, each mapped topic's (the default and its condition's value) and, for its whole
+    topic, the rest of it too (the default alone: named by the topic itself); on any other route the topic's (every
+    value)."""
+    audience = route.get("audience") or {}
+    mapped = {topic: condition for condition, topic in audience.items()}
+    if not audience:
+        return [(target, VALUES)]
+    if target in mapped:
+        return [(target, ["default", mapped[target]])]
+    return [(topic, ["default", condition]) for topic, condition in sorted(mapped.items())] + [(target, ["default"])]
+
+
+def values_at(timeline, initial, t):
+    """The values of the template current at `t`: the latest publish recorded by then (`timeline`, in time order), or
+    the project's initial values."""
+    current = initial
+    for publish in timeline:
+        if publish["time"] > t:
+            break
+        current = publish["values"]
+    return current
+
+
+def reverted(route, publish, target, pings, timeline, initial):
+    """Whether what `publish` changed for `target`'s devices was undone before they were told (rule "reverted"): for
+    each part of them (parts_of), the values they read are, in this version or a later one published before any ping
+    reached them again, what they were in the template current when a ping last reached them before this version was
+    published (a ping makes devices fetch the template current then; none: the initial one). `pings` are every ping of
+    the route, an operator's and an outlier's too. Never when a publish's values are unknown (an older record)."""
+    if initial is None or any("values" not in p for p in timeline):
+        return False
+    for part, keys in parts_of(route, target):
+        reached = [p["time"] for p in pings if covers(route, p["audience"], part)]
+        before = [t for t in reached if t < publish["time"]]
+        told = values_at(timeline, initial, before[-1]) if before else initial
+        again = min((t for t in reached if t >= publish["time"]), default=float("inf"))
+        if not any(later["version"] >= publish["version"] and later["time"] < again
+                   and all(later["values"][k] == told[k] for k in keys) for later in timeline):
+            return False
+    return True
+
+
 # -- the rules: what excuses a ping, and nothing else ---------------------------------------------------------------
 
 
@@ -360,6 +406,10 @@ class Check:
     def excuse(self, rule, ping):
         self.excused.append((rule, (ping["project"], ping["seq"])))
 
+    def excuse_target(self, rule, publish, route, target):
+        """A version's obligation to a target met by `rule` (not a ping: counted by project, route, version, target)."""
+        self.excused.append((rule, (publish["project"], route["name"], publish["version"], target)))
+
     @property
     def ok(self):
         return not self.problems
@@ -419,6 +469,7 @@ def check(record):
     checks = []
     for project in projects:
         published = sorted((p for p in record["publishes"] if p["project"] == project), key=lambda p: p["version"])
+        timeline = sorted(published, key=lambda p: p["time"])
         mine = [p for p in pings if p["project"] == project]
         versions = versions_of(record, project)
         # An operator's send or an outlier's ping says nothing of what the project's devices were told last and makes
@@ -427,8 +478,9 @@ def check(record):
         for route in routes:
             routed = sorted((p for p in mine if p["route"] == route["name"]), key=lambda p: p["seq"])
             real = [p for p in routed if p["version"] not in aside]
-            checks.append(check_lost(project, route, published, real, acked))
-            checks.append(check_newest(project, route, published, real, faults))
+            undone = (routed, timeline, (record.get("initial") or {}).get(project))
+            checks.append(check_lost(project, route, published, real, acked, undone))
+            checks.append(check_newest(project, route, published, real, faults, undone))
             checks.append(check_duplicates(project, route, real, faults, leases))
             checks.append(check_stale(project, route, real, faults))
             if "waves" in route:
@@ -443,9 +495,11 @@ def check(record):
     return checks
 
 
-def check_lost(project, route, published, routed, acked):
+def check_lost(project, route, published, routed, acked, undone=None):
     """Nothing acknowledged is lost: each version acknowledged (200/202), or left for the poller on a project that
-    polls, reaches every topic it must reach with a ping carrying it or a newer version."""
+    polls, reaches every topic it must reach with a ping carrying it or a newer version, unless its change there was
+    undone before that topic's devices were told (`undone`: the route's every ping, the publishes in time order and
+    the initial values, for `reverted`)."""
     result = Check("lost", project, route["name"])
     for publish in published:
         version = publish["version"]
@@ -453,14 +507,18 @@ def check_lost(project, route, published, routed, acked):
             continue  # never acknowledged and no poller to find it: nobody promised anything
         for target in sorted(required_targets(route, publish["changed"])):
             if not any(p["version"] >= version and covers(route, p["audience"], target) for p in routed):
+                if undone and reverted(route, publish, target, *undone):
+                    result.excuse_target("reverted", publish, route, target)
+                    continue
                 why = "acknowledged" if (project, version) in acked else "left for the poller"
                 result.fail(publish["time"], f"version {version} ({why}, changed {publish['changed']}) never reached {target}")
     return result
 
 
-def check_newest(project, route, published, routed, faults):
-    """The newest version arrives: it reaches every topic it must reach, and is the last ping to each audience it
-    reached (an older ping rule B excuses aside)."""
+def check_newest(project, route, published, routed, faults, undone=None):
+    """The newest version arrives: it reaches every topic it must reach (unless its change there was undone before
+    that topic's devices were told: `reverted`), and is the last ping to each audience it reached (an older ping rule
+    B excuses aside)."""
     result = Check("newest", project, route["name"])
     if not published:
         return result
@@ -468,6 +526,9 @@ def check_newest(project, route, published, routed, faults):
     version = newest["version"]
     for target in sorted(required_targets(route, newest["changed"])):
         if not any(p["version"] == version and covers(route, p["audience"], target) for p in routed):
+            if undone and reverted(route, newest, target, *undone):
+                result.excuse_target("reverted", newest, route, target)
+                continue
             last = [p["version"] for p in routed if covers(route, p["audience"], target)][-1:]
             result.fail(newest["time"], f"newest version {version} never reached {target} (its last ping: {last or 'none'})")
     for audience in sorted({p["audience"] for p in routed if p["version"] == version}):
@@ -1014,9 +1075,6 @@ def template_of(values):
     }
 
 
-VALUES = ["default", "ios_ja", "ios_ko"]
-
-
 def changed_between(before, after):
     """What a template's values changed from `before` to `after` (dicts of VALUES): the keys whose value differs, in
     VALUES's order; none (the whole audience: the templates differ in nothing) when they are the same."""
@@ -1040,6 +1098,7 @@ class Campaign:
         # Each version's values per project (a rollback's change is what differs between the current template and the
         # one it rolls back to), and a lock that makes each publish's values, its version and its record one step.
         self.templates = {p: {} for p in self.projects}
+        self.initial = {p: dict(values) for p, values in self.values.items()}  # version 1's
         self.publishing = threading.Lock()
         self.operator = []  # what operators and odd senders did (OPERATOR_ACTS), as the record's `operator` list
         self.cluster = self.front = self.google = self.proxy = None
@@ -1724,7 +1783,7 @@ class Campaign:
                 "projects": self.projects, "publishes": self.publishes,
                 "answers": sorted(self.answers, key=lambda a: a["time"]), "faults": self.faults, "messages": messages,
                 "sends": sorted(sends, key=lambda s: s["start"]), "leases": sorted(leases, key=lambda l: l["time"]),
-                "operator": self.operator, "outcome": outcome, "directory": str(self.directory)}
+                "initial": self.initial, "operator": self.operator, "outcome": outcome, "directory": str(self.directory)}
 
     def stop(self):
         self.stopping.set()

@@ -213,7 +213,7 @@ def test_a_healthy_history_passes():
     assert failed == set()
     ok, text = printed(checks, record)
     assert ok and text.rstrip().endswith(f"{len(checks)} passed, 0 failed")
-    assert "excused              A 0, B-fault 0, B-same-replica 0, C 0, covers-wider 0" in text
+    assert "excused              A 0, B-fault 0, B-same-replica 0, C 0, covers-wider 0, reverted 0" in text
     assert "violations           lost 0, newest 0, duplicates 0, waves 0, stale 0, known 0, settled 0, campaign 0" in text
 
 
@@ -639,6 +639,51 @@ def test_a_rollback_whose_narrowed_change_missed_a_topic_is_lost():
     assert failures(history(messages, publishes))[0] == {("lost", "aware"), ("newest", "aware")}
     messages = full_delivery(2, 1, aware="lang_ko") + full_delivery(3, 11, aware="lang_ko")
     assert failures(history(messages, publishes))[0] == set()
+
+
+INITIAL = {"default": "d0", "ios_ja": "j0", "ios_ko": "k0"}
+
+
+def valued(version, at, values, changed, mode="binary", rollback_of=None):
+    """A publish with the values of its template (the campaign keeps them: what a later rollback restores)."""
+    record = {**publish(version, at, changed=changed, mode=mode), "values": values}
+    if rollback_of:
+        record.update(mode="rollback", via="binary", rollback_of=rollback_of)
+    return record
+
+
+def test_a_change_undone_before_its_devices_were_told_is_not_lost():
+    # Version 2 changed the Japanese value and was pinged to lang_ja. Version 3, left for the poller, changed the Korean
+    # value; before any poll, version 4 rolled back to version 1. The relay compares 4 with the last version relayed,
+    # 2 (3 never was: configuration.md), so it pings lang_ja alone: lang_ko's devices, last told at version 1, read the
+    # same values in 4 as then. Neither 3 (never pinged) nor 4 owes lang_ko a ping.
+    publishes = [valued(2, 0, {**INITIAL, "ios_ja": "j2"}, ["ios_ja"]),
+                 valued(3, 10, {**INITIAL, "ios_ja": "j2", "ios_ko": "k3"}, ["ios_ko"], mode="poll"),
+                 valued(4, 11, dict(INITIAL), ["ios_ja", "ios_ko"], rollback_of=1)]
+    messages = full_delivery(2, 1, aware="lang_ja") + full_delivery(4, 12, aware="lang_ja")
+    record = history(messages, publishes, answers=[answer(2, 0.5), answer(4, 11.5)], initial={PROJECT: INITIAL})
+    assert failures(record)[0] == set()
+    assert excused(record)["reverted"] == 2  # 3 and 4 to lang_ko
+    # Without the values (an older record) nothing is excused: the strict reading.
+    older = history(messages, [{k: v for k, v in p.items() if k != "values"} for p in publishes],
+                    answers=[answer(2, 0.5), answer(4, 11.5)], initial={PROJECT: INITIAL})
+    assert failures(older)[0] == {("lost", "aware"), ("newest", "aware")}
+
+
+def test_a_rollback_that_skips_devices_told_of_the_version_before_it_is_caught():
+    # Version 3 changed the default and reached the whole topic (everyone fetched it); version 4 rolled back to version
+    # 1, undoing it, but went to lang_ja alone (its change measured from version 2, as if 3 had not been relayed): the
+    # rest of RC_ALL's devices still read version 3's default.
+    publishes = [valued(2, 0, {**INITIAL, "ios_ja": "j2"}, ["ios_ja"]),
+                 valued(3, 10, {**INITIAL, "default": "d3", "ios_ja": "j2"}, ["default"]),
+                 valued(4, 11, dict(INITIAL), ["default", "ios_ja"], rollback_of=1)]
+    messages = full_delivery(2, 1, aware="lang_ja") + full_delivery(3, 10.1) + full_delivery(4, 12, aware="lang_ja")
+    record = history(messages, publishes, initial={PROJECT: INITIAL})
+    failed, checks = failures(record)
+    assert failed == {("lost", "aware"), ("newest", "aware")}
+    assert "newest version 4 never reached RC_ALL (its last ping: [3])" in " / ".join(text for c in checks for _, text in c.problems)
+    # Nothing excuses it: told of version 3, they read d3, and version 4's d0 is news to them.
+    assert excused(record)["reverted"] == 0
 
 
 # -- settled, campaign, the report -------------------------------------------------------------------------------
