@@ -65,7 +65,7 @@ FAULT_DECK = ["kill", "kill_mid_wave", "kill_mid_poll", "kill_after_unannounced"
 # operator's `POST /admin/send` of a far version (1,000,000 and more) to a random replica; an odd sender's signed bare
 # version 9223372036854775807, an outlier (docs/webhook.md, version numbers); and an operator's far send to a project's
 # holder followed at once by a graceful restart of that holder (SIGTERM, waited, started again) and a real version
-# announced by a webhook and one left for the poller, which must still be pinged (issue #49: the far version that
+# announced by a webhook and one left for the poller, which must still reach their topics (issue #49: the far version that
 # silenced a project). Each is recorded in the record's `operator` list under its act.
 OPERATOR_ACTS = ["operator_send", "outlier", "operator_send_then_restart"]
 # The far versions: an operator's send is FAR plus a seeded number below FAR; an outlier is int64's largest.
@@ -1702,7 +1702,7 @@ class Campaign:
     def operator_send_then_restart(self, project, rng):
         """The far-version silence of issue #49: an operator's far send to the project's holder, that holder restarted
         at once (SIGTERM, waited, started again), then a real version announced by a webhook and one left for the
-        poller, both of which must still be pinged."""
+        poller, each of which must still reach its topics (`lost`: a ping carrying it or a newer version)."""
         holder = self.holders().get(project) or rng.choice(self.replicas)
         self.operator_send(project, rng, "operator_send_then_restart", holder)
         self.term(holder, f"holder of {project}, right after an operator's far send")
