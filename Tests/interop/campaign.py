@@ -65,8 +65,8 @@ FAULT_DECK = ["kill", "kill_mid_wave", "kill_mid_poll", "kill_after_unannounced"
 # operator's `POST /admin/send` of a far version (1,000,000 and more) to a random replica; an odd sender's signed bare
 # version 9223372036854775807, an outlier (docs/webhook.md, version numbers); and an operator's far send to a project's
 # holder followed at once by a graceful restart of that holder (SIGTERM, waited, started again) and a real version
-# announced by a webhook and one left for the poller, which must still reach their topics (issue #49: the far version that
-# silenced a project). Each is recorded in the record's `operator` list under its act.
+# announced by a webhook and one left for the poller, which must still reach their topics (issue #49: the far version
+# that silenced a project). Each is recorded in the record's `operator` list under its act.
 OPERATOR_ACTS = ["operator_send", "outlier", "operator_send_then_restart"]
 # The far versions: an operator's send is FAR plus a seeded number below FAR; an outlier is int64's largest.
 FAR = 1_000_000
