@@ -204,3 +204,26 @@ private let languages = ["ios_ja": "lang_ja", "early_adopters": "early"]
     #expect(TemplateChange.known(TemplateDiff(from: try template(), to: reordered)).changedParameters == nil)
     #expect(TemplateChange.unknown("down").changedParameters == nil)
 }
+
+/// Issue #49: a rollback measured from the last version relayed alone (its delivery of N−1 not settled yet) missed
+/// the devices told of N−1. Measured from both and merged, it reaches what it changed from either.
+@Test func aChangeMeasuredFromTwoVersionsIsWhatItChangedFromEither() throws {
+    let relayed = try template()
+    let previous = try template { object in
+        conditional(&object, "welcome_message", "ios_ja", "おはよう")
+        conditional(&object, "welcome_message", "early_adopters", "hi early")
+    }
+    let rollback = try template { object in conditional(&object, "welcome_message", "early_adopters", "back again") }
+    let fromRelayed = TemplateDiff(from: relayed, to: rollback)
+    #expect(fromRelayed.confinedToConditions == ["early_adopters"], "from the last version relayed alone: Japanese devices are missed")
+    let merged = fromRelayed.merged(with: TemplateDiff(from: previous, to: rollback))
+    #expect(merged.confinedToConditions == ["early_adopters", "ios_ja"])
+    #expect(merged.changedParameterNames == ["welcome_message"])
+    // A parameter added in one and changed in the other is added: its values reach anyone.
+    let added = try template { object in setParameter(&object, "banner", ["defaultValue": ["value": "x"]]) }
+    let changedBanner = try template { object in setParameter(&object, "banner", ["defaultValue": ["value": "y"]]) }
+    let both = TemplateDiff(from: changedBanner, to: added).merged(with: TemplateDiff(from: relayed, to: added))
+    #expect(both.parameters.first { $0.name == "banner" }?.kind == .added)
+    #expect(both.confinedToConditions == nil)
+    #expect(TemplateDiff(from: relayed, to: relayed).merged(with: TemplateDiff(from: relayed, to: relayed)).isEmpty)
+}

@@ -73,6 +73,34 @@ public struct TemplateDiff: Sendable, Equatable {
         conditionsReordered = old.conditions.map(\.name).filter(kept.contains) != new.conditions.map(\.name).filter(kept.contains)
     }
 
+    /// What either diff changed, as one: a version measured from two versions its devices may have heard of last
+    /// (the last one relayed, and the one before it) changed, for them, what it changed from either. A parameter
+    /// added or removed in one and changed in the other is added or removed (its values reach anyone).
+    public func merged(with other: TemplateDiff) -> TemplateDiff {
+        var merged = self
+        var parameters = Dictionary(uniqueKeysWithValues: self.parameters.map { ($0.name, $0) })
+        for change in other.parameters {
+            guard let mine = parameters[change.name] else {
+                parameters[change.name] = change
+                continue
+            }
+            guard mine.kind == .changed, change.kind == .changed else {
+                if mine.kind == .changed { parameters[change.name] = change }
+                continue
+            }
+            var both = mine
+            both.defaultChanged = mine.defaultChanged || change.defaultChanged
+            both.valueTypeChanged = mine.valueTypeChanged || change.valueTypeChanged
+            both.conditions = mine.conditions.union(change.conditions)
+            parameters[change.name] = both
+        }
+        merged.parameters = parameters.values.sorted { $0.name < $1.name }
+        let known = Set(conditions.map(\.name))
+        merged.conditions = (conditions + other.conditions.filter { !known.contains($0.name) }).sorted { $0.name < $1.name }
+        merged.conditionsReordered = conditionsReordered || other.conditionsReordered
+        return merged
+    }
+
     /// The conditions a change is confined to, when every change is to conditional values of conditions that are
     /// themselves unchanged and in the same order; nil when the change can reach anyone (a default, a type, a
     /// parameter added or removed, a condition changed or re-ordered).

@@ -6,9 +6,11 @@ import NIOConcurrencyHelpers
 import RelayCore
 
 /// What a version changed, for change-aware routes: its template and the one before it (version N−1, the template
-/// that was active until N was published or rolled back to), fetched from Remote Config and compared. When versions
-/// in between were never relayed (missed webhooks, coalesced by the poll), the comparison starts from the last one
-/// relayed instead, so a change made in a skipped version is not lost. Templates are
+/// that was active until N was published or rolled back to), fetched from Remote Config and compared. When the last
+/// version relayed on record is older than N−1 (versions in between were never relayed: missed webhooks, coalesced by
+/// the poll; or their deliveries have not settled yet, a wave under way), the change is measured from both and merged,
+/// so a change made in a skipped version is not lost, and a rollback of a version whose pings went out is not
+/// measured from before it (issue #49: the devices told of N−1 missed the rollback). Templates are
 /// cached, parsed, by project and version; the cache holds at most ``capacity`` (a 2,000-parameter template parses to
 /// about 1 MB, so the bound is about 32 MB at worst), oldest use first out.
 final class TemplateChanges: Sendable {
@@ -40,11 +42,18 @@ final class TemplateChanges: Sendable {
         let number = version.versionNumber
         let change: TemplateChange
         if let base = from ?? (number > 1 ? Self.base(of: number, since: relayed) : nil) {
+            // Measured from the last version relayed, and from N−1 too when that is newer (no `from`: not a preview's).
+            let previous = from == nil && base < number - 1 ? number - 1 : nil
             async let after = template(project: project, number: number, calls: calls, within: within, logger: logger)
             async let before = template(project: project, number: base, calls: calls, within: within, logger: logger)
-            switch (await after, await before) {
-            case (.success(let new), .success(let old)): change = .known(TemplateDiff(from: old, to: new))
-            case (.failure(let reason), _), (_, .failure(let reason)): change = .unknown(reason.description)
+            async let latest: Result<RemoteConfigTemplate, Reason>? =
+                if let previous { await template(project: project, number: previous, calls: calls, within: within, logger: logger) } else { nil }
+            switch (await after, await before, await latest) {
+            case (.success(let new), .success(let old), .none): change = .known(TemplateDiff(from: old, to: new))
+            case (.success(let new), .success(let old), .success(let newer)?):
+                change = .known(TemplateDiff(from: old, to: new).merged(with: TemplateDiff(from: newer, to: new)))
+            case (.failure(let reason), _, _), (_, .failure(let reason), _), (_, _, .failure(let reason)?):
+                change = .unknown(reason.description)
             }
         } else {
             change = .unknown("version \(number) has no version before it")
