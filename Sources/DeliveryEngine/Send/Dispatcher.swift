@@ -98,6 +98,9 @@ struct Dispatcher: Sendable {
         logger[metadataKey: "route"] = .string(ping.route)
         logger[metadataKey: "delivery_id"] = .string(id)
         logger[metadataKey: "replica"] = .string(replica)
+        // An operator's send or retry comes with no event's fields: its ping lines still say what they send.
+        if logger[metadataKey: "project"] == nil { logger[metadataKey: "project"] = .string(ping.project) }
+        if logger[metadataKey: "version"] == nil { logger[metadataKey: "version"] = "\(batch.version.versionNumber)" }
         if let audience = ping.message.target.named { logger[metadataKey: "audience"] = .string(audience) }
         // Only a real delivery of a received event (or an operator's retry of one) may make older pings stand down.
         var realDelivery = !validateOnly && batch.origin != .send && !batch.outlier
