@@ -109,13 +109,20 @@ PLANTED = {
 
 @pytest.mark.parametrize("plant", sorted(PLANTED))
 def test_a_random_campaign_catches_a_planted_bug(tmp_path, plant):
-    seed = random.SystemRandom().randrange(1, 1_000_000)
-    print(f"campaign seed {seed}, planted {plant}")
-    checks, record = run_or_fail(Options(seed=seed, minutes=1.2, plant=plant, directory=tmp_path / "campaign"))
-    ok, text = printed(checks, record)
-    failed = {c.invariant for c in checks if not c.ok}
-    assert not ok and failed & PLANTED[plant], f"seed {seed}, planted {plant}: {sorted(failed)}\n{text}"
-    assert "campaign" not in failed, f"seed {seed}: the campaign itself failed\n{text}"
+    # docs/replicas.md states each bug's rate in one run (9 or 10 in 10); a run that misses gets one more random seed,
+    # so that a miss in one run in ten does not fail CI one time in ten. Both seeds are printed.
+    reports = []
+    for attempt in range(2):
+        seed = random.SystemRandom().randrange(1, 1_000_000)
+        print(f"campaign seed {seed}, planted {plant}")
+        checks, record = run_or_fail(Options(seed=seed, minutes=1.2, plant=plant, directory=tmp_path / f"campaign-{attempt}"))
+        ok, text = printed(checks, record)
+        failed = {c.invariant for c in checks if not c.ok}
+        assert "campaign" not in failed, f"seed {seed}: the campaign itself failed\n{text}"
+        if not ok and failed & PLANTED[plant]:
+            return
+        reports.append(f"seed {seed}, planted {plant}: {sorted(failed)}\n{text}")
+    pytest.fail("two random campaigns missed the planted bug:\n" + "\n".join(reports))
 
 
 def test_a_paused_holder_woken_after_a_take_over_sends_nothing_more(tmp_path):
