@@ -113,6 +113,8 @@ SENDING = "sending ping to FCM"
 OUTCOMES = {"ping accepted by FCM": "accepted", "ping validated by FCM": "validated", "ping will be retried": "retried",
             "ping refused by FCM for good": "refused", "ping is dead: retries ran out": "dead"}
 LEASE_TAKEN = "project lease taken"
+# How an outcome line's `error` says no answer came (a connection lost, a read timeout): FCM may have accepted it.
+NO_ANSWER = "FCM could not be reached"
 # The line an operator's `POST /admin/send` logs first, with its project and version: its pings' `sending ping to FCM`
 # lines carry its request_id but neither of those, so a send of it takes them from this line.
 ADMIN_SEND = "admin send"
@@ -213,13 +215,14 @@ def parse_log(process, pid, lines):
                     "route": entry.get("route", "?"), "audience": entry.get("audience", "?"),
                     "version": as_version(entry.get("version")), "delivery_id": entry.get("delivery_id"),
                     "attempt": as_version(entry.get("attempt")), "start": at, "line": index,
-                    "outcome": None, "end": None, "fcm_message": None}
+                    "outcome": None, "end": None, "fcm_message": None, "answer_lost": False}
             under_way[(send["delivery_id"], send["attempt"])] = send
             sends.append(send)
         elif said in OUTCOMES:
             send = under_way.pop((entry.get("delivery_id"), as_version(entry.get("attempt"))), None)
             if send:
-                send.update(outcome=OUTCOMES[said], end=at, fcm_message=entry.get("fcm_message"))
+                send.update(outcome=OUTCOMES[said], end=at, fcm_message=entry.get("fcm_message"),
+                            answer_lost=NO_ANSWER in entry.get("error", ""))
         elif said.startswith(LEASE_TAKEN):
             leases.append({"process": process, "pid": pid, "replica": entry.get("replica", ""),
                            "project": entry.get("project"), "epoch": as_version(entry.get("epoch")), "time": at})
@@ -233,10 +236,11 @@ def who(entry):
 
 def match_sends(pings, sends):
     """Sets each ping's `send`: the accepted send with the ping's FCM name; else, of the attempts with no outcome line
-    (their process ended with the request under way) with the ping's project, route, audience and version, the latest
-    that started before the ping (to the millisecond). A send is matched to one ping at most."""
+    (their process ended with the request under way) or whose answer was lost (`FCM could not be reached`: a read
+    timeout after a pause, say, when FCM had accepted it) with the ping's project, route, audience and version, the
+    latest that started before the ping (to the millisecond). A send is matched to one ping at most."""
     named = {s["fcm_message"]: s for s in sends if s["outcome"] == "accepted" and s["fcm_message"]}
-    unfinished = [s for s in sends if s["outcome"] is None]
+    unfinished = [s for s in sends if s["outcome"] is None or s.get("answer_lost")]
     matched = set()
     for ping in sorted(pings, key=lambda p: p["seq"]):
         send = named.get(ping["name"])

@@ -831,3 +831,28 @@ def test_the_binary_users_run_has_no_switch_that_plants_a_bug():
     for switch in (b"RC_RELAY_PLANT", b"RC_RELAY_TESTING_DISABLE_FENCING", b"lapse-check"):
         assert switch not in shipped, switch
     assert b"RC_RELAY_PLANT" in planted and b"lapse-check" in planted
+
+
+def test_a_ping_whose_answer_was_lost_is_matched_to_its_send():
+    """A holder paused with its request under way: FCM accepted it, but the holder's read timed out when it woke, so
+    its log says `ping will be retried` with `FCM could not be reached`. The ping is still that send's (not one no
+    replica logged), and another replica's second send is rule A's."""
+    lines = [
+        '{"ts":"2027-01-15T08:00:00.100Z","msg":"sending ping to FCM","project":"p","route":"plain","audience":"PUSH_RC",'
+        '"version":"2","delivery_id":"d-1","attempt":"1","replica":"h/1/1"}',
+        '{"ts":"2027-01-15T08:00:12.000Z","msg":"ping will be retried","delivery_id":"d-1","attempt":"1",'
+        '"error":"FCM could not be reached: HTTPClientError.readTimeout"}',
+        '{"ts":"2027-01-15T08:00:13.000Z","msg":"ping will be retried","delivery_id":"d-2","attempt":"1",'
+        '"error":"FCM answered 503 UNAVAILABLE"}',
+    ]
+    sends, _ = campaign.parse_log("replica-0", 1, lines)
+    assert [s["answer_lost"] for s in sends] == [True]
+    ping = {"project": "p", "route": "plain", "audience": "PUSH_RC", "version": 2, "time": sends[0]["start"] + 1.0,
+            "name": "projects/p/messages/1", "seq": 0}
+    campaign.match_sends([ping], sends)
+    assert ping["send"] is sends[0]
+    # An answer that came (a 503) is no lost one: FCM did not accept that request.
+    sends[0]["answer_lost"] = False
+    sends[0]["outcome"] = "retried"
+    campaign.match_sends([ping], sends)
+    assert ping["send"] is None
