@@ -27,7 +27,7 @@ private let now = Date(timeIntervalSince1970: 1_800_000_000)
     let latest = LatestVersions()
     #expect(latest.start(whole, version: 5, now: now) == .go)
     #expect(latest.start(japanese, version: 4, now: now) == .underWay)  // under way to every device already
-    latest.reached(whole, version: 5, now: now, accepted: true)
+    latest.accepted(whole, version: 5)
     #expect(latest.start(japanese, version: 4, now: now) == .behind)  // accepted there
     #expect(latest.start(japanese, version: 6, now: now) == .go)  // a newer version goes
 }
@@ -35,19 +35,19 @@ private let now = Date(timeIntervalSince1970: 1_800_000_000)
 @Test func aConditionCoversEachTopicItNamesButNotMore() {
     let latest = LatestVersions()
     #expect(latest.start(both, version: 5, now: now) == .go)
-    latest.reached(both, version: 5, now: now, accepted: true)
+    latest.accepted(both, version: 5)
     #expect(latest.start(japanese, version: 4, now: now) == .behind)
     #expect(latest.start(korean, version: 4, now: now) == .behind)
     // Japanese devices alone heard of 7: an older version to both languages still goes (Korean devices need it).
     #expect(latest.start(japanese, version: 7, now: now) == .go)
-    latest.reached(japanese, version: 7, now: now, accepted: true)
+    latest.accepted(japanese, version: 7)
     #expect(latest.start(both, version: 6, now: now) == .go)
 }
 
 @Test func theWholeAudienceIsNeverCoveredByANarrowedOne() {
     let latest = LatestVersions()
     #expect(latest.start(japanese, version: 5, now: now) == .go)
-    latest.reached(japanese, version: 5, now: now, accepted: true)
+    latest.accepted(japanese, version: 5)
     #expect(latest.start(whole, version: 4, now: now) == .go)
 }
 
@@ -55,7 +55,7 @@ private let now = Date(timeIntervalSince1970: 1_800_000_000)
     let latest = LatestVersions()
     let shard = ping(.topic("RC_WAVE_0"), narrowed: nil, shard: 0)
     #expect(latest.start(shard, version: 5, now: now) == .go)
-    latest.reached(shard, version: 5, now: now, accepted: true)
+    latest.accepted(shard, version: 5)
     #expect(latest.start(japanese, version: 4, now: now) == .go)
 }
 
@@ -63,7 +63,7 @@ private let now = Date(timeIntervalSince1970: 1_800_000_000)
     let latest = LatestVersions(lifetime: .seconds(60))
     #expect(latest.start(whole, version: 5, now: now) == .go)
     #expect(latest.start(japanese, version: 4, now: now.addingTimeInterval(61)) == .go)
-    latest.reached(whole, version: 9, now: now, accepted: true)
+    latest.accepted(whole, version: 9)
     latest.reset(project: "p")
     #expect(latest.start(japanese, version: 8, now: now) == .go)
 }

@@ -122,9 +122,8 @@ package final class DeliveryEngine: Service {
             latest.noteAccepted(project: entry.project, route: key, version: entry.version.versionNumber)
             // And across a change-aware route's overlapping audiences (a wave's shard reaches no narrowed audience).
             guard entry.shard == nil else { continue }
-            latest.reached(
-                family: LatestVersions.family(project: entry.project, route: entry.route), audience: key, topics: entry.narrowed.map(Set.init),
-                version: entry.version.versionNumber, now: clock.now(), accepted: true)
+            latest.noteReach(
+                family: LatestVersions.family(project: entry.project, route: entry.route), audience: key, topics: entry.narrowed.map(Set.init))
         }
     }
 

@@ -2,7 +2,7 @@
 /// catches each (docs/replicas.md, "Planted bugs"). Only the test-only executable `rc-relay-planted`
 /// (Tests/PlantedRelay, built beside the tests) sets any, from `RC_RELAY_PLANT`; `rc-relay` always passes none and
 /// reads no variable for them, so the binary users run has no switch that turns a guarantee off.
-package struct PlantedBugs: OptionSet, Sendable, Hashable {
+package struct PlantedBugs: OptionSet, Sendable {
     package let rawValue: Int
     package init(rawValue: Int) { self.rawValue = rawValue }
 

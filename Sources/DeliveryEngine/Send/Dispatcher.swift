@@ -208,10 +208,7 @@ struct Dispatcher: Sendable {
                 attemptSpan?.attributes["http.response.status_code"] = 200
                 attemptSpan?.end()
                 metrics.fcmResponse(status: 200, errorCode: nil)
-                if supersedes, !validateOnly {
-                    latest.noteAccepted(project: ping.project, route: audience, version: version)
-                    latest.reached(ping, version: version, now: clock.now(), accepted: true)
-                }
+                if supersedes, !validateOnly { latest.accepted(ping, version: version) }
                 attempts.append(DeliveryReport.attempt(nil, at: clock.now()))
                 logger[metadataKey: "fcm_message"] = .string(name)
                 logger.info(validateOnly ? "ping validated by FCM" : "ping accepted by FCM")

@@ -16,16 +16,15 @@ final class LatestVersions: Sendable {
     /// out of order after a database stall, a replica that takes a project over).
     private let accepted = NIOLockedValueBox<[String: Int64]>([:])
     /// A change-aware route's audiences overlap: its whole topic reaches every narrowed audience's devices, and a
-    /// condition those of each topic it names. Per project and route, each audience that sent: the topics it reaches
-    /// (nil: the route's whole audience), and the newest version under way and accepted there.
+    /// condition those of each topic it names. Per project and route, the audiences that sent, each with the topics
+    /// it reaches (nil: the route's whole audience); the versions under way and accepted there are `latest`'s and
+    /// `accepted`'s, by the same audience key.
     private let reaches = NIOLockedValueBox<[String: [String: Reach]]>([:])
     /// One ``start(_:version:now:)`` at a time: its checks and its claim are one step.
     private let starting = NIOLock()
 
     private struct Reach {
         var topics: Set<String>?
-        var underWay: (version: Int64, at: Date)?
-        var accepted: Int64?
     }
 
     /// Whether a newer version's ping reaches every device of `ping`'s narrowed audience: FCM accepted one
@@ -82,38 +81,31 @@ final class LatestVersions: Sendable {
     /// lifetime): its devices have heard of the newer version, so the older one must not follow it (issue #49).
     func cover(of ping: Ping, version: Int64, now: Date) -> Cover {
         guard let topics = ping.narrowedTopics else { return .none }
-        let family = Self.family(ping)
-        return reaches.withLockedValue { reaches in
-            var cover = Cover.none
-            for (key, reach) in reaches[family] ?? [:] where key != ping.audience {
-                guard reach.topics.map({ $0.isSuperset(of: topics) }) ?? true else { continue }
-                if (reach.accepted ?? Int64.min) > version { return .accepted }
-                if let underWay = reach.underWay, underWay.version > version, now.timeIntervalSince(underWay.at) < lifetime { cover = .underWay }
-            }
-            return cover
+        let audiences = reaches.withLockedValue { $0[Self.family(ping)] ?? [:] }
+        var cover = Cover.none
+        for (audience, reach) in audiences where audience != ping.audience && (reach.topics?.isSuperset(of: topics) ?? true) {
+            if isBehindAccepted(project: ping.project, route: audience, version: version) { return .accepted }
+            if isSuperseded(project: ping.project, route: audience, version: version, now: now) { cover = .underWay }
         }
+        return cover
     }
 
-    /// Notes that `version`'s ping went to its audience: under way now, or (`accepted`) accepted by FCM.
-    func reached(_ ping: Ping, version: Int64, now: Date, accepted: Bool) {
-        // A wave's shard is a part of its own: its devices are no narrowed audience's.
+    /// Records that FCM accepted `version`'s ping, with what its audience reaches.
+    func accepted(_ ping: Ping, version: Int64) {
+        noteReach(ping)
+        noteAccepted(project: ping.project, route: ping.audience, version: version)
+    }
+
+    /// Notes what the ping's audience reaches (a wave's shard is a part of its own: it covers no narrowed audience).
+    private func noteReach(_ ping: Ping) {
         guard ping.schedule.shard == nil else { return }
-        reached(
-            family: Self.family(ping), audience: ping.audience, topics: ping.narrowedTopics, version: version, now: now, accepted: accepted)
+        noteReach(family: Self.family(ping), audience: ping.audience, topics: ping.narrowedTopics)
     }
 
     /// The same, for a ping known by its route's family (project and route), its audience and its narrowed topics: what
     /// a replica that takes a project over reads from the shared history (``DeliveryEngine/noteAccepted(_:)``).
-    func reached(family: String, audience: String, topics: Set<String>?, version: Int64, now: Date, accepted: Bool) {
-        reaches.withLockedValue { reaches in
-            var reach = reaches[family, default: [:]][audience] ?? Reach(topics: topics)
-            if accepted {
-                reach.accepted = max(reach.accepted ?? Int64.min, version)
-            } else if version >= (reach.underWay?.version ?? Int64.min) || now.timeIntervalSince(reach.underWay!.at) >= lifetime {
-                reach.underWay = (version, now)
-            }
-            reaches[family, default: [:]][audience] = reach
-        }
+    func noteReach(family: String, audience: String, topics: Set<String>?) {
+        reaches.withLockedValue { $0[family, default: [:]][audience] = Reach(topics: topics) }
     }
 
     enum Start { case go, behind, underWay }
@@ -132,7 +124,7 @@ final class LatestVersions: Sendable {
             case .none: break
             }
             guard claim(project: ping.project, route: ping.audience, version: version, now: now) else { return .underWay }
-            reached(ping, version: version, now: now, accepted: false)
+            noteReach(ping)
             return .go
         }
     }
