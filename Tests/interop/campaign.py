@@ -1492,17 +1492,33 @@ class Campaign:
         replica.start()
         self.log_fault("term", f"{replica.name} ({role})", start, time.time(), process=replica.name, pid=pid, exit=code)
 
-    def pause_postgres(self, seconds, after=0.0):
-        if after:
-            time.sleep(after)  # the fault's moment, set by the fault it is part of
+    def pause_postgres(self, seconds):
+        stopped = self.stop_postgres()
+        time.sleep(seconds)  # the fault itself: how long PostgreSQL stays stopped
+        self.continue_postgres(stopped, seconds)
+
+    def stop_postgres(self):
+        """SIGSTOP of the postmaster and every backend: (when, the processes), for continue_postgres."""
         postmaster, children = self.postgres_pids()
-        start = time.time()
         for pid in [postmaster, *children]:
             os.kill(pid, signal.SIGSTOP)
-        time.sleep(seconds)  # the fault itself: how long PostgreSQL stays stopped
-        for pid in [*children, postmaster]:
+        return time.time(), [*children, postmaster]
+
+    def continue_postgres(self, stopped, seconds):
+        start, pids = stopped
+        for pid in pids:
             os.kill(pid, signal.SIGCONT)
-        self.log_fault("pg_pause", "postgres", start, time.time(), seconds=round(seconds, 1), processes=1 + len(children))
+        self.log_fault("pg_pause", "postgres", start, time.time(), seconds=round(seconds, 1), processes=len(pids))
+
+    def wait_for_first_shard(self, holder, publish):
+        """Until the holder starts the publish's wave (its first `sending ping to FCM` of a shard): the moment its
+        other shards' turns are still to come. False when it does not within 15 s (another replica delivers it)."""
+        wanted = (f'"msg":"{SENDING}"', '"route":"waved@', f'"project":"{publish["project"]}"', f'"version":"{publish["version"]}"')
+        try:
+            holder.child.wait_for(lambda line: all(part in line for part in wanted), timeout=15)
+            return True
+        except AssertionError:
+            return False
 
     def pause_waking_into_db_stall(self, rng):
         """The holder of a project paused mid-wave (its shards' turns due while it sleeps) for 2 to 3 leases; another
@@ -1510,14 +1526,19 @@ class Campaign:
         after, so the woken holder's fence cannot ask the database and has only its claim's own bound to go by."""
         publish = self.wait_for_publish(timeout=15, announced=True)
         holder = publish and self.holders().get(publish["project"])
-        if not holder:
+        if not holder or not self.wait_for_first_shard(holder, publish):
             return
-        time.sleep(0.3)  # the first shard is on its way; the others' turns follow while the holder sleeps
         seconds = rng.uniform(2, 3) * self.options.lease
-        stall = threading.Thread(target=self.pause_postgres, args=(2.0,), kwargs={"after": seconds - 0.5}, daemon=True)
-        stall.start()
-        self.pause(holder, f"holder of {publish['project']}, waking into a database stall", seconds)
-        stall.join()
+        start, pid = time.time(), holder.child.pid
+        holder.child.signal(signal.SIGSTOP)
+        time.sleep(seconds - 0.5)  # the fault itself: the holder stays paused, then PostgreSQL stops half a second before it wakes
+        stopped = self.stop_postgres()
+        time.sleep(0.5)
+        holder.child.signal(signal.SIGCONT)
+        self.log_fault("pause", f"{holder.name} (holder of {publish['project']}, waking into a database stall)", start, time.time(),
+                       process=holder.name, pid=pid, seconds=round(seconds, 1))
+        time.sleep(1.5)  # the fault itself: PostgreSQL stays stopped 1.5 s after the holder woke
+        self.continue_postgres(stopped, 2.0)
 
     def freeze_while_the_lease_moves(self):
         """A project's holder frozen mid-wave for 0.4 of a lease, right after a renewal, while its lease expires in the
@@ -1529,7 +1550,8 @@ class Campaign:
         if not holder:
             return
         name = f"project/{publish['project']}"
-        time.sleep(0.3)  # the first shard is on its way; the next one's turn falls due while the holder is frozen
+        if not self.wait_for_first_shard(holder, publish):
+            return  # the next shard's turn is to fall due while the holder is frozen
         expiry = f"SELECT expires_at FROM rc_relay_leases WHERE name = '{name}'"
         before = self.sql(expiry)
         if not until(lambda: self.sql(expiry) != before, self.options.lease):
@@ -1612,13 +1634,13 @@ class Campaign:
             self.kill(replica, role, rng.uniform(0.5, 4))
         elif kind == "kill_mid_wave":
             publish = self.wait_for_publish(timeout=15, announced=True)
-            if publish:
-                # The fault's moment, drawn by the seed: within the wave's 4 s spread, after the immediate routes'
-                # pings were accepted and their progress written (more than rule A's second after).
+            holder = publish and self.holders().get(publish["project"])
+            if holder and self.wait_for_first_shard(holder, publish):
+                # The fault's moment, drawn by the seed, counted from the wave's start (when the immediate routes'
+                # pings go too): inside the wave's 4 s spread, and past rule A's second after their acceptance, so
+                # their progress must have been written.
                 time.sleep(rng.uniform(1.5, 3))
-                holder = self.holders().get(publish["project"])
-                if holder:
-                    self.kill(holder, f"holder of {publish['project']}", rng.uniform(0.5, 3), why="mid-wave")
+                self.kill(holder, f"holder of {publish['project']}", rng.uniform(0.5, 3), why="mid-wave")
         elif kind == "kill_after_unannounced":
             # A version left for the poller, its project's holder killed before its next poll: the replica that takes
             # the project over must poll from the newest version relayed on record, not adopt what Remote Config has.
@@ -1690,7 +1712,7 @@ class Campaign:
                 entry["answers"].append(answer)
             if answer["status"] is not None and answer["status"] < 500:
                 break
-            time.sleep(1)
+            self.finished.wait(1)  # a sender's back-off, as `deliver`'s, cut short by the campaign's end
         return entry
 
     def outlier(self, rng, act):
