@@ -74,7 +74,10 @@ import Testing
             ])
         ) { relay in
             await relay.emulator.inject(.init(latencyMs: 8000, count: 2))
+            // Version 1's request is at FCM before version 2 is sent: an older version's request never starts once a
+            // newer one's has (issue #49), so sent at once, 2 could start first and 1 stand down, leaving one queued.
             async let first = relay.post(#"{"versionNumber": "1"}"#)
+            try await eventually("version 1's request is at FCM") { await relay.emulator.stats.sendRequests >= 1 }
             async let second = relay.post(#"{"versionNumber": "2"}"#)
             var full: LiveRelay.Answer?
             try await eventually("readiness sees the queue full") {
