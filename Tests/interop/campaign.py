@@ -1246,14 +1246,14 @@ class Campaign:
         return found
 
     def pending_events(self):
-        """Events acknowledged and not settled: rows of rc_relay_events, or files of the spool; none in memory (what is
+        """Events acknowledged and not settled: rows of rc_relay_outbox, or files of the spool; none in memory (what is
         not delivered is a 503 its sender retries)."""
         if self.options.storage == "spool":
             spool = self.directory / "spool"
             return len(list(spool.glob("*.json"))) if spool.exists() else 0
         if self.options.storage == "memory":
             return 0
-        answer = self.sql("SELECT count(*) FROM rc_relay_events WHERE NOT settled")
+        answer = self.sql("SELECT count(*) FROM rc_relay_outbox WHERE NOT settled")
         return None if answer is None else int(answer)
 
     def postgres_pids(self):
@@ -1775,7 +1775,7 @@ class Campaign:
             self.emulators[project].drain(count if endpoint == "send" else 0, count if endpoint == "remoteConfig" else 0)
 
     def wait_quiet(self):
-        """Quiet: every sender answered 200/202, no pending row in rc_relay_events, and no new FCM message for a
+        """Quiet: every sender answered 200/202, no pending row in rc_relay_outbox, and no new FCM message for a
         window longer than a poll interval plus its grace plus the longest quiet period or wave (a version left for
         the poller has then had its poll), counted from the last publish too. Polled state, with a deadline."""
         window = self.options.poll_interval + self.options.poll_grace + 4 + 3

@@ -1,6 +1,6 @@
 """The fault campaign (campaign.py): short campaigns on the real binary, the checker on synthetic data, and proof that
 the checker catches each bug planted in the test-only rc-relay-planted (docs/replicas.md, "Planted bugs"). A campaign
-decides by polled state (rc_relay_events, the emulator's counters, the senders' answers) and by the lines the
+decides by polled state (rc_relay_outbox, the emulator's counters, the senders' answers) and by the lines the
 processes print. Its only sleeps are the fault plan's own: how long a fault lasts, and a mid-wave kill's moment,
 counted from the line that starts the wave (it must fall past rule A's second); a sender's back-off is a wait that the
 campaign's end cuts short."""

@@ -65,7 +65,7 @@ def test_a_paused_holder_sends_nothing_after_it_wakes(emulator, tmp_path, cluste
         try:
             other["proc"].wait_for(lambda line: "project lease taken" in line, timeout=60)
             wait_until(lambda: versions_sent(emulator) == ["100"], "the new holder's delivery")
-            cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE settled", "1")
+            cluster.wait_for("SELECT count(*) FROM rc_relay_outbox WHERE settled", "1")
         finally:
             paused["proc"].proc.send_signal(signal.SIGCONT)
         paused["proc"].wait_for(lambda line: "project lease lost to another replica" in line, timeout=60)
@@ -99,7 +99,7 @@ def test_a_new_holder_pings_a_version_published_during_the_hand_over(emulator, t
     new = start(emulator, tmp_path, "new", config(cluster, extra=poll))
     try:
         new["proc"].wait_for(lambda line: "project lease taken" in line, timeout=60)
-        cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE settled", "1")
+        cluster.wait_for("SELECT count(*) FROM rc_relay_outbox WHERE settled", "1")
         assert versions_sent(emulator) == [str(second)]
         assert "adopted the current version" not in new["proc"].output
         assert cluster.sql(f"SELECT relayed FROM rc_relay_marks WHERE project = '{project}'") == str(second)
@@ -123,7 +123,7 @@ def test_after_a_database_stall_no_older_version_follows_a_newer_one(emulator, t
         for version in [719, 721, 717, 726, 718, 720, 722, 723, 724, 725]:
             answer = send(relay["webhook"], version)
             assert answer.status_code == 200, answer.text
-        cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE settled", "10")
+        cluster.wait_for("SELECT count(*) FROM rc_relay_outbox WHERE settled", "10")
         assert [int(v) for v in versions_sent(emulator)] == [719, 721, 726]
     finally:
         stop_relay(relay)
@@ -146,7 +146,7 @@ def test_a_new_holder_sends_only_the_newest_of_the_versions_its_outbox_holds(emu
         frozen["proc"].proc.wait(timeout=10)
         # The lease lapses up to 30 s after the kill, and the other's next renewal round (every 7.5 s) takes it.
         other["proc"].wait_for(lambda line: "project lease taken" in line, timeout=120)
-        cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE settled", "5")
+        cluster.wait_for("SELECT count(*) FROM rc_relay_outbox WHERE settled", "5")
         assert versions_sent(emulator) == ["14"]
         superseded = requests.get(
             other["url"] + "/admin/deliveries?status=superseded", headers={"Authorization": f"Bearer {ADMIN}"}, timeout=10).json()
@@ -270,7 +270,7 @@ def test_an_outbox_event_is_measured_from_the_newest_version_relayed(emulator, t
         publish_template(emulator, "Hola", "Konnichiwa")  # the default changes; no webhook announces it
         third = publish_template(emulator, "Hola", "Ohayo")  # only Japanese values change
         assert send(other["webhook"], third).status_code == 202
-        cluster.wait_for("SELECT count(*) FROM rc_relay_events WHERE NOT settled", "0")
+        cluster.wait_for("SELECT count(*) FROM rc_relay_outbox WHERE NOT settled", "0")
         pings = [(m["message"].get("topic") or m["message"].get("condition"), m["message"]["data"]["CONFIG_VERSION"]) for m in recorded(emulator)]
         assert ("RC_ALL", str(third)) in pings, pings
     finally:

@@ -44,8 +44,8 @@ protocol Admission: Sendable {
 
 /// What admitting a webhook's event came to.
 enum Admitted: Sendable, Equatable {
-    /// This process delivers it; `committed`: it is already kept (in the shared outbox).
-    case deliverHere(committed: Bool)
+    /// This process delivers it; `committed`: it is already kept (in the shared outbox, as the row `row`).
+    case deliverHere(committed: Bool, row: Int64? = nil)
     /// Another process delivers it (the one that holds the project now); the event is kept.
     case elsewhere
     /// Its first delivery settled it: a duplicate, answered from those reports.
@@ -72,8 +72,8 @@ struct PollClaim: Sendable, Equatable {
 
 /// What admitting a polled version came to.
 enum PolledAdmission: Sendable, Equatable {
-    /// This process delivers it.
-    case deliverHere
+    /// This process delivers it (kept in the shared outbox as the row `row`, if one is shared).
+    case deliverHere(row: Int64? = nil)
     /// A webhook's event for it is kept already, with what of it was sent: that event's delivery sends the rest.
     case keptAlready
     /// A webhook had announced it already.

@@ -13,7 +13,7 @@ extension ThisProcessOnly {
     func pollClaim(_ project: String) -> PollClaim? { PollClaim(epoch: nil) }
     func relayed(_ project: String) async throws(StoreError) -> Int64? { nil }
     func noteRelayed(_ project: String, _ version: Int64) async {}
-    func admitPolled(_ record: EventRecord, claim: PollClaim, window: Duration, logger: Logger) async -> PolledAdmission { .deliverHere }
+    func admitPolled(_ record: EventRecord, claim: PollClaim, window: Duration, logger: Logger) async -> PolledAdmission { .deliverHere() }
     /// This process delivers every project from the start: it takes nothing over.
     var takeovers: AsyncStream<String> { AsyncStream { $0.finish() } }
     func discardElsewhere(project: String, key: String, route: String) async throws(StoreError) -> Bool { false }

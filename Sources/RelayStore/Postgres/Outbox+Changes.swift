@@ -89,28 +89,33 @@ extension PostgresStore {
         }
     }
 
-    /// Settles several events in one statement.
+    /// Settles several events in one statement, each by its row (a HOT update: no index reads what it changes).
     func settle(_ settlements: [(EventRecord, [DeliveryReport])]) async throws(StoreError) {
+        var ids: [Int64] = []
         var keys: [String] = []
         var reports: [String] = []
         var marks: [Bool] = []
         for (record, settled) in settlements {
+            ids.append(record.outboxID ?? 0)
             keys.append(record.keys.first ?? "")
             reports.append(DeliveryReport.jsonText(settled))
             marks.append(record.outlier != true)
         }
-        let (batchKeys, batchReports, batchMarks) = (keys, reports, marks)
+        let (batchIDs, batchKeys, batchReports, batchMarks) = (ids, keys, reports, marks)
         // The project's newest version relayed advances with the settlement, whoever delivered it (an outlier moves
-        // nothing).
+        // nothing). A record without its row (none should be) is found by its version key.
         try await run("settle") { client, logger in
             try await client.query(
                 """
-                WITH settled AS (
-                    UPDATE rc_relay_events e SET settled = true, settled_at = now(), reports = v.reports, record = ''
-                    FROM unnest(\(batchKeys)::text[], \(batchReports)::text[], \(batchMarks)::boolean[]) AS v(key, reports, marks),
-                        rc_relay_event_keys k
-                    WHERE k.key = v.key AND e.id = k.event AND NOT e.settled
-                    RETURNING e.project, e.version, v.marks)
+                WITH v AS (
+                    SELECT coalesce(nullif(v.id, 0), (SELECT id FROM rc_relay_outbox WHERE key_version = rc_relay_key(v.key))) AS id,
+                        v.reports, v.marks
+                    FROM unnest(\(batchIDs)::bigint[], \(batchKeys)::text[], \(batchReports)::text[], \(batchMarks)::boolean[])
+                        AS v(id, key, reports, marks)),
+                settled AS (
+                    UPDATE rc_relay_outbox o SET settled = true, settled_at = now(), reports = v.reports, record = NULL
+                    FROM v WHERE o.id = v.id AND NOT o.settled
+                    RETURNING o.project, o.version, v.marks)
                 INSERT INTO rc_relay_marks (project, relayed) SELECT project, max(version) FROM settled WHERE marks GROUP BY project
                 ON CONFLICT (project) DO UPDATE SET relayed = EXCLUDED.relayed, updated_at = now()
                 WHERE rc_relay_marks.relayed < EXCLUDED.relayed

@@ -7,9 +7,14 @@ import Testing
 /// Admissions in rounds, with a round function that stands in for the database and holds its first rounds (as many as
 /// may be on their way at once) until told.
 struct AdmissionBatcherTests {
-    func request(_ project: String) -> AdmissionBatcher.Request {
+    func request(_ project: String, id: String = "", notice: String = "") -> AdmissionBatcher.Request {
         AdmissionBatcher.Request(
-            project: project, version: 1, fingerprint: "\(project)/1", record: "{}", keys: ["\(project)/version/1"], window: 600, notice: "")
+            project: project, version: 1, versionKey: "\(project)/version/1", idKey: id, webhookKey: "", keys: "[]", record: "{}", window: 600,
+            notice: notice)
+    }
+
+    static func holder(_ project: String) -> AdmissionBatcher.Outcome {
+        .held([project: AdmissionBatcher.Holder(id: 1, fingerprint: "\(project)/1", settled: false, reports: "[]")])
     }
 
     /// A round function that records each round's projects, answers each request with a holder named after it (so a
@@ -32,7 +37,7 @@ struct AdmissionBatcherTests {
             }) { waiting.resume() }
         }
 
-        func run(_ batch: [AdmissionBatcher.Request]) async throws(StoreError) -> [[String: AdmissionBatcher.Holder]] {
+        func run(_ batch: [AdmissionBatcher.Request]) async throws(StoreError) -> [AdmissionBatcher.Outcome] {
             let held = rounds.withLockedValue { rounds in
                 rounds.append(batch.map(\.project))
                 return rounds.count <= AdmissionBatcher.maxRounds
@@ -48,7 +53,7 @@ struct AdmissionBatcherTests {
                 }
             }
             if let error = refuse(batch) { throw error }
-            return batch.map { [$0.project: AdmissionBatcher.Holder(fingerprint: $0.fingerprint, settled: false, reports: "[]")] }
+            return batch.map { AdmissionBatcherTests.holder($0.project) }
         }
     }
 
@@ -57,10 +62,8 @@ struct AdmissionBatcherTests {
 
     /// Admits ``first`` one by one, each in a round of its own, held; then, while those rounds are on their way,
     /// `projects` in order; then lets the held rounds end. Returns each one's outcome by project.
-    func admit(then projects: [String], batcher: AdmissionBatcher, rounds: Rounds) async -> [String: Result<
-        [String: AdmissionBatcher.Holder], StoreError
-    >] {
-        await withTaskGroup(of: (String, Result<[String: AdmissionBatcher.Holder], StoreError>).self) { group in
+    func admit(then projects: [String], batcher: AdmissionBatcher, rounds: Rounds) async -> [String: Result<AdmissionBatcher.Outcome, StoreError>] {
+        await withTaskGroup(of: (String, Result<AdmissionBatcher.Outcome, StoreError>).self) { group in
             var started = rounds.started.makeAsyncIterator()
             for project in Self.first + projects {
                 if let index = projects.firstIndex(of: project) {
@@ -70,7 +73,8 @@ struct AdmissionBatcherTests {
                 group.addTask {
                     do throws(StoreError) {
                         return (
-                            project, .success(try await batcher.admit(request(project)) { batch throws(StoreError) in try await rounds.run(batch) })
+                            project, .success(try await batcher.admit(
+                                request(project), round: { batch throws(StoreError) in try await rounds.run(batch) }, notify: { _ in }))
                         )
                     } catch {
                         return (project, .failure(error))
@@ -91,7 +95,7 @@ struct AdmissionBatcherTests {
         #expect(rounds.rounds.withLockedValue { $0 } == Self.first.map { [$0] } + [projects])
         for project in Self.first + projects {
             // Each caller has its own answer, not its neighbour's.
-            #expect(try outcomes[project]?.get() == [project: AdmissionBatcher.Holder(fingerprint: "\(project)/1", settled: false, reports: "[]")])
+            #expect(try outcomes[project]?.get() == Self.holder(project))
         }
         #expect(batcher.waiting == 0)
     }
@@ -132,5 +136,38 @@ struct AdmissionBatcherTests {
         #expect(rounds.rounds.withLockedValue { $0.map(\.count) }.sorted() == Self.first.map { _ in 1 } + [5, AdmissionBatcher.maxBatch])
         #expect(outcomes.count == projects.count + Self.first.count)
         #expect(outcomes.values.allSatisfy { (try? $0.get()) != nil })
+    }
+
+    /// Two admissions that share a key never go in one round (one statement cannot tell the second its holder, the
+    /// first): the second waits for the next round, and the admissions after it do not.
+    @Test func admissionsSharingAKeyGoInSeparateRounds() async throws {
+        let requests = ["a", "b", "c", "d"].map { project in request(project, id: project == "a" || project == "c" ? "shared" : "") }
+        #expect(AdmissionBatcher.nextRound(requests) == [0, 1, 3])
+    }
+
+    /// Notices go after the round's answers, once per project, for the admitted events that carry one.
+    @Test func noticesFollowTheAnswersForAdmittedEventsOnly() async throws {
+        let batcher = AdmissionBatcher()
+        let notices = NIOLockedValueBox<[[String]]>([])
+        let (noticed, tell) = AsyncStream.makeStream(of: Void.self)
+        let outcomes = try await withThrowingTaskGroup(of: AdmissionBatcher.Outcome.self) { group in
+            for (index, project) in ["p1", "p2", "p3"].enumerated() {
+                group.addTask {
+                    try await batcher.admit(
+                        request(project, notice: project == "p3" ? "" : "p\n"),
+                        round: { batch throws(StoreError) in batch.map { $0.project == "p2" ? Self.holder("p2") : .admitted(Int64(index)) } },
+                        notify: { sent in
+                            notices.withLockedValue { $0.append(sent) }
+                            tell.yield()
+                        })
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(outcomes.count == 3)
+        var iterator = noticed.makeAsyncIterator()
+        await iterator.next()
+        // p2 was held and p3 carried none: p1's notice alone (in whichever round p1 went).
+        #expect(notices.withLockedValue { $0 } == [["p\n"]])
     }
 }

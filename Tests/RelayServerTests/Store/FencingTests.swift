@@ -50,7 +50,7 @@ import Testing
                 try await a.migrate()
                 #expect(try await a.renew(["project/demo"], for: .seconds(60)) == ["project/demo": 1])
                 let first = store.record(version: 3, id: nil)
-                #expect(try await a.admit(first, window: .seconds(600), lease: "project/demo", epoch: 1) == .admitted)
+                #expect(try await a.admit(first, window: .seconds(600), lease: "project/demo", epoch: 1).isAdmitted)
                 // b takes the lease over while a is paused mid-poll.
                 _ = try await cluster.sql("UPDATE rc_relay_leases SET expires_at = now() - interval '1 second'")
                 #expect(try await b.renew(["project/demo"], for: .seconds(60)) == ["project/demo": 2])
@@ -60,7 +60,7 @@ import Testing
                     guard case StoreError.leaseLost("project/demo") = error else { return false }
                     return true
                 }
-                #expect(try await cluster.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM rc_relay_events") == "3")
+                #expect(try await cluster.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM rc_relay_outbox") == "3")
             }
         }
     }
@@ -84,7 +84,7 @@ import Testing
                 outlier.outlier = true
                 a.outbox.settle(outlier, reports: [])
                 await a.flush()
-                #expect(try await cluster.sql("SELECT settled FROM rc_relay_events WHERE version = 11") == "t")
+                #expect(try await cluster.sql("SELECT settled FROM rc_relay_outbox WHERE version = 11") == "t")
                 #expect(try await b.relayed(project: "demo") == 9)
                 try await b.noteRelayed(project: "demo", version: 5)
                 #expect(try await a.relayed(project: "demo") == 9)
@@ -110,7 +110,7 @@ import Testing
                 #expect(store.outbox.waiters == 0)
                 try await cluster.startServer()
                 await store.flush()
-                #expect(try await cluster.sql("SELECT settled FROM rc_relay_events") == "t")
+                #expect(try await cluster.sql("SELECT settled FROM rc_relay_outbox") == "t")
             }
         }
     }

@@ -10,7 +10,7 @@ extension ProjectLeases: Admission {
         // Committed before anything else: from here on any replica delivers it, and a 202 means it is kept.
         let admission = try await admitToOutbox(record, window: window, logger: logger)
         switch admission {
-        case .admitted, .pending: return holds(record.project) ? .deliverHere(committed: true) : .elsewhere
+        case .admitted(let row), .pending(let row): return holds(record.project) ? .deliverHere(committed: true, row: row) : .elsewhere
         case .settled(let reports): return .settled(reports)
         case .conflict(let key): return .conflict(key)
         }
@@ -21,7 +21,7 @@ extension ProjectLeases: Admission {
     func admitPolled(_ record: EventRecord, claim: PollClaim, window: Duration, logger: Logger) async -> PolledAdmission {
         guard let epoch = claim.epoch else { return .leave }
         switch await admitPolled(record, epoch: epoch, window: window, logger: logger) {
-        case .admitted?: return .deliverHere
+        case .admitted(let row)?: return .deliverHere(row: row)
         case .pending?:
             requestSweep(record.project)
             return .keptAlready

@@ -13,8 +13,7 @@ extension ProjectLeases {
             for project in takeSweepRequests().sorted() { await sweep(project) }
             let settings = configuration.current.settings
             do {
-                let pruned = try await store.prune(
-                    window: settings.dedupWindow, keep: max(settings.historySize, settings.dedupMaxEvents), keepPings: settings.historySize)
+                let pruned = try await store.prune(window: settings.dedupWindow, keepPings: settings.historySize)
                 if pruned > 0 { logger.debug("settled events pruned", metadata: ["count": "\(pruned)"]) }
             } catch {
                 failed(error, doing: "pruning settled events")

@@ -196,12 +196,12 @@ final class CatchUpPoller: Service {
         _ version: TemplateVersion, since known: Int64, project: String, claim: PollClaim, pipeline: ProjectDirectory.Pipeline,
         settings: RelaySettings, logger: Logger
     ) async -> Outcome {
-        let record = EventRecord(
+        var record = EventRecord(
             keys: ["\(project)/version/\(version.versionNumber)"], project: project, eventID: nil, format: "poll", version: version,
             receivedAt: clock.now())
         // Fenced: a poll that outlived its claim (paused, or slow retries) admits nothing.
         switch await admission.admitPolled(record, claim: claim, window: settings.dedupWindow, logger: logger) {
-        case .deliverHere: break  // this process delivers it, below
+        case .deliverHere(let row): record.outboxID = row  // this process delivers it, below
         case .keptAlready:
             // A webhook's event for the version is kept already, with what of it was sent: that event's delivery sends
             // the rest (a poll event of its own would send it all again).
