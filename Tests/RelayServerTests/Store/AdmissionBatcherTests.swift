@@ -73,8 +73,10 @@ struct AdmissionBatcherTests {
                 group.addTask {
                     do throws(StoreError) {
                         return (
-                            project, .success(try await batcher.admit(
-                                request(project), round: { batch throws(StoreError) in try await rounds.run(batch) }, notify: { _ in }))
+                            project,
+                            .success(
+                                try await batcher.admit(
+                                    request(project), round: { batch throws(StoreError) in try await rounds.run(batch) }, notify: { _ in }))
                         )
                     } catch {
                         return (project, .failure(error))

@@ -59,7 +59,9 @@ import Testing
             // Step 7: no PL/pgSQL runs per event any more (the lease epoch's trigger runs per take-over), and no trigger
             // on the outbox.
             #expect(
-                try await cluster.sql("SELECT string_agg(proname || ':' || l.lanname, ',' ORDER BY proname) FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang WHERE proname LIKE 'rc_relay%'")
+                try await cluster.sql(
+                    "SELECT string_agg(proname || ':' || l.lanname, ',' ORDER BY proname) FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang WHERE proname LIKE 'rc_relay%'"
+                )
                     == "rc_relay_key:sql,rc_relay_lease_epoch:plpgsql")
             #expect(try await cluster.sql("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'rc_relay_outbox'::regclass") == "0")
         }
@@ -179,11 +181,11 @@ import Testing
             try await withReplicas(cluster) { stores in
                 let (a, b) = (stores[0], stores[1])
                 try await a.migrate()
-                #expect(try await a.admit(record(), window: .seconds(600)) .isAdmitted)
+                #expect(try await a.admit(record(), window: .seconds(600)).isAdmitted)
                 // The same event reaching the other replica (a redelivery behind the load balancer).
-                #expect(try await b.admit(record(), window: .seconds(600)) .isPending)
+                #expect(try await b.admit(record(), window: .seconds(600)).isPending)
                 // The same version by another way in (no id, or another id) is the same event.
-                #expect(try await b.admit(record(id: "evt-other"), window: .seconds(600)) .isPending)
+                #expect(try await b.admit(record(id: "evt-other"), window: .seconds(600)).isPending)
                 // Its id for another version is a conflict, named by the key that clashed.
                 #expect(try await b.admit(record(version: 8), window: .seconds(600)) == .conflict(key: "demo/id/evt-1"))
                 let report = DeliveryReport(id: "d1", route: "default", status: .accepted, messageName: "projects/demo/messages/1", attempts: [])
@@ -582,7 +584,7 @@ import Testing
             try await withReplicas(cluster, count: 1, statementTimeout: .seconds(1)) { stores in
                 let store = stores[0]
                 try await store.migrate()
-                #expect(try await store.admit(record(version: 1, id: nil), window: .seconds(600)) .isAdmitted)
+                #expect(try await store.admit(record(version: 1, id: nil), window: .seconds(600)).isAdmitted)
                 // Every server process stopped: connections stay open, and nothing answers.
                 try cluster.signalServer(SIGSTOP)
                 await #expect {
@@ -627,7 +629,7 @@ import Testing
             try await withReplicas(cluster, count: 1) { stores in
                 let store = stores[0]
                 try await store.migrate()
-                #expect(try await store.admit(record(version: 1, id: nil), window: .seconds(600)) .isAdmitted)
+                #expect(try await store.admit(record(version: 1, id: nil), window: .seconds(600)).isAdmitted)
                 try await cluster.stopServer()
                 await #expect {
                     try await store.admit(record(version: 2, id: nil), window: .seconds(600))
@@ -656,7 +658,7 @@ import Testing
             try await withReplicas(cluster, count: 1, statementTimeout: .seconds(1)) { stores in
                 let store = stores[0]
                 try await store.migrate()
-                #expect(try await store.admit(record(version: 1, id: nil), window: .seconds(600)) .isAdmitted)
+                #expect(try await store.admit(record(version: 1, id: nil), window: .seconds(600)).isAdmitted)
                 #expect(await store.flushBeforeStop(within: .seconds(30)), "nothing queued: all written")
                 try await cluster.stopServer()
                 store.outbox.settle(record(version: 1, id: nil), reports: [])
