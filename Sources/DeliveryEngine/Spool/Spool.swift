@@ -22,9 +22,9 @@ package struct EventRecord: Codable, Sendable, Equatable {
     /// The W3C `traceparent` of the request that brought the event, when tracing is on: a replay after a restart, or
     /// another replica's delivery, continues its trace.
     package var traceparent: String? = nil
-    /// The event's row in a shared store's outbox, once admitted there: its progress and settlement address the row,
-    /// never a key a later event may hold (not part of the record's JSON).
-    package var outboxID: Int64? = nil
+    /// The event's row in a shared store, once admitted there: its progress and settlement address the row, never a
+    /// key a later event may hold (not part of the record's JSON).
+    package var storeRow: Int64? = nil
 
     private enum CodingKeys: String, CodingKey {
         case keys, project, eventID, format, version, receivedAt, routes, done, outlier, traceparent

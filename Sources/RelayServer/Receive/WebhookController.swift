@@ -87,7 +87,7 @@ struct WebhookController: Sendable {
         case .deliverHere(let kept, let row):
             // This process delivers the project's events: deliver (or join) here, and answer with the outcome.
             committed = kept
-            record.outboxID = row
+            record.storeRow = row
         case .elsewhere:
             if !outlier { relayed.note(project, record.version.versionNumber, logger: logger) }
             logger.info("event kept; the replica that delivers the project now delivers it")

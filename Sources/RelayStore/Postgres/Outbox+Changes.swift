@@ -96,7 +96,7 @@ extension PostgresStore {
         var reports: [String] = []
         var marks: [Bool] = []
         for (record, settled) in settlements {
-            ids.append(record.outboxID ?? 0)
+            ids.append(record.storeRow ?? 0)
             keys.append(record.keys.first ?? "")
             reports.append(DeliveryReport.jsonText(settled))
             marks.append(record.outlier != true)

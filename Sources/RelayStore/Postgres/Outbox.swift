@@ -56,7 +56,7 @@ extension PostgresStore {
 
     /// Records progress (shards accepted, the routes still due at a stop) of an event still pending, in its row.
     package func update(_ record: EventRecord) async throws(StoreError) {
-        let (json, id, key) = (record.jsonText, record.outboxID ?? 0, record.keys.first ?? "")
+        let (json, id, key) = (record.jsonText, record.storeRow ?? 0, record.keys.first ?? "")
         try await run("update") { client, logger in
             try await client.query(
                 """
@@ -96,7 +96,7 @@ extension PostgresStore {
                     logger.error("outbox row skipped: it is not an event this relay can read", metadata: ["project": "\(project)"])
                     continue
                 }
-                record.outboxID = id
+                record.storeRow = id
                 records.append(record)
             }
             guard page.count == pageSize, let last = page.last?.0 else { return records }

@@ -82,7 +82,7 @@ import Testing
                         Issue.record("version \(version) was not admitted")
                         return
                     }
-                    event.outboxID = id
+                    event.storeRow = id
                     events.append(event)
                 }
                 #expect(try await cluster.sql("SELECT count(*) FROM rc_relay_outbox") == "20")
@@ -151,7 +151,7 @@ import Testing
                 let listed = try await store.pending(project: "demo")
                 #expect(listed.map(\.version.versionNumber) == [8, 9])
                 #expect(listed.first?.done == ["waved@0"])
-                #expect(listed.allSatisfy { $0.outboxID != nil })
+                #expect(listed.allSatisfy { $0.storeRow != nil })
                 for event in listed { store.outbox.settle(event, reports: []) }
                 await store.flush()
                 #expect(try await store.pending(project: "demo").isEmpty)
@@ -452,7 +452,7 @@ import Testing
                     return
                 }
                 var stale = record()
-                stale.outboxID = first
+                stale.storeRow = first
                 // Settled, forgotten past its window, and admitted again: a new row, pending.
                 try await store.settle(stale, reports: [])
                 #expect(try await store.prune(window: .zero) == 1)

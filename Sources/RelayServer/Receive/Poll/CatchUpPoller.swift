@@ -201,7 +201,7 @@ final class CatchUpPoller: Service {
             receivedAt: clock.now())
         // Fenced: a poll that outlived its claim (paused, or slow retries) admits nothing.
         switch await admission.admitPolled(record, claim: claim, window: settings.dedupWindow, logger: logger) {
-        case .deliverHere(let row): record.outboxID = row  // this process delivers it, below
+        case .deliverHere(let row): record.storeRow = row  // this process delivers it, below
         case .keptAlready:
             // A webhook's event for the version is kept already, with what of it was sent: that event's delivery sends
             // the rest (a poll event of its own would send it all again).
