@@ -41,7 +41,8 @@ private final class HoldingSender: MessageSender {
     init(holding version: String) { held = version }
     var accepted: [String] { state.withLockedValue { $0 } }
 
-    func send(project: String, message: ByteBuffer, validateOnly: Bool) async throws(SendFailure) -> String {
+    func send(project: String, message: ByteBuffer, validateOnly: Bool, beforeRequest: RequestGate) async throws(SendFailure) -> String {
+        if let reason = await beforeRequest() { throw .withheld(reason) }
         let version = versions([String(buffer: message)])[0]
         if version == held {
             entered.settle(true)

@@ -34,7 +34,8 @@ private final class TimedSender: MessageSender {
 
     var sent: [Sent] { state.withLockedValue { $0.sent } }
 
-    func send(project: String, message: ByteBuffer, validateOnly: Bool) async throws(SendFailure) -> String {
+    func send(project: String, message: ByteBuffer, validateOnly: Bool, beforeRequest: RequestGate) async throws(SendFailure) -> String {
+        if let reason = await beforeRequest() { throw .withheld(reason) }
         let object = try! JSONSerialization.jsonObject(with: Data(String(buffer: message).utf8)) as! [String: Any]
         let topic = object["topic"] as? String ?? "?"
         let version = Int((object["data"] as? [String: String])?["V"] ?? "") ?? -1

@@ -57,7 +57,8 @@ final class ScriptedSender: MessageSender {
 
     var sent: [String] { state.withLockedValue { $0.sent } }
 
-    func send(project: String, message: ByteBuffer, validateOnly: Bool) async throws(SendFailure) -> String {
+    func send(project: String, message: ByteBuffer, validateOnly: Bool, beforeRequest: RequestGate) async throws(SendFailure) -> String {
+        if let reason = await beforeRequest() { throw .withheld(reason) }
         let failure = state.withLockedValue { state -> SendFailure? in
             state.sent.append(String(buffer: message))
             return state.script.isEmpty ? nil : state.script.removeFirst()

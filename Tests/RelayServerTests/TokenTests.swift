@@ -2,6 +2,8 @@ import AsyncHTTPClient
 import FCMClient
 import FCMEmulator
 import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
 import Testing
 
 @testable import RelayServer
@@ -124,5 +126,51 @@ private func tokenSource(_ relay: LiveRelay, refreshMargin: Duration = .seconds(
         #expect(answer.status == 503)
         #expect(try await relay.settledDelivery(version: 3).status == .dead)
         #expect(await relay.emulator.stats.sendRequests == 0)
+    }
+}
+
+/// Records when it hands out a token, so a test sees what happened after.
+private final class WatchedTokenSource: AccessTokenSource {
+    let inner: any AccessTokenSource
+    let events: NIOLockedValueBox<[String]>
+
+    init(_ inner: any AccessTokenSource, events: NIOLockedValueBox<[String]>) { (self.inner, self.events) = (inner, events) }
+
+    func token() async throws(TokenError) -> AccessToken {
+        let token = try await inner.token()
+        events.withLockedValue { $0.append("token") }
+        return token
+    }
+
+    func invalidate(_ token: AccessToken) async { await inner.invalidate(token) }
+}
+
+/// Issue #50: the fence was asked before the token exchange (which can take `fcm.timeoutSeconds`) and not again before
+/// the retry after a 401. The gate is asked once the token is in hand, right before each request leaves; a refusal
+/// there sends nothing.
+@Test func theGateIsAskedAfterTheTokenAndAgainBeforeTheRetryAfterA401() async throws {
+    try await withLiveRelay { relay in
+        let events = NIOLockedValueBox<[String]>([])
+        let source = WatchedTokenSource(try await tokenSource(relay), events: events)
+        let sender = FCMSender(httpClient: .shared, baseURL: relay.emulatorURL, tokenSource: source)
+        let message = ByteBuffer(string: #"{"topic":"PUSH_RC","data":{"CONFIG_STATE":"STALE"}}"#)
+        // A gate that lets the first request go and refuses the second.
+        let gate: @Sendable () async -> String? = {
+            events.withLockedValue { events in
+                events.append("gate")
+                return events.filter { $0 == "gate" }.count > 1 ? "the project's lease moved" : nil
+            }
+        }
+        _ = try await sender.send(project: "demo-project", message: message, validateOnly: false, beforeRequest: { nil })
+        await relay.emulator.expireAllTokens()
+        await #expect {
+            try await sender.send(project: "demo-project", message: message, validateOnly: false, beforeRequest: gate)
+        } throws: { error in
+            (error as? FCMError) == .withheld("the project's lease moved")
+        }
+        // The cached token (refused with 401), the gate, a new token, the gate again, which refused: nothing more left.
+        #expect(events.withLockedValue { $0 } == ["token", "token", "gate", "token", "gate"])
+        #expect(await relay.emulator.stats.sendRequests == 2)
+        #expect(await relay.emulator.messages.count == 1)
     }
 }

@@ -268,8 +268,10 @@ struct Dispatcher: Sendable {
         _ fence: (@Sendable (String) async -> String?)?, _ logger: Logger
     ) async -> Attempt {
         await limit.run { () async -> Attempt in
-            // Right before the request: a replica that another took the project over from (it was paused) sends
-            // nothing more, and no request starts for a version older than one FCM accepted already.
+            // Before the request: a replica that another took the project over from (it was paused) sends nothing
+            // more, and no request starts for a version older than one FCM accepted already. The fence is asked again
+            // by the sender once its credentials are in hand (a token exchange can take `fcm.timeoutSeconds`), right
+            // before each request leaves, the retry after a 401 included.
             if let fence, let refusal = await fence(ping.project) { return .fenced(refusal) }
             if supersedes {
                 switch latest.start(ping, version: version, now: clock.now()) {
@@ -284,9 +286,13 @@ struct Dispatcher: Sendable {
             logger.debug("sending ping to FCM")
             let started = clock.instant()
             defer { metrics.fcmLatency.record(duration: clock.instant() - started) }
+            let project = ping.project
+            let gate: RequestGate
+            if let fence { gate = { await fence(project) } } else { gate = { nil } }
             do throws(SendFailure) {
-                return .sent(.success(try await sender.send(project: ping.project, message: message, validateOnly: validateOnly)))
+                return .sent(.success(try await sender.send(project: project, message: message, validateOnly: validateOnly, beforeRequest: gate)))
             } catch {
+                if case .withheld(let refusal) = error { return .fenced(refusal) }
                 return .sent(.failure(error))
             }
         }

@@ -3,7 +3,19 @@ import NIOCore
 /// The seam between the engine and a push service: send one encoded message, get its name back, or why not. The engine
 /// knows the service by this alone; `RelayServer` adapts the FCM client to it.
 public protocol MessageSender: Sendable {
-    func send(project: String, message: ByteBuffer, validateOnly: Bool) async throws(SendFailure) -> String
+    /// `beforeRequest` is asked right before each request leaves (after credentials are in hand, and again before a
+    /// retry the sender makes of its own): a reason not to send ends the send with ``SendFailure/withheld(_:)``.
+    func send(project: String, message: ByteBuffer, validateOnly: Bool, beforeRequest: RequestGate) async throws(SendFailure) -> String
+}
+
+/// Asked right before a request leaves: nil to send it, or why it must not.
+public typealias RequestGate = @Sendable () async -> String?
+
+extension MessageSender {
+    /// A send that nothing holds back.
+    public func send(project: String, message: ByteBuffer, validateOnly: Bool) async throws(SendFailure) -> String {
+        try await send(project: project, message: message, validateOnly: validateOnly, beforeRequest: { nil })
+    }
 }
 
 /// Why a send did not succeed, in the terms the engine's retry rules and reports need.
@@ -16,6 +28,8 @@ public enum SendFailure: Error, Equatable, Sendable, CustomStringConvertible {
     case credentials(String, status: Int?)
     /// It answered 200 without a message name.
     case invalidResponse(String)
+    /// No request left: the gate said why (the replica lost the project while it waited for credentials).
+    case withheld(String)
 
     /// An error answer: `{"error": {"code", "message", "status", "details": [{"errorCode"}]}}` as Google writes it.
     public struct Rejection: Sendable, Equatable {
@@ -43,6 +57,7 @@ public enum SendFailure: Error, Equatable, Sendable, CustomStringConvertible {
         case .transport(let reason): "FCM could not be reached: \(reason)"
         case .credentials(let reason, _): "no access token: \(reason)"
         case .invalidResponse(let reason): "FCM's answer is not usable: \(reason)"
+        case .withheld(let reason): "not sent: \(reason)"
         }
     }
 }

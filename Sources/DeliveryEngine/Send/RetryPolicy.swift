@@ -50,6 +50,8 @@ public struct RetryPolicy: Sendable, Equatable {
             return .permanent  // the key itself is refused: retrying cannot help
         case .credentials, .transport, .invalidResponse:
             return .retry(after: jittered(attempt, random: random))
+        case .withheld:
+            return .permanent  // the engine stands the ping down before it asks (Dispatcher)
         }
     }
 

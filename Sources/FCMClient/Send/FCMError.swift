@@ -30,6 +30,8 @@ public enum FCMError: Error, Equatable, Sendable, CustomStringConvertible {
     case token(TokenError)
     /// FCM answered 200 without a message name.
     case invalidResponse(String)
+    /// The caller's gate held the request back (right before it would have left): why.
+    case withheld(String)
 
     public var description: String {
         switch self {
@@ -39,6 +41,7 @@ public enum FCMError: Error, Equatable, Sendable, CustomStringConvertible {
         case .transport(let reason): "FCM could not be reached: \(reason)"
         case .token(let error): "no access token: \(error)"
         case .invalidResponse(let reason): "FCM's answer is not usable: \(reason)"
+        case .withheld(let reason): "not sent: \(reason)"
         }
     }
 }

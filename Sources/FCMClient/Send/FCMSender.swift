@@ -22,27 +22,32 @@ public struct FCMSender: Sendable {
 
     /// Sends `message` (the JSON of FCM's `message` object) and returns FCM's message name.
     ///
-    /// A 401 means the cached token went bad early: it is dropped and the send is tried once more.
-    public func send(project: String, message: ByteBuffer, validateOnly: Bool) async throws(FCMError) -> String {
+    /// A 401 means the cached token went bad early: it is dropped and the send is tried once more. `beforeRequest` is
+    /// asked right before each request leaves, once the token is in hand (which may take a token exchange of up to
+    /// the timeout): a reason ends the send with ``FCMError/withheld(_:)`` and nothing leaves.
+    public func send(
+        project: String, message: ByteBuffer, validateOnly: Bool, beforeRequest: @Sendable () async -> String? = { nil }
+    ) async throws(FCMError) -> String {
         // Sized once for the envelope around the message (33 bytes at most), not grown as it is written.
         var body = ByteBufferAllocator().buffer(capacity: message.readableBytes + 33)
         body.writeString(#"{"message":"#)
         body.writeImmutableBuffer(message)
         body.writeString(validateOnly ? #","validate_only":true}"# : "}")
         do {
-            return try await attempt(project: project, body: body)
+            return try await attempt(project: project, body: body, beforeRequest: beforeRequest)
         } catch .rejected(let response) where response.httpStatus == 401 && response.errorCode == nil {
-            return try await attempt(project: project, body: body)
+            return try await attempt(project: project, body: body, beforeRequest: beforeRequest)
         }
     }
 
-    private func attempt(project: String, body: ByteBuffer) async throws(FCMError) -> String {
+    private func attempt(project: String, body: ByteBuffer, beforeRequest: @Sendable () async -> String?) async throws(FCMError) -> String {
         let token: AccessToken
         do {
             token = try await tokenSource.token()
         } catch {
             throw .token(error)
         }
+        if let reason = await beforeRequest() { throw .withheld(reason) }
         var request = HTTPClientRequest(url: "\(baseURL)/v1/projects/\(project)/messages:send")
         request.method = .POST
         request.headers.add(name: "Authorization", value: "Bearer \(token.value)")

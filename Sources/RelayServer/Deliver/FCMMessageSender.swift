@@ -7,9 +7,9 @@ import NIOCore
 struct FCMMessageSender: MessageSender {
     let sender: FCMSender
 
-    func send(project: String, message: ByteBuffer, validateOnly: Bool) async throws(SendFailure) -> String {
+    func send(project: String, message: ByteBuffer, validateOnly: Bool, beforeRequest: RequestGate) async throws(SendFailure) -> String {
         do {
-            return try await sender.send(project: project, message: message, validateOnly: validateOnly)
+            return try await sender.send(project: project, message: message, validateOnly: validateOnly, beforeRequest: beforeRequest)
         } catch {
             throw SendFailure(error)
         }
@@ -23,6 +23,7 @@ extension SendFailure {
         case .transport(let reason): self = .transport(reason)
         case .token(let token): self.init(token)
         case .invalidResponse(let reason): self = .invalidResponse(reason)
+        case .withheld(let reason): self = .withheld(reason)
         }
     }
 

@@ -74,6 +74,8 @@ extension ProjectChecks {
                 return (.fail, "no access token: \(tokenError)", tokenFix(tokenError, identity: identity))
             case .invalidResponse(let reason):
                 return (.fail, "FCM's answer is not usable: \(reason)", "check fcm.baseUrl: it should be Google's")
+            case .withheld(let reason):
+                return (.fail, "not sent: \(reason)", nil)  // the doctor's sends have no gate
             }
         }
     }
