@@ -276,3 +276,41 @@ def test_an_outbox_event_is_measured_from_the_newest_version_relayed(emulator, t
     finally:
         for replica in replicas:
             stop_relay(replica)
+
+
+def test_a_replica_that_missed_a_marks_reset_applies_it_at_its_next_renewal(emulator, tmp_path, cluster):
+    """Issue #50: a reset of a project's marks reached the other replicas only by NOTIFY, and the admin call answered
+    200 all the same. One whose listener was reconnecting kept its marks. The reset is a durable generation now: a
+    replica that missed the notice applies it at its next renewal."""
+    replicas = [start(emulator, tmp_path, f"r{i}", config(cluster)) for i in range(2)]
+    try:
+        for replica in replicas:
+            wait_ready(replica, True)
+        asked, missed = replicas
+        applied = "admin reset of the project's version marks applied"
+
+        def reads_of_marks():
+            metrics = requests.get(missed["url"] + "/metrics", headers={"Authorization": f"Bearer {ADMIN}"}, timeout=10).text
+            counts = [line for line in metrics.splitlines() if line.startswith("rc_relay_store_statement_duration_seconds_count")
+                      and 'statement="marks"' in line]
+            return sum(float(line.rsplit(" ", 1)[1]) for line in counts)
+
+        # It has read where the project's marks stand (at a renewal) before the reset: a replica that starts after a
+        # reset has no marks from before it to forget.
+        wait_until(lambda: reads_of_marks() >= 1, "the missing replica's first read of the marks")
+        # The missing replica is paused and its notices' connections are ended meanwhile: it cannot listen again before
+        # the reset is done, so the notice never reaches it.
+        missed["proc"].proc.send_signal(signal.SIGSTOP)
+        try:
+            assert cluster.sql(
+                "SELECT count(pg_terminate_backend(pid)) > 0 FROM pg_stat_activity WHERE query LIKE 'LISTEN \"rc_relay_resets\"%'") == "t"
+            answer = requests.delete(
+                asked["url"] + "/admin/projects/demo-project/marks", headers={"Authorization": f"Bearer {ADMIN}"}, timeout=10)
+            assert answer.status_code == 200, answer.text
+            assert cluster.sql("SELECT generation FROM rc_relay_marks WHERE project = 'demo-project'") == "1"
+        finally:
+            missed["proc"].proc.send_signal(signal.SIGCONT)
+        missed["proc"].wait_for(lambda line: applied in line, timeout=60)
+    finally:
+        for replica in replicas:
+            stop_relay(replica)

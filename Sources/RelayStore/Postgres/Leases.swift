@@ -76,7 +76,7 @@ extension PostgresStore {
     package func relayed(project: String) async throws(StoreError) -> Int64? {
         try await run("marks") { client, logger in
             let rows = try await client.query("SELECT relayed FROM rc_relay_marks WHERE project = \(project)", logger: logger)
-            for try await version in rows.decode(Int64.self) { return version }
+            for try await version in rows.decode(Int64?.self) { return version }
             return nil
         }
     }
@@ -88,15 +88,37 @@ extension PostgresStore {
                 """
                 INSERT INTO rc_relay_marks (project, relayed) VALUES (\(project), \(version))
                 ON CONFLICT (project) DO UPDATE SET relayed = EXCLUDED.relayed, updated_at = now()
-                WHERE rc_relay_marks.relayed < EXCLUDED.relayed
+                WHERE rc_relay_marks.relayed IS NULL OR rc_relay_marks.relayed < EXCLUDED.relayed
                 """, logger: logger)
         }
     }
 
-    /// Forgets the project's mark (an operator's reset): the next poll adopts Remote Config's current version.
-    package func resetRelayed(project: String) async throws(StoreError) {
+    /// Forgets the project's mark (an operator's reset: the next poll adopts Remote Config's current version) and
+    /// raises its reset generation, which every replica applies (``resetGenerations(projects:)``). Returns the new
+    /// generation.
+    @discardableResult
+    package func resetRelayed(project: String) async throws(StoreError) -> Int64 {
         try await run("marks") { client, logger in
-            try await client.query("DELETE FROM rc_relay_marks WHERE project = \(project)", logger: logger)
+            let rows = try await client.query(
+                """
+                INSERT INTO rc_relay_marks (project, relayed, generation) VALUES (\(project), NULL, 1)
+                ON CONFLICT (project) DO UPDATE SET relayed = NULL, generation = rc_relay_marks.generation + 1, updated_at = now()
+                RETURNING generation
+                """, logger: logger)
+            for try await generation in rows.decode(Int64.self) { return generation }
+            throw StoreError.failed("the reset returned no generation")
+        }
+    }
+
+    /// The reset generation of each of `projects` ever reset, in one statement.
+    package func resetGenerations(projects: [String]) async throws(StoreError) -> [String: Int64] {
+        guard !projects.isEmpty else { return [:] }
+        return try await run("marks") { client, logger in
+            let rows = try await client.query(
+                "SELECT project, generation FROM rc_relay_marks WHERE generation > 0 AND project = ANY(\(projects)::text[])", logger: logger)
+            var generations: [String: Int64] = [:]
+            for try await (project, generation) in rows.decode((String, Int64).self) { generations[project] = generation }
+            return generations
         }
     }
 

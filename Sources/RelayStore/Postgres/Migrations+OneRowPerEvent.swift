@@ -60,5 +60,10 @@ extension Migrations {
             // A project's events in order, settled or not: the pending ones are found through it (a predicate on
             // `settled` would make every settlement a new index entry in every index).
             "CREATE INDEX rc_relay_outbox_project ON rc_relay_outbox (project, id)",
+            // An operator's reset of a project's marks is durable: a generation every replica compares with the one it
+            // applied last (at each renewal), not only a `NOTIFY` a replica whose listener is reconnecting misses. A
+            // reset project has no newest version relayed until the next one.
+            "ALTER TABLE rc_relay_marks ALTER COLUMN relayed DROP NOT NULL",
+            "ALTER TABLE rc_relay_marks ADD COLUMN generation bigint NOT NULL DEFAULT 0",
         ])
 }

@@ -118,7 +118,7 @@ extension PostgresStore {
                     RETURNING o.project, o.version, v.marks)
                 INSERT INTO rc_relay_marks (project, relayed) SELECT project, max(version) FROM settled WHERE marks GROUP BY project
                 ON CONFLICT (project) DO UPDATE SET relayed = EXCLUDED.relayed, updated_at = now()
-                WHERE rc_relay_marks.relayed < EXCLUDED.relayed
+                WHERE rc_relay_marks.relayed IS NULL OR rc_relay_marks.relayed < EXCLUDED.relayed
                 """, logger: logger)
         }
     }

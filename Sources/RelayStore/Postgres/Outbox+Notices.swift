@@ -48,16 +48,22 @@ extension PostgresStore {
     /// The channel an operator's reset of a project's marks is passed on (every replica forgets them).
     package static let resets = "rc_relay_resets"
 
-    /// Tells every replica to forget the project's marks.
-    package func requestReset(project: String) async throws(StoreError) {
+    /// Tells every replica to forget the project's marks, reset to `generation` (``resetRelayed(project:)``).
+    package func requestReset(project: String, generation: Int64) async throws(StoreError) {
+        let payload = project + "\n" + String(generation)
         try await run("reset") { client, logger in
-            try await client.query("SELECT pg_notify(\(Self.resets), \(project))", logger: logger)
+            try await client.query("SELECT pg_notify(\(Self.resets), \(payload))", logger: logger)
         }
     }
 
-    /// Calls `onReset` with each project whose marks an operator reset, until cancelled or the connection drops.
-    package func listenForResets(_ onReset: @escaping @Sendable (_ project: String) -> Void) async throws(StoreError) {
-        try await listen(on: Self.resets, onReset)
+    /// Calls `onReset` with each project whose marks an operator reset, and its generation (nil from an older
+    /// replica's notice), until cancelled or the connection drops.
+    package func listenForResets(_ onReset: @escaping @Sendable (_ project: String, _ generation: Int64?) -> Void) async throws(StoreError) {
+        try await listen(on: Self.resets) { payload in
+            let parts = payload.split(separator: "\n", maxSplits: 1).map(String.init)
+            guard let project = parts.first else { return }
+            onReset(project, parts.count == 2 ? Int64(parts[1]) : nil)
+        }
     }
 
     func listen(on channel: String, _ body: @escaping @Sendable (String) -> Void) async throws(StoreError) {

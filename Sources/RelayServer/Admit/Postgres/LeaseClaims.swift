@@ -54,6 +54,9 @@ final class LeaseClaims: DeliveryFence, Sendable {
         var toSweep: Set<String> = []
         /// Projects taken over since their last sweep: what FCM accepted for them is read from the shared history first.
         var toSeed: Set<String> = []
+        /// The reset generation of each project's marks this replica has applied; nil until first read (a process
+        /// that starts has no marks a reset before it could have moved).
+        var resets: [String: Int64]? = nil
     }
 
     let state = NIOLockedValueBox(State())

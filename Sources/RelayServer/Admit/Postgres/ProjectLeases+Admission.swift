@@ -41,8 +41,11 @@ extension ProjectLeases: Admission {
         return true
     }
 
+    /// The reset is durable before the answer (a generation in the store): the replicas told by `NOTIFY` apply it at
+    /// once, and any that missed the notice at its next renewal (``applyResets(_:)``).
     func resetMarks(_ project: String) async throws(StoreError) {
-        try await store.resetRelayed(project: project)
-        try await store.requestReset(project: project)
+        let generation = try await store.resetRelayed(project: project)
+        _ = noteReset(project, generation: generation)
+        try await store.requestReset(project: project, generation: generation)
     }
 }

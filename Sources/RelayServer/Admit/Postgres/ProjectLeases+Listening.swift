@@ -22,7 +22,11 @@ extension ProjectLeases {
 
     /// An operator's reset of a project's marks through any replica: every replica forgets them.
     func listenForResetsUntilCancelled() async {
-        await listening("resets") { () throws(StoreError) in try await self.store.listenForResets { project in self.resetApplied(project) } }
+        await listening("resets") { () throws(StoreError) in
+            try await self.store.listenForResets { project, generation in
+                if self.noteReset(project, generation: generation) { self.resetApplied(project) }
+            }
+        }
     }
 
     /// Runs `listen` until cancelled, again a second after each time it ends (a dropped connection).

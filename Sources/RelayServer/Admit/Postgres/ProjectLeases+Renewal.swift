@@ -80,6 +80,7 @@ extension ProjectLeases {
         for project in taken { tookOver.yield(project) }
         for project in projects where held[Self.leaseName(project)] != nil { requestSweep(project) }
         standDownWhereLapsed()
+        await applyResets(projects)
         let now = claims.now
         metrics.leasesHeld(state.withLockedValue { $0.held.values.filter { $0.until > now }.count })
     }

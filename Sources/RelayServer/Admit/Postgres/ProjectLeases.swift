@@ -161,6 +161,39 @@ final class ProjectLeases: Service, Sendable {
     /// The project's sweep has read what FCM accepted before it was taken.
     func caughtUp(_ project: String) { state.withLockedValue { _ = $0.toSeed.remove(project) } }
 
+    /// Notes that the project's marks were reset to `generation` here; false when this replica had applied it already.
+    func noteReset(_ project: String, generation: Int64?) -> Bool {
+        guard let generation else { return true }
+        return state.withLockedValue { state in
+            var resets = state.resets ?? [:]
+            defer { state.resets = resets }
+            guard generation > resets[project] ?? 0 else { return false }
+            resets[project] = generation
+            return true
+        }
+    }
+
+    /// Applies the resets of the projects' marks this replica missed (a notice lost while its listener reconnected):
+    /// one statement per renewal round. The first read only notes where each project stands.
+    func applyResets(_ projects: [String]) async {
+        let generations: [String: Int64]
+        do {
+            generations = try await store.resetGenerations(projects: projects)
+        } catch {
+            return  // the next round reads them
+        }
+        let missed = state.withLockedValue { state -> [String] in
+            guard let seen = state.resets else {
+                state.resets = generations
+                return []
+            }
+            return generations.filter { $0.value > seen[$0.key] ?? 0 }.map(\.key).sorted()
+        }
+        for project in missed where noteReset(project, generation: generations[project]) {
+            resetApplied(project)
+        }
+    }
+
     /// An operator's reset of the project's marks, asked through any replica: this one forgets them too.
     func resetApplied(_ project: String) {
         engine.resetMarks(project: project)
