@@ -66,9 +66,15 @@ struct WebhookController: Sendable {
         var record = EventRecord(
             keys: keys, project: project, eventID: eventID, format: event.format.rawValue, version: event.version,
             receivedAt: Date())
+        // The newest version known here; for a version far beyond it, the store's (what any replica relayed): a replica
+        // that just started knows nothing yet, and must not take a far-off number for a real one (issue #50).
+        var known = relayed.newest(project)
+        let number = event.version.versionNumber
+        if number > VersionCheck.margin, number - VersionCheck.margin > known ?? 0, let shared = try? await admission.relayed(project) {
+            known = max(known ?? shared, shared)
+        }
         let outlier = await versions.isOutlier(
-            event.version.versionNumber, known: relayed.newest(project), project: project, pipeline: pipeline, settings: configuration.settings,
-            logger: logger)
+            event.version.versionNumber, known: known, project: project, pipeline: pipeline, settings: configuration.settings, logger: logger)
         if outlier { record.outlier = true }
         let summary = IngestAnswer.EventSummary(
             id: eventID, format: event.format.rawValue, project: project, versionNumber: event.version.versionNumber,

@@ -101,8 +101,9 @@ extension PostgresStore {
         try await run("marks") { client, logger in
             let rows = try await client.query(
                 """
-                INSERT INTO rc_relay_marks (project, relayed, generation) VALUES (\(project), NULL, 1)
-                ON CONFLICT (project) DO UPDATE SET relayed = NULL, generation = rc_relay_marks.generation + 1, updated_at = now()
+                INSERT INTO rc_relay_marks (project, relayed, generation, reset_at) VALUES (\(project), NULL, 1, now())
+                ON CONFLICT (project) DO UPDATE
+                SET relayed = NULL, generation = rc_relay_marks.generation + 1, reset_at = now(), updated_at = now()
                 RETURNING generation
                 """, logger: logger)
             for try await generation in rows.decode(Int64.self) { return generation }
@@ -127,7 +128,12 @@ extension PostgresStore {
     package func acceptedPings(project: String, limit: Int = 1000) async throws(StoreError) -> [DeliveryHistory.Entry] {
         try await run("pings") { client, logger in
             let rows = try await client.query(
-                "SELECT entry FROM rc_relay_pings WHERE project = \(project) AND status = 'accepted' ORDER BY seq DESC LIMIT \(limit)",
+                """
+                SELECT entry FROM rc_relay_pings
+                WHERE project = \(project) AND status = 'accepted'
+                    AND updated_at > coalesce((SELECT reset_at FROM rc_relay_marks WHERE project = \(project)), '-infinity')
+                ORDER BY seq DESC LIMIT \(limit)
+                """,
                 logger: logger)
             var found: [DeliveryHistory.Entry] = []
             for try await text in rows.decode(String.self) {

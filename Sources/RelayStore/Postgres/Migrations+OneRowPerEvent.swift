@@ -65,5 +65,7 @@ extension Migrations {
             // reset project has no newest version relayed until the next one.
             "ALTER TABLE rc_relay_marks ALTER COLUMN relayed DROP NOT NULL",
             "ALTER TABLE rc_relay_marks ADD COLUMN generation bigint NOT NULL DEFAULT 0",
+            // When it was last reset: a take-over reads what FCM accepted since then only.
+            "ALTER TABLE rc_relay_marks ADD COLUMN reset_at timestamptz",
         ])
 }

@@ -516,6 +516,39 @@ import Testing
         }
     }
 
+    /// Issue #50: a reset of a project's marks is durable (a generation each replica compares at its renewals), and a
+    /// take-over after it reads only what FCM accepted since: the far version that called for the reset no longer
+    /// silences the next real one.
+    @Test func aResetIsAGenerationAndATakeOverReadsOnlyWhatFollowedIt() async throws {
+        try await withPostgres { cluster in
+            try await withReplicas(cluster, count: 1) { stores in
+                let store = stores[0]
+                try await store.migrate()
+                let accepted = DeliveryReport(route: "default", status: .accepted, messageName: "projects/demo/messages/1", attempts: [])
+                var far = entry("far", version: 9_000_000, report: accepted)
+                far.audience = .topic("PUSH_RC")
+                store.outbox.record(far)
+                await store.flush()
+                try await store.noteRelayed(project: "demo", version: 9_000_000)
+                #expect(try await store.acceptedPings(project: "demo").map(\.id) == ["far"])
+                #expect(try await store.resetGenerations(projects: ["demo", "other"]) == [:])
+                #expect(try await store.resetRelayed(project: "demo") == 1)
+                #expect(try await store.resetRelayed(project: "demo") == 2)
+                #expect(try await store.resetGenerations(projects: ["demo", "other"]) == ["demo": 2])
+                #expect(try await store.relayed(project: "demo") == nil)
+                #expect(try await store.acceptedPings(project: "demo").isEmpty)
+                // What follows the reset counts again, and moves the mark from nothing.
+                var next = entry("next", version: 12, report: accepted)
+                next.audience = .topic("PUSH_RC")
+                store.outbox.record(next)
+                await store.flush()
+                try await store.noteRelayed(project: "demo", version: 12)
+                #expect(try await store.acceptedPings(project: "demo").map(\.id) == ["next"])
+                #expect(try await store.relayed(project: "demo") == 12)
+            }
+        }
+    }
+
     @Test func aDiscardIsPassedToTheOtherReplicas() async throws {
         try await withPostgres { cluster in
             try await withReplicas(cluster) { stores in
