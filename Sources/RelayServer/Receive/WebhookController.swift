@@ -180,7 +180,12 @@ struct WebhookController: Sendable {
             ).logged("webhook not delivered: a ping ran out of retries", to: logger)
         }
         if marks { relayed.note(summary.project, summary.versionNumber, logger: logger) }
-        metrics.webhook(source: source, outcome: duplicate ? "duplicate" : IngestAnswer.status(reports))
+        let status = IngestAnswer.status(reports)
+        if status == "superseded" {
+            // The answer says it, and so does the log: nothing of this version reached FCM, and nothing needs to.
+            logger.notice("webhook answered superseded: every ping stood down behind a newer version FCM accepted; nothing was sent")
+        }
+        metrics.webhook(source: source, outcome: duplicate ? "duplicate" : status)
         return .delivered(IngestAnswer.delivered(requestID: requestID, duplicate: duplicate, event: summary, reports: reports))
     }
 }
