@@ -314,3 +314,25 @@ def test_a_replica_that_missed_a_marks_reset_applies_it_at_its_next_renewal(emul
     finally:
         for replica in replicas:
             stop_relay(replica)
+
+
+def test_a_replica_that_just_started_checks_a_far_version_against_the_shared_mark(emulator, tmp_path, cluster):
+    """Issue #50: the outlier check compared a version with what the receiving replica had seen itself, which is
+    nothing right after a start. It compares with the newest version relayed on record now: for a project whose mark is
+    150,000, version 150,005 is an ordinary version (and moves the mark), whatever replica receives it."""
+    first = start(emulator, tmp_path, "r0", config(cluster))
+    try:
+        first["proc"].wait_for(lambda line: "project lease taken" in line, timeout=60)
+    finally:
+        stop_relay(first)
+    cluster.sql("INSERT INTO rc_relay_marks (project, relayed) VALUES ('demo-project', 150000) "
+                "ON CONFLICT (project) DO UPDATE SET relayed = 150000")
+    fresh = start(emulator, tmp_path, "r1", config(cluster))
+    try:
+        answer = send(fresh["webhook"], 150005)
+        assert answer.status_code in (200, 202), answer.text
+        cluster.wait_for("SELECT relayed FROM rc_relay_marks WHERE project = 'demo-project'", "150005")
+        assert not fresh["proc"].saw("version far beyond the newest known one", timeout=0)
+        assert versions_sent(emulator) == ["150005"]
+    finally:
+        stop_relay(fresh)
