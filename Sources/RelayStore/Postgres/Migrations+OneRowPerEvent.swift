@@ -55,8 +55,9 @@ extension Migrations {
             "DROP TABLE rc_relay_events",
             "DROP FUNCTION rc_relay_forget_keys()",
             "CREATE UNIQUE INDEX rc_relay_outbox_key_version ON rc_relay_outbox (key_version)",
-            "CREATE UNIQUE INDEX rc_relay_outbox_key_id ON rc_relay_outbox (key_id)",
-            "CREATE UNIQUE INDEX rc_relay_outbox_key_webhook ON rc_relay_outbox (key_webhook)",
+            // An event without an id or a `webhook-id` (a poll's, a bare version's) adds no entry to their indexes.
+            "CREATE UNIQUE INDEX rc_relay_outbox_key_id ON rc_relay_outbox (key_id) WHERE key_id IS NOT NULL",
+            "CREATE UNIQUE INDEX rc_relay_outbox_key_webhook ON rc_relay_outbox (key_webhook) WHERE key_webhook IS NOT NULL",
             // A project's events in order, settled or not: the pending ones are found through it (a predicate on
             // `settled` would make every settlement a new index entry in every index).
             "CREATE INDEX rc_relay_outbox_project ON rc_relay_outbox (project, id)",
