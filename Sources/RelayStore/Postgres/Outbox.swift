@@ -75,9 +75,16 @@ extension PostgresStore {
 
     /// The project's events still to deliver, oldest first, in pages (so rows already under way, or that this relay
     /// cannot read, never hide newer ones).
+    ///
+    /// No index tells pending rows from settled ones (a settlement stays a HOT update), so a sweep would read every row
+    /// of the project's window. It starts past ``sweptThrough``: the newest id of the project below which every row is
+    /// settled and older than ``settledLag`` (by then no admission that took a lower id can still be uncommitted), moved
+    /// forward after each sweep.
     package func pending(project: String, pageSize: Int = 200) async throws(StoreError) -> [EventRecord] {
         var records: [EventRecord] = []
-        var after: Int64 = 0
+        let start = sweptThrough.withLockedValue { $0[project] ?? 0 }
+        var after = start
+        var firstPending: Int64?
         while true {
             let cursor = after
             let page = try await run("pending") { client, logger in
@@ -90,6 +97,7 @@ extension PostgresStore {
                 for try await row in rows.decode((Int64, String).self) { page.append(row) }
                 return page
             }
+            if firstPending == nil { firstPending = page.first?.0 }
             for (id, text) in page {
                 // A row this relay cannot read (written by hand, or by a newer rc-relay) is skipped, never trapped on.
                 guard var record = try? JSONDecoder().decode(EventRecord.self, from: Data(text.utf8)), record.defect == nil else {
@@ -99,8 +107,31 @@ extension PostgresStore {
                 record.storeRow = id
                 records.append(record)
             }
-            guard page.count == pageSize, let last = page.last?.0 else { return records }
+            guard page.count == pageSize, let last = page.last?.0 else { break }
             after = last
         }
+        try await advanceSweptThrough(project: project, from: start, before: firstPending)
+        return records
     }
+
+    /// Moves ``sweptThrough`` for the project to the newest row below `before` (its first pending row; nil: none) that
+    /// was received more than ``settledLag`` ago: every row up to it is settled, and stays so.
+    func advanceSweptThrough(project: String, from start: Int64, before: Int64?) async throws(StoreError) {
+        let (lag, limit) = (Self.seconds(settledLag), before ?? Int64.max)
+        let through = try await run("pending") { client, logger in
+            let rows = try await client.query(
+                """
+                SELECT max(id) FROM rc_relay_outbox
+                WHERE project = \(project) AND id > \(start) AND id < \(limit) AND received_at < now() - make_interval(secs => \(lag))
+                """, logger: logger)
+            for try await id in rows.decode(Int64?.self) { return id }
+            return nil
+        }
+        guard let through else { return }
+        sweptThrough.withLockedValue { $0[project] = max($0[project] ?? 0, through) }
+    }
+
+    /// How old a row must be before a sweep may pass it for good: an admission still uncommitted that took a lower id
+    /// began at most a statement timeout before it committed, so twice that, and a margin, is past any.
+    var settledLag: Duration { settings.statementTimeout * 2 + .seconds(5) }
 }

@@ -23,6 +23,8 @@ package final class PostgresStore: Service, Sendable {
     let admissions = AdmissionBatcher()
     /// Whether a change was given up (not written) since the last flush: the flush then reports false.
     let givenUp = NIOLockedValueBox(false)
+    /// Per project, the row through which every event is settled (``pending(project:pageSize:)`` starts past it).
+    let sweptThrough = NIOLockedValueBox<[String: Int64]>([:])
 
     /// Bounds every statement's wait (the application's clock, whose deadline sweep every part shares).
     let clock: any DeliveryClock

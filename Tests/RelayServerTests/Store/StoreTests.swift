@@ -440,6 +440,35 @@ import Testing
         }
     }
 
+    /// No index tells pending rows from settled ones (a settlement stays HOT), so a sweep starts past the rows it knows
+    /// settled for good: those below the first pending row and older than the lag an uncommitted admission could have.
+    @Test func aSweepStartsPastTheRowsSettledForGood() async throws {
+        try await withPostgres { cluster in
+            try await withReplicas(cluster, count: 1) { stores in
+                let store = stores[0]
+                try await store.migrate()
+                for version in Int64(1)...4 { _ = try await store.admit(record(version: version, id: nil), window: .seconds(600)) }
+                for version in Int64(1)...2 { try await store.settle(record(version: version, id: nil), reports: []) }
+                // Recent rows: nothing is passed for good yet.
+                #expect(try await store.pending(project: "demo").map(\.version.versionNumber) == [3, 4])
+                #expect(store.sweptThrough.withLockedValue { $0["demo"] } == nil)
+                _ = try await cluster.sql("UPDATE rc_relay_outbox SET received_at = now() - interval '1 hour'")
+                #expect(try await store.pending(project: "demo").map(\.version.versionNumber) == [3, 4])
+                let second = try await cluster.sql("SELECT id FROM rc_relay_outbox WHERE version = 2")
+                #expect(store.sweptThrough.withLockedValue { $0["demo"] }.map(String.init) == second)
+                // What lies at or below it is not read again (a row made pending by hand there stays unseen).
+                _ = try await cluster.sql(
+                    "UPDATE rc_relay_outbox SET settled = false, record = (SELECT record FROM rc_relay_outbox WHERE version = 4) WHERE version = 1")
+                #expect(try await store.pending(project: "demo").map(\.version.versionNumber) == [3, 4])
+                // Once 3 settles, the next sweep passes it and stops before 4.
+                try await store.settle(record(version: 3, id: nil), reports: [])
+                #expect(try await store.pending(project: "demo").map(\.version.versionNumber) == [4])
+                let third = try await cluster.sql("SELECT id FROM rc_relay_outbox WHERE version = 3")
+                #expect(store.sweptThrough.withLockedValue { $0["demo"] }.map(String.init) == third)
+            }
+        }
+    }
+
     /// Issue #50: a late settlement from a holder that lost the project settled whatever row held the event's first
     /// key, so it could settle a copy admitted again after a prune. A settlement addresses its row.
     @Test func aLateSettlementSettlesOnlyItsOwnRow() async throws {
