@@ -186,15 +186,22 @@ private func plan(_ sender: ScriptedSender, routes: [String] = ["a"], policy: Re
 private final class ToggledFence: DeliveryFence {
     let refusing = NIOLockedValueBox(false)
     let asked = NIOLockedValueBox(0)
+    /// Refuses once it has answered this many times (nil: as `refusing` says).
+    let refuseAfter = NIOLockedValueBox<Int?>(nil)
 
     func refusal(project: String) async -> String? {
-        asked.withLockedValue { $0 += 1 }
-        return refusing.withLockedValue { $0 } ? "another replica delivers \(project) now" : nil
+        let count = asked.withLockedValue { asked in
+            asked += 1
+            return asked
+        }
+        let turned = refuseAfter.withLockedValue { $0 }.map { count > $0 } ?? false
+        return refusing.withLockedValue { $0 } || turned ? "another replica delivers \(project) now" : nil
     }
 }
 
-/// The fence the engine is built with is asked right before every attempt of an event's delivery; a refusal sends
-/// nothing, and the engine stands the project's deliveries down by itself: what is still due goes back to the spool.
+/// The fence the engine is built with is asked before every attempt of an event's delivery, and again by the sender
+/// right before the request leaves; a refusal sends nothing, and the engine stands the project's deliveries down by
+/// itself: what is still due goes back to the spool.
 @Test func aFenceThatRefusesStandsTheProjectDownBeforeAnyRequest() async throws {
     let clock = ManualDeliveryClock()
     let spool = RecordingSpool()
@@ -213,7 +220,8 @@ private final class ToggledFence: DeliveryFence {
         Issue.record("expected it spooled for its 202")
         return
     }
-    #expect(fence.asked.withLockedValue { $0 } == 2, "asked before each of the two first attempts")
+    // Twice per request: before its turn, and by the sender right before it leaves (credentials in hand).
+    #expect(fence.asked.withLockedValue { $0 } == 4, "asked twice for each of the two first attempts")
     await clock.waitForPending { $0.contains(.seconds(600)) }
     // The accepted route's progress is written at its own acceptance, which may follow the other's retry: wait for it.
     try await eventually("the accepted route is written to the spool as done") {
@@ -225,7 +233,7 @@ private final class ToggledFence: DeliveryFence {
     try await eventually("the refused ping is handed back to the spool, still due") {
         spool.files.withLockedValue { Array($0.values) }.map(\.routes) == [[waiting]]
     }
-    #expect(fence.asked.withLockedValue { $0 } == 3)
+    #expect(fence.asked.withLockedValue { $0 } == 5, "the first ask of the third attempt refused")
     #expect(sender.sent.count == 2, "no request after the refusal")
     // The two routes' first attempts run at once, so either may be the accepted one: the waiting route's entry.
     try await eventually("the refused ping's history entry says interrupted") {
@@ -236,6 +244,30 @@ private final class ToggledFence: DeliveryFence {
         [ping("c")], batch: DeliveryBatch(version: record(4).version, eventID: nil, origin: .send, receivedAt: Date()),
         plan: SendPlan(sender: sender, policy: RetryPolicy()), logger: logger)
     #expect(sent.map(\.status) == [.accepted])
+    await group.triggerGracefulShutdown()
+    try await running
+}
+
+/// Issue #50: a fence that turns while the sender waits for its credentials (a token exchange can take
+/// `fcm.timeoutSeconds`) is asked again right before the request leaves: nothing is sent, and the ping is handed back
+/// as the first refusal hands it back.
+@Test func aFenceThatTurnsWhileTheSenderWaitsSendsNothing() async throws {
+    let clock = ManualDeliveryClock()
+    let spool = RecordingSpool()
+    let fence = ToggledFence()
+    let sender = ScriptedSender([nil])
+    // The fence turns after its first answer (before the turn), so the sender's ask (credentials in hand) refuses.
+    fence.refuseAfter.withLockedValue { $0 = 1 }
+    let engine = DeliveryEngine(
+        settings: EngineSettings(), spool: spool, metrics: noMetrics, clock: clock, logger: logger, fence: fence, replan: { _ in nil })
+    let group = ServiceGroup(services: [engine], gracefulShutdownSignals: [], logger: logger)
+    async let running: Void = group.run()
+    _ = await engine.deliver(record(3), plan: plan(sender, routes: ["a"]), wait: .seconds(5), logger: logger)
+    #expect(sender.sent.isEmpty, "no request left")
+    #expect(fence.asked.withLockedValue { $0 } == 2)
+    try await eventually("the ping's history entry says interrupted") {
+        engine.history.list(.init()).first?.report?.status == .interrupted
+    }
     await group.triggerGracefulShutdown()
     try await running
 }
