@@ -271,3 +271,49 @@ private final class ToggledFence: DeliveryFence {
     await group.triggerGracefulShutdown()
     try await running
 }
+
+/// Holds its first answer until told, then lets the ping go.
+private final class HeldFence: DeliveryFence {
+    let asked = NIOLockedValueBox(0)
+    let (entered, enter) = AsyncStream.makeStream(of: Void.self)
+    let (released, release) = AsyncStream.makeStream(of: Void.self)
+
+    func refusal(project: String) async -> String? {
+        let count = asked.withLockedValue { asked in
+            asked += 1
+            return asked
+        }
+        if count == 1 {
+            enter.yield()
+            for await _ in released { break }
+        }
+        return nil
+    }
+}
+
+/// The fault campaign's seed 60601 (a 60-minute run): a shard's ping waited on the fence's database check through a
+/// PostgreSQL stall; meanwhile its delivery was stood down and handed back to the outbox; the check then said yes, the
+/// ping went, and the outbox's delivery of the same event sent it again. A ping whose delivery was stood down while it
+/// waited for the fence sends nothing.
+@Test func aPingWaitingOnTheFenceWhenItsDeliveryIsStoodDownSendsNothing() async throws {
+    let clock = ManualDeliveryClock()
+    let fence = HeldFence()
+    let sender = ScriptedSender([nil])
+    let engine = DeliveryEngine(
+        settings: EngineSettings(), spool: RecordingSpool(), metrics: noMetrics, clock: clock, logger: logger, fence: fence,
+        replan: { _ in nil })
+    let group = ServiceGroup(services: [engine], gracefulShutdownSignals: [], logger: logger)
+    async let running: Void = group.run()
+    async let outcome = engine.deliver(record(3), plan: plan(sender, routes: ["a"]), wait: .seconds(5), logger: logger)
+    var entered = fence.entered.makeAsyncIterator()
+    await entered.next()
+    #expect(engine.standDown(project: "p") == 1)
+    fence.release.yield()
+    _ = await outcome
+    #expect(sender.sent.isEmpty, "no request after the stand-down")
+    try await eventually("the ping's history entry says interrupted") {
+        engine.history.list(.init()).first?.report?.status == .interrupted
+    }
+    await group.triggerGracefulShutdown()
+    try await running
+}

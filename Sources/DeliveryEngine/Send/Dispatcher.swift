@@ -153,7 +153,19 @@ struct Dispatcher: Sendable {
         // devices (a narrowed ping must not silence a whole-audience one).
         let audience = ping.audience
         if supersedes { latest.record(project: ping.project, route: audience, version: version, now: clock.now()) }
-        let fence = fenced ? self.fence : nil
+        // The fence, and the delivery's own stop: a delivery stood down (handed back) while this ping waited for the
+        // fence's answer sends nothing more, or the replica that takes it up again sends the same ping twice (the fault
+        // campaign's seed 60601: a shard waiting on the fence's database check through a stall, sent after its
+        // delivery was handed back).
+        let fence: (@Sendable (String) async -> String?)?
+        if fenced, let ask = self.fence {
+            fence = { project in
+                if let refusal = await ask(project) { return refusal }
+                return control.isStopped ? "its delivery was stood down while it waited; it is handed back" : nil
+            }
+        } else {
+            fence = nil
+        }
         let body = ping.message.json
         if plan.logPings { logger.info("ping", metadata: ["message": "\(Self.loggable(ping.message, encoded: body))"]) }
         let message = ByteBuffer(bytes: body)
