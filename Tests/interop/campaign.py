@@ -370,8 +370,11 @@ def rule_c(first, second, faults, leases):
     return stop if stop and took else None
 
 
-def second_send_rule(first, second, faults, leases):
-    """Which rule excuses a version's second ping to an audience: "A", "C" or None."""
+def second_send_rule(one, two, faults, leases):
+    """Which rule excuses a version's second ping to an audience: "A", "C" or None. The first send is the one whose
+    request started first (a request paused in flight reaches FCM after a later one: seed 60601), by its sender's
+    line; a ping no send line names counts from when FCM recorded it."""
+    first, second = sorted((one, two), key=lambda ping: (ping["send"]["start"] if ping["send"] else ping["time"], ping["seq"]))
     if rule_a(first, second, faults):
         return "A"
     if rule_c(first, second, faults, leases):

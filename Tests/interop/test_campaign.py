@@ -362,6 +362,25 @@ def test_a_pause_of_the_first_sender_in_flight_excuses_the_second_send():
     assert ("duplicates", "plain") not in failures(twice(faults=[fault("pause", 0.999, 9)]))[0]
 
 
+def paused_in_flight(pause_at, second_by=R1):
+    """Seed 60601: R0 starts PUSH_RC's request for version 2 at 1 s and is paused 1 ms later for 8 s; R1 takes over and
+    sends it at 5 s (recorded first); R0's request reaches FCM when it wakes, at 9 s (recorded second)."""
+    messages = full_delivery(2, 1)[1:]
+    late = ping("plain", "PUSH_RC", 2, 9.003)
+    early = ping("plain", "PUSH_RC", 2, 5)
+    sends = [send(late, start=1, accepted=9.006)] + [send(m) for m in messages] + [send(early, by=second_by)]
+    return history(messages + [early, late], [publish(2, 0)], faults=[fault("pause", pause_at, 9)], sends=sends)
+
+
+def test_the_first_send_is_the_one_whose_request_started_first_whenever_fcm_recorded_it():
+    record = paused_in_flight(1.001)
+    assert ("duplicates", "plain") not in failures(record)[0]
+    assert excused(record)["A"] == 1
+    # The same pause begun before that request started excuses nothing; nor does it excuse its own replica's second.
+    assert ("duplicates", "plain") in failures(paused_in_flight(0.99))[0]
+    assert ("duplicates", "plain") in failures(paused_in_flight(1.001, second_by=R0))[0]
+
+
 def test_a_pause_that_began_before_the_first_request_started_excuses_nothing():
     # The first request started at 0.995 s.
     assert ("duplicates", "plain") in failures(twice(faults=[fault("pause", 0.9, 5)]))[0]
