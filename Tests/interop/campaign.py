@@ -1525,8 +1525,10 @@ class Campaign:
 
     def pause_waking_into_db_stall(self, rng):
         """The holder of a project paused mid-wave (its shards' turns due while it sleeps) for 2 to 3 leases; another
-        replica takes the project over; PostgreSQL is stopped half a second before the holder wakes and for 1.5 s
-        after, so the woken holder's fence cannot ask the database and has only its claim's own bound to go by."""
+        replica takes the project over; PostgreSQL is stopped half a second before the holder wakes and for 3 s after,
+        so the woken holder's fence cannot ask the database and has only its claim's own bound to go by. The fence is
+        asked twice per request (before the turn, and once the token is in hand), each ask waiting up to the store's
+        statement timeout (a third of the lease here): the stall outlasts both."""
         publish = self.wait_for_publish(timeout=15, announced=True)
         holder = publish and self.holders().get(publish["project"])
         if not holder or not self.wait_for_first_shard(holder, publish):
@@ -1540,8 +1542,8 @@ class Campaign:
         holder.child.signal(signal.SIGCONT)
         self.log_fault("pause", f"{holder.name} (holder of {publish['project']}, waking into a database stall)", start, time.time(),
                        process=holder.name, pid=pid, seconds=round(seconds, 1))
-        time.sleep(1.5)  # the fault itself: PostgreSQL stays stopped 1.5 s after the holder woke
-        self.continue_postgres(stopped, 2.0)
+        time.sleep(3.0)  # the fault itself: PostgreSQL stays stopped 3 s after the holder woke
+        self.continue_postgres(stopped, 3.5)
 
     def freeze_while_the_lease_moves(self):
         """A project's holder frozen mid-wave for 0.4 of a lease, right after a renewal, while its lease expires in the
