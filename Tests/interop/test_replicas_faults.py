@@ -43,6 +43,14 @@ def wait_until(predicate, what, timeout=60):
     assert until(predicate, timeout), f"{what} did not happen"
 
 
+def leases_held(cluster):
+    """How many leases are held now; None before the relays have made their tables."""
+    try:
+        return cluster.sql("SELECT count(*) FROM rc_relay_leases WHERE expires_at > now()")
+    except subprocess.CalledProcessError:
+        return None
+
+
 def publish(emulator, project, greeting):
     template = {"parameters": {"welcome": {"defaultValue": {"value": greeting}, "valueType": "STRING"}}}
     answer = requests.post(f"{emulator['url']}/emulator/remote-config/{project}/publish", json=template, timeout=10)
@@ -215,13 +223,7 @@ def test_two_hundred_projects_keep_their_leases_behind_a_slow_database(emulator,
     text = config(cluster, lease=3, extra=projects).replace(cluster.url, url)
     relay = start(emulator, tmp_path, "far", text)
     try:
-        def held():
-            try:
-                return cluster.sql("SELECT count(*) FROM rc_relay_leases WHERE expires_at > now()")
-            except subprocess.CalledProcessError:
-                return None  # the relay has not made its tables yet
-
-        wait_until(lambda: held() == "200", "200 leases taken")
+        wait_until(lambda: leases_held(cluster) == "200", "200 leases taken")
         # Several renewal rounds (lease / 4 = 0.75 s each) pass; the relay must hold all 200 throughout.
         renewed = cluster.sql("SELECT max(expires_at) FROM rc_relay_leases")
         wait_until(lambda: cluster.sql("SELECT min(expires_at) FROM rc_relay_leases") > renewed, "every lease renewed")
@@ -348,13 +350,7 @@ def test_redeliveries_to_both_replicas_at_once_deadlock_nothing(emulator, tmp_pa
     projects = "projects:\n" + "".join(f"  - id: p{index}\n" for index in range(8))
     replicas = [start(emulator, tmp_path, f"r{i}", config(cluster, extra=projects)) for i in range(2)]
     try:
-        def held():
-            try:
-                return cluster.sql("SELECT count(*) FROM rc_relay_leases WHERE expires_at > now()")
-            except subprocess.CalledProcessError:
-                return None  # the relays have not made their tables yet
-
-        wait_until(lambda: held() == "8", "8 leases taken")
+        wait_until(lambda: leases_held(cluster) == "8", "8 leases taken")
         answers = []
 
         def event(index):

@@ -7,9 +7,10 @@ import PostgresNIO
 extension PostgresStore {
     /// What the holders of an event's keys (none: it was admitted) say of its admission.
     static func admission(of record: EventRecord, outcome: AdmissionBatcher.Outcome) throws(StoreError) -> Admission {
-        guard case .held(let holders) = outcome else {
-            if case .admitted(let id) = outcome { return .admitted(id: id) }
-            throw .failed("unreachable")
+        let holders: [String: AdmissionBatcher.Holder]
+        switch outcome {
+        case .admitted(let id): return .admitted(id: id)
+        case .held(let held): holders = held
         }
         // In the order of the event's keys (its project and version first), as the in-memory registry does.
         for key in record.keys {

@@ -83,22 +83,36 @@ extension PostgresStore {
     package func pending(project: String, pageSize: Int = 200) async throws(StoreError) -> [EventRecord] {
         var records: [EventRecord] = []
         let start = sweptThrough.withLockedValue { $0[project] ?? 0 }
+        let lag = Self.seconds(settledLag)
         var after = start
-        var firstPending: Int64?
+        var through: Int64?
         while true {
-            let cursor = after
+            // The first page's statement also finds how far the project is settled for good: the newest row below its
+            // first pending one received more than the lag ago (later pages start past pending rows: never from them).
+            let (cursor, first) = (after, after == start)
             let page = try await run("pending") { client, logger in
                 let rows = try await client.query(
                     """
-                    SELECT id, coalesce(record, '') FROM rc_relay_outbox WHERE project = \(project) AND NOT settled AND id > \(cursor)
-                    ORDER BY id LIMIT \(pageSize)
+                    WITH page AS (
+                        SELECT id, coalesce(record, '') AS record FROM rc_relay_outbox
+                        WHERE project = \(project) AND NOT settled AND id > \(cursor) ORDER BY id LIMIT \(pageSize)),
+                    through AS (
+                        SELECT max(id) AS id FROM rc_relay_outbox
+                        WHERE \(first) AND project = \(project) AND id > \(cursor)
+                            AND id < coalesce((SELECT min(id) FROM page), 9223372036854775807)
+                            AND received_at < now() - make_interval(secs => \(lag)))
+                    SELECT page.id, page.record, through.id FROM through LEFT JOIN page ON true ORDER BY page.id
                     """, logger: logger)
                 var page: [(Int64, String)] = []
-                for try await row in rows.decode((Int64, String).self) { page.append(row) }
-                return page
+                var through: Int64?
+                for try await (id, record, settled) in rows.decode((Int64?, String?, Int64?).self) {
+                    through = settled ?? through
+                    if let id, let record { page.append((id, record)) }
+                }
+                return (page, through)
             }
-            if firstPending == nil { firstPending = page.first?.0 }
-            for (id, text) in page {
+            if first { through = page.1 }
+            for (id, text) in page.0 {
                 // A row this relay cannot read (written by hand, or by a newer rc-relay) is skipped, never trapped on.
                 guard var record = try? JSONDecoder().decode(EventRecord.self, from: Data(text.utf8)), record.defect == nil else {
                     logger.error("outbox row skipped: it is not an event this relay can read", metadata: ["project": "\(project)"])
@@ -107,28 +121,11 @@ extension PostgresStore {
                 record.storeRow = id
                 records.append(record)
             }
-            guard page.count == pageSize, let last = page.last?.0 else { break }
+            guard page.0.count == pageSize, let last = page.0.last?.0 else { break }
             after = last
         }
-        try await advanceSweptThrough(project: project, from: start, before: firstPending)
+        if let through { sweptThrough.withLockedValue { $0[project] = max($0[project] ?? 0, through) } }
         return records
-    }
-
-    /// Moves ``sweptThrough`` for the project to the newest row below `before` (its first pending row; nil: none) that
-    /// was received more than ``settledLag`` ago: every row up to it is settled, and stays so.
-    func advanceSweptThrough(project: String, from start: Int64, before: Int64?) async throws(StoreError) {
-        let (lag, limit) = (Self.seconds(settledLag), before ?? Int64.max)
-        let through = try await run("pending") { client, logger in
-            let rows = try await client.query(
-                """
-                SELECT max(id) FROM rc_relay_outbox
-                WHERE project = \(project) AND id > \(start) AND id < \(limit) AND received_at < now() - make_interval(secs => \(lag))
-                """, logger: logger)
-            for try await id in rows.decode(Int64?.self) { return id }
-            return nil
-        }
-        guard let through else { return }
-        sweptThrough.withLockedValue { $0[project] = max($0[project] ?? 0, through) }
     }
 
     /// How old a row must be before a sweep may pass it for good: an admission still uncommitted that took a lower id

@@ -143,7 +143,7 @@ struct AdmissionBatcherTests {
     /// Two admissions that share a key never go in one round (one statement cannot tell the second its holder, the
     /// first): the second waits for the next round, and the admissions after it do not.
     @Test func admissionsSharingAKeyGoInSeparateRounds() async throws {
-        let requests = ["a", "b", "c", "d"].map { project in request(project, id: project == "a" || project == "c" ? "shared" : "") }
+        let requests = ["a", "b", "c", "d"].map { project in request(project, id: project == "a" || project == "c" ? "same-id" : "") }
         #expect(AdmissionBatcher.nextRound(requests) == [0, 1, 3])
     }
 
