@@ -71,7 +71,9 @@ FAULT_DECK = ["kill", "kill_mid_wave", "kill_mid_wave", "kill_mid_poll", "kill_a
 # holder followed at once by a graceful restart of that holder (SIGTERM, waited, started again) and a real version
 # announced by a webhook and one left for the poller, which must still reach their topics (issue #49: the far version
 # that silenced a project). Each is recorded in the record's `operator` list under its act.
-OPERATOR_ACTS = ["operator_send", "outlier", "operator_send_then_restart"]
+# What operators do through the admin API besides: a reset of a project's marks; a retry of a ping FCM refused for good
+# (a 400 queued in its FCM); a discard of a dead ping (503s whose Retry-After is past the retry deadline).
+OPERATOR_ACTS = ["operator_send", "outlier", "marks_reset", "operator_retry", "operator_discard", "operator_send_then_restart"]
 # The far versions: an operator's send is FAR plus a seeded number below FAR; an outlier is int64's largest.
 FAR = 1_000_000
 OUTLIER = 9223372036854775807
@@ -85,7 +87,7 @@ STORAGE_DECKS = {
     "postgres": FAULT_DECK + OPERATOR_ACTS,
     "spool": ["kill", "kill_mid_wave", "kill_after_unannounced", "pause", "term", "fcm_503", "fcm_429", "fcm_slow", "rc_503",
               "rc_slow"] + OPERATOR_ACTS,
-    "memory": ["fcm_503", "fcm_429", "fcm_slow", "rc_503", "rc_slow", "operator_send", "outlier"],
+    "memory": ["fcm_503", "fcm_429", "fcm_slow", "rc_503", "rc_slow", "operator_send", "outlier", "marks_reset", "operator_retry"],
 }
 STORAGE_KINDS = {
     "postgres": FAULT_KINDS,
@@ -118,8 +120,13 @@ NO_ANSWER = "FCM could not be reached"
 # The line an operator's `POST /admin/send` logs first, with its project and version: its pings' `sending ping to FCM`
 # lines carry its request_id but neither of those, so a send of it takes them from this line.
 ADMIN_SEND = "admin send"
+# The line an operator's `POST /admin/deliveries/{id}/retry` logs first, with the project, route and version: its
+# pings' sends carry its request_id, and are the operator's (docs/replicas.md, "Retries and discards").
+ADMIN_RETRY = "admin retry"
+# The line of a poll that adopted Remote Config's current version without a ping (rule R's `reset-adopted`).
+ADOPTED = "poll: adopted the current version without a ping"
 # What the report counts and lists, in its order.
-RULES = ["A", "B-fault", "B-same-replica", "C", "covers-wider", "reverted"]
+RULES = ["A", "B-fault", "B-same-replica", "C", "covers-wider", "reverted", "reset-adopted", "reset-stale", "discarded", "retried"]
 INVARIANTS = ["lost", "newest", "duplicates", "waves", "stale", "known", "settled", "campaign"]
 
 # The routes every project has, as plain data the checker reads too. Each message carries its route in data.ROUTE
@@ -195,27 +202,33 @@ def json_line(line):
 
 
 def parse_log(process, pid, lines):
-    """One replica process's log lines as (sends, leases). Each `sending ping to FCM` line is a send (process name,
-    pid, replica id, project, route, audience, version, delivery_id, attempt, start, line: its place in the log) with
-    the outcome of the later line of the same delivery_id and attempt (kind, end, fcm_message), or outcome None: the
-    process ended with the request under way. A send of an operator's `admin send` takes its project and version from
-    that line (by request_id). Each `project lease taken` line is a lease (process, pid, replica, project, epoch,
-    time), the process's own when the line names no replica."""
-    sends, leases, under_way, asked = [], [], {}, {}
+    """One replica process's log lines as (sends, leases, adoptions). Each `sending ping to FCM` line is a send
+    (process name, pid, replica id, project, route, audience, version, delivery_id, attempt, start, line: its place in
+    the log, `by`: the admin line it belongs to, if any) with the outcome of the later line of the same delivery_id and
+    attempt (kind, end, fcm_message), or outcome None: the process ended with the request under way. A send of an
+    operator's `admin send` or `admin retry` takes its project and version from that line (by request_id). Each
+    `project lease taken` line is a lease (process, pid, replica, project, epoch, time), the process's own when the
+    line names no replica; each `poll: adopted the current version without a ping` an adoption (process, pid,
+    project, version, time)."""
+    sends, leases, adoptions, under_way, asked = [], [], [], {}, {}
     for index, line in enumerate(lines):
         entry = json_line(line)
         if entry is None or "ts" not in entry:
             continue
         said, at = entry.get("msg", ""), epoch(entry["ts"])
-        if said == ADMIN_SEND and entry.get("request_id"):
+        if said in (ADMIN_SEND, ADMIN_RETRY) and entry.get("request_id"):
             asked[entry["request_id"]] = entry
+        elif said == ADOPTED:
+            adoptions.append({"process": process, "pid": pid, "project": entry.get("project"),
+                              "version": as_version(entry.get("version")), "time": at})
         elif said == SENDING:
-            entry = {**asked.get(entry.get("request_id"), {}), **entry}
+            admin = asked.get(entry.get("request_id"), {})
+            entry = {**admin, **entry}
             send = {"process": process, "pid": pid, "replica": entry.get("replica", ""), "project": entry.get("project"),
                     "route": entry.get("route", "?"), "audience": entry.get("audience", "?"),
                     "version": as_version(entry.get("version")), "delivery_id": entry.get("delivery_id"),
                     "attempt": as_version(entry.get("attempt")), "start": at, "line": index,
-                    "outcome": None, "end": None, "fcm_message": None, "answer_lost": False}
+                    "outcome": None, "end": None, "fcm_message": None, "answer_lost": False, "by": admin.get("msg")}
             under_way[(send["delivery_id"], send["attempt"])] = send
             sends.append(send)
         elif said in OUTCOMES:
@@ -226,7 +239,7 @@ def parse_log(process, pid, lines):
         elif said.startswith(LEASE_TAKEN):
             leases.append({"process": process, "pid": pid, "replica": entry.get("replica", ""),
                            "project": entry.get("project"), "epoch": as_version(entry.get("epoch")), "time": at})
-    return sends, leases
+    return sends, leases, adoptions
 
 
 def who(entry):
@@ -388,10 +401,11 @@ def started_before(one, two):
     return (one["start"], one["line"]) < (two["start"], two["line"])
 
 
-def stale_rule(older, newers, faults):
-    """Which part of rule B excuses an older version's ping recorded after the newer ones that cover it: "B-fault"
-    (a kill or pause of its own sender began after its request started and before FCM recorded it),
-    "B-same-replica" (its replica sent every one of the newer ones, and started it after the older one), or None."""
+def stale_rule(older, newers, faults, after_reset=None):
+    """Which rule excuses an older version's ping recorded after the newer ones that cover it: "B-fault" (a kill or
+    pause of its own sender began after its request started and before FCM recorded it), "B-same-replica" (its
+    replica sent every one of the newer ones, and started it after the older one), "reset-stale" (`after_reset`, rule
+    R: a marks reset between them), or None."""
     send = older["send"]
     if send is None:
         return None
@@ -399,7 +413,62 @@ def stale_rule(older, newers, faults):
         return "B-fault"
     if all(n["send"] is not None and who(n["send"]) == who(send) and started_before(send, n["send"]) for n in newers):
         return "B-same-replica"
+    if after_reset and after_reset(older, newers):
+        return "reset-stale"
     return None
+
+
+class Operators:
+    """What an operator did to one project, as the rules of docs/replicas.md read it ("R. After a marks reset",
+    "Retries and discards"): the times of the resets answered 200 (from their requests), the polls' adoptions of the
+    current version (`record["adoptions"]`), and the (route, version) pairs a discard answered 200/202 gave up."""
+
+    def __init__(self, record, project):
+        acts = operator_acts(record, project)
+        answered = [a for a in acts if any(x.get("status") in ((200,) if a["kind"] != "discard" else (200, 202))
+                                           for x in a.get("answers") or [])]
+        self.resets = sorted(a["time"] for a in answered if a["kind"] == "reset")
+        self.discarded = {(a["route"], int(a["version"])) for a in answered if a["kind"] == "discard"}
+        self.adoptions = sorted((a for a in record.get("adoptions") or [] if a["project"] == project), key=lambda a: a["time"])
+
+    def adopted(self, publish):
+        """Rule R's `reset-adopted`: a version left for the poller named (it or a newer one) by the first adoption
+        after a reset, published before that adoption."""
+        if publish["mode"] != "poll":
+            return False
+        for reset in self.resets:
+            first = next((a for a in self.adoptions if a["time"] >= reset), None)
+            if first and first["version"] >= publish["version"] and publish["time"] < first["time"]:
+                return True
+        return False
+
+    def missing(self, route, publish):
+        """The rule that excuses `publish` not reaching a target of `route`: "discarded", "reset-adopted" or None."""
+        if (route["name"], publish["version"]) in self.discarded:
+            return "discarded"
+        if self.adopted(publish):
+            return "reset-adopted"
+        return None
+
+    def after_reset(self, route, routed):
+        """Rule R's `reset-stale` for the route's pings `routed`: a reset began after every newer ping the older one
+        follows was recorded and before the older one's request started, and no ping of a version newer than the
+        older one's to an audience covering its was recorded between the reset and that request."""
+        def excused(older, newers):
+            start = older["send"]["start"]
+            for reset in self.resets:
+                if not (all(n["time"] < reset for n in newers) and reset < start):
+                    continue
+                if not any(p["version"] > older["version"] and reset <= p["time"] < start
+                           and covers(route, p["audience"], older["audience"]) for p in routed):
+                    return True
+            return False
+        return excused if self.resets else None
+
+
+def retried(ping):
+    """Whether an operator's retry sent the ping (its send belongs to an `admin retry` line)."""
+    return ping["send"] is not None and ping["send"].get("by") == ADMIN_RETRY
 
 
 # -- the invariants -------------------------------------------------------------------------------------------------
@@ -444,12 +513,13 @@ def projects_of(record):
 
 def operator_versions(record, project):
     """The versions operators and odd senders sent for `project` (`record["operator"]`: {project, version, …} each, or
-    a bare version for any project): an operator's `POST /admin/send`, an outlier's webhook."""
+    a bare version for any project): an operator's `POST /admin/send`, an outlier's webhook. A reset, a retry or a
+    discard sends no version of its own."""
     versions = set()
     for sent in record.get("operator") or []:
         if not isinstance(sent, dict):
             versions.add(int(sent))
-        elif sent.get("project") == project:
+        elif sent.get("project") == project and sent.get("kind", "send") in ("send", "outlier"):
             versions.add(int(sent["version"]))
     return versions
 
@@ -486,16 +556,24 @@ def check(record):
         # An operator's send or an outlier's ping says nothing of what the project's devices were told last and makes
         # no real version stand down (docs/webhook.md): known, and left out of every comparison between versions.
         aside = operator_versions(record, project) - {p["version"] for p in published}
+        ops = Operators(record, project)
         for route in routes:
             routed = sorted((p for p in mine if p["route"] == route["name"]), key=lambda p: p["seq"])
-            real = [p for p in routed if p["version"] not in aside]
+            # An operator's retry reaches devices (lost, newest, waves) but is a deliberate resend: never a duplicate,
+            # a stale ping or the newest's last ping (docs/replicas.md, "Retries and discards").
+            reaching = [p for p in routed if p["version"] not in aside]
+            real = [p for p in reaching if not retried(p)]
             undone = (routed, timeline, (record.get("initial") or {}).get(project))
-            checks.append(check_lost(project, route, published, real, acked, undone))
-            checks.append(check_newest(project, route, published, real, faults, undone))
+            after_reset = ops.after_reset(route, real)
+            checks.append(check_lost(project, route, published, reaching, acked, undone, ops))
+            checks.append(check_newest(project, route, published, real, faults, undone, ops, reaching, after_reset))
             checks.append(check_duplicates(project, route, real, faults, leases))
-            checks.append(check_stale(project, route, real, faults))
+            checks.append(check_stale(project, route, real, faults, after_reset))
             if "waves" in route:
-                checks.append(check_waves(project, route, published, real, faults, leases))
+                checks.append(check_waves(project, route, published, real, faults, leases, ops, reaching))
+            for ping in routed:
+                if retried(ping):
+                    checks[-1].excuse("retried", ping)
             checks.append(check_known(project, route, routed, versions))
         checks.append(check_unrouted(project, routes, mine))
         checks.append(check_settled(project, published, answers))
@@ -506,7 +584,7 @@ def check(record):
     return checks
 
 
-def check_lost(project, route, published, routed, acked, undone=None):
+def check_lost(project, route, published, routed, acked, undone=None, ops=None):
     """Nothing acknowledged is lost: each version acknowledged (200/202), or left for the poller on a project that
     polls, reaches every topic it must reach with a ping carrying it or a newer version, unless its change there was
     undone before that topic's devices were told (`undone`: the route's every ping, the publishes in time order and
@@ -521,24 +599,32 @@ def check_lost(project, route, published, routed, acked, undone=None):
                 if undone and reverted(route, publish, target, *undone):
                     result.excuse_target("reverted", publish, route, target)
                     continue
+                rule = ops and ops.missing(route, publish)
+                if rule:
+                    result.excuse_target(rule, publish, route, target)
+                    continue
                 why = "acknowledged" if (project, version) in acked else "left for the poller"
                 result.fail(publish["time"], f"version {version} ({why}, changed {publish['changed']}) never reached {target}")
     return result
 
 
-def check_newest(project, route, published, routed, faults, undone=None):
-    """The newest version arrives: it reaches every topic it must reach (unless its change there was undone before
-    that topic's devices were told: `reverted`), and is the last ping to each audience it reached (an older ping rule
-    B excuses aside)."""
+def check_newest(project, route, published, routed, faults, undone=None, ops=None, reaching=None, after_reset=None):
+    """The newest version arrives: it reaches every topic it must reach (`reaching`: an operator's retry too; unless
+    its change there was undone before that topic's devices were told, `reverted`, or rule R or a discard excuses
+    it), and is the last ping to each audience it reached (an older ping rule B or R excuses aside)."""
     result = Check("newest", project, route["name"])
     if not published:
         return result
     newest = published[-1]
     version = newest["version"]
     for target in sorted(required_targets(route, newest["changed"])):
-        if not any(p["version"] == version and covers(route, p["audience"], target) for p in routed):
+        if not any(p["version"] == version and covers(route, p["audience"], target) for p in (reaching or routed)):
             if undone and reverted(route, newest, target, *undone):
                 result.excuse_target("reverted", newest, route, target)
+                continue
+            rule = ops and ops.missing(route, newest)
+            if rule:
+                result.excuse_target(rule, newest, route, target)
                 continue
             last = [p["version"] for p in routed if covers(route, p["audience"], target)][-1:]
             result.fail(newest["time"], f"newest version {version} never reached {target} (its last ping: {last or 'none'})")
@@ -546,7 +632,7 @@ def check_newest(project, route, published, routed, faults, undone=None):
         there = [p for p in routed if p["audience"] == audience]
         fresh = [p for p in there if p["version"] == version]
         for later in (p for p in there if p["seq"] > fresh[-1]["seq"] and p["version"] < version):
-            rule = stale_rule(later, [p for p in fresh if p["seq"] < later["seq"]], faults)
+            rule = stale_rule(later, [p for p in fresh if p["seq"] < later["seq"]], faults, after_reset)
             if rule:
                 result.excuse(rule, later)
             else:
@@ -576,7 +662,7 @@ def check_duplicates(project, route, routed, faults, leases):
     return result
 
 
-def check_stale(project, route, routed, faults):
+def check_stale(project, route, routed, faults, after_reset=None):
     """Nothing stale after fresh: no ping of an older version to an audience after a ping of a newer version to an
     audience that covers it was recorded, unless rule B excuses it. An older ping to an audience that covers the newer
     one's without being covered by it is not stale (counted as covers-wider)."""
@@ -585,7 +671,7 @@ def check_stale(project, route, routed, faults):
         newer = [n for n in routed[:index] if n["version"] > ping["version"]]
         covering = [n for n in newer if covers(route, n["audience"], ping["audience"])]
         if covering:
-            rule = stale_rule(ping, covering, faults)
+            rule = stale_rule(ping, covering, faults, after_reset)
             if rule:
                 result.excuse(rule, ping)
             else:
@@ -597,9 +683,9 @@ def check_stale(project, route, routed, faults):
     return result
 
 
-def check_waves(project, route, published, routed, faults, leases):
+def check_waves(project, route, published, routed, faults, leases, ops=None, reaching=None):
     """Waves: every shard topic of the newest version's wave is pinged exactly once with that version (twice only
-    under rule A or C)."""
+    under rule A or C; an operator's retry reaches it too, and a discard excuses it)."""
     result = Check("waves", project, route["name"])
     if not published:
         return result
@@ -607,7 +693,12 @@ def check_waves(project, route, published, routed, faults, leases):
     for topic in shard_topics(route):
         same = [p for p in routed if p["audience"] == topic and p["version"] == version]
         rule = second_send_rule(same[0], same[1], faults, leases) if len(same) == 2 else None
-        if not same:
+        if not same and any(p["audience"] == topic and p["version"] == version for p in (reaching or [])):
+            continue  # an operator's retry sent it
+        rule = rule or (ops and not same and ops.missing(route, published[-1]))
+        if not same and rule:
+            result.excuse_target(rule, published[-1], route, topic)
+        elif not same:
             result.fail(published[-1]["time"], f"shard {topic} never got the newest version {version}")
         elif rule:
             result.excuse(rule, same[1])
@@ -668,24 +759,38 @@ def check_settled(project, published, answers):
     return result
 
 
+# What each kind of operator act must be answered (check_operator).
+ANSWERED = {"send": (200,), "outlier": (200, 202), "reset": (200,), "retry": (200,), "discard": (200, 202)}
+
+
 def check_operator(project, routes, acts, mine):
     """What operators and odd senders did reached FCM: an operator's send (`POST /admin/send`) was answered 200 with
     its pings accepted, and its route's topic got a ping of its version; an outlier's webhook was acknowledged
     (200/202) and every route's whole audience (a waved route's every shard) got a ping of its version, sent at once
-    (docs/webhook.md, version numbers). Returns a `settled` check (the answers) and a `lost` check (the pings)."""
+    (docs/webhook.md, version numbers); a marks reset was answered 200; a retry 200 with its ping accepted, and a ping
+    of its version reached the refused ping's audience by it; a discard 200 or 202. Returns a `settled` check (the
+    answers) and a `lost` check (the pings)."""
     settled = Check("settled", project, "operators and odd senders")
     lost = Check("lost", project, "operators and odd senders")
     for act in acts:
-        what = f"{act.get('act', act['kind'])} of version {act['version']}"
+        what = f"{act.get('act', act['kind'])}" + (f" of version {act['version']}" if act.get("version") is not None else "")
         answers = act.get("answers") or []
-        good = [a for a in answers if a.get("status") in ((200,) if act["kind"] == "send" else (200, 202))]
+        wanted_status = ANSWERED.get(act["kind"], (200,))
+        good = [a for a in answers if a.get("status") in wanted_status]
         if not good:
             last = answers[-1] if answers else {}
-            settled.fail(act["time"], f"{what} was never answered {'200' if act['kind'] == 'send' else '200/202'} "
-                                      f"(last answer {last.get('status') or last.get('error')} {last.get('body', '')[:200]})".rstrip())
+            settled.fail(act["time"], f"{what} was never answered {'/'.join(map(str, wanted_status))} "
+                                      f"(last answer {last.get('status') or last.get('error') or act.get('why', 'none')} "
+                                      f"{last.get('body', '')[:200]})".rstrip())
             continue
-        if act["kind"] == "send" and any(a.get("outcome") != "accepted" for a in good[-1:]):
+        if act["kind"] in ("send", "retry") and any(a.get("outcome") != "accepted" for a in good[-1:]):
             settled.fail(good[-1]["time"], f"{what}: its pings ended {good[-1].get('outcome')!r}, not accepted")
+            continue
+        if act["kind"] in ("reset", "discard"):
+            continue  # nothing of its own to send
+        if act["kind"] == "retry":
+            if not any(retried(p) and p["version"] == act["version"] and p["route"] == act["route"] for p in mine):
+                lost.fail(act["time"], f"{what} (answered 200) sent no ping of its version on route {act['route']}")
             continue
         wanted = [r for r in routes if act["kind"] != "send" or r["name"] == act.get("route")]
         for route in wanted:
@@ -1027,15 +1132,16 @@ class Replica:
         self.child.wait_for(lambda l: "rc-relay listening" in l, timeout=60)
 
     def logs(self):
-        """(sends, leases) of every process this replica has been (parse_log), each under its own pid."""
-        sends, leases = [], []
+        """(sends, leases, adoptions) of every process this replica has been (parse_log), each under its own pid."""
+        sends, leases, adoptions = [], [], []
         for child in self.incarnations:
             with child.changed:
                 lines = list(child.lines)
-            more_sends, more_leases = parse_log(self.name, child.pid, lines)
+            more_sends, more_leases, more_adoptions = parse_log(self.name, child.pid, lines)
             sends += more_sends
             leases += more_leases
-        return sends, leases
+            adoptions += more_adoptions
+        return sends, leases, adoptions
 
     @property
     def name(self):
@@ -1607,7 +1713,8 @@ class Campaign:
     FAULTS = [("kill", 3), ("kill_mid_wave", 2), ("kill_mid_poll", 1), ("kill_after_unannounced", 1), ("pause", 3),
               ("pause_waking_into_db_stall", 1), ("freeze_while_the_lease_moves", 1), ("term", 1), ("pg_pause", 2),
               ("pg_restart", 1), ("fcm_503", 2), ("fcm_429", 1), ("rc_503", 1), ("rc_slow", 1), ("fcm_slow", 1),
-              ("operator_send", 1), ("outlier", 1), ("operator_send_then_restart", 1)]
+              ("operator_send", 1), ("outlier", 1), ("operator_send_then_restart", 1), ("marks_reset", 1),
+              ("operator_retry", 1), ("operator_discard", 1)]
 
     def scheduler(self, until):
         """The seeded fault plan: a fault every 2-7 s, first each kind of the deck once (in its seeded order), then
@@ -1689,6 +1796,12 @@ class Campaign:
             self.outlier(rng, kind)
         elif kind == "operator_send_then_restart":
             self.operator_send_then_restart(project, rng)
+        elif kind == "marks_reset":
+            self.marks_reset(project, rng)
+        elif kind == "operator_retry":
+            self.operator_retry(project, rng)
+        elif kind == "operator_discard":
+            self.operator_discard(project, rng)
 
     # -- operators and odd senders ---------------------------------------------------------------------------------
 
@@ -1744,6 +1857,106 @@ class Campaign:
         self.publish(project, rng.choice(CHANGES), rng.choice(["binary", "structured"]),
                      rng=random.Random(f"{self.seed}/send/{project}/{rng.random()}"))
         self.publish(project, rng.choice(CHANGES), "poll")
+
+    def admin(self, entry, replica, method, path, outcome=False):
+        """An operator's admin call to `replica`, asked again (at most 5 times, a second apart) after a connection
+        error or a 5xx; each answer (status, time, for a send or retry its pings' outcomes) is added to `entry`'s.
+        Returns the last response, or None."""
+        response = None
+        for _ in range(5):
+            try:
+                response = requests.request(method, replica.url + path, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=120)
+                answer = {"status": response.status_code, "time": time.time()}
+                if outcome:
+                    try:
+                        answer["outcome"] = response.json().get("status", "?")
+                    except (ValueError, AttributeError):
+                        answer["body"] = response.text[:500]
+                elif response.status_code >= 300:
+                    answer["body"] = response.text[:500]
+            except requests.RequestException as error:
+                response, answer = None, {"status": None, "error": type(error).__name__, "time": time.time()}
+            with self.lock:
+                entry["answers"].append(answer)
+            if answer["status"] is not None and answer["status"] < 500:
+                break
+            self.finished.wait(1)
+        return response
+
+    def act(self, act, kind, project, **more):
+        """A new entry of the `operator` list."""
+        entry = {"act": act, "kind": kind, "project": project, "version": None, "route": None, "time": time.time(),
+                 "answers": [], **more}
+        with self.lock:
+            self.operator.append(entry)
+        return entry
+
+    def marks_reset(self, project, rng):
+        """An operator's `DELETE /admin/projects/{project}/marks` to a random replica (docs/operations.md): every
+        replica forgets the project's marks. What may follow is rule R's (docs/replicas.md)."""
+        replica = rng.choice(self.replicas)
+        entry = self.act("marks_reset", "reset", project, target=replica.name)
+        self.admin(entry, replica, "DELETE", f"/admin/projects/{project}/marks")
+
+    def admin_deliveries(self, project, status, rng, timeout):
+        """The project's pings of `status` in `GET /admin/deliveries` on a random replica, newest first, polled until
+        there are some or `timeout` passes (the shared history is a copy written moments after each change)."""
+        found = []
+
+        def some():
+            nonlocal found
+            replica = rng.choice(self.replicas)
+            try:
+                answer = requests.get(replica.url + "/admin/deliveries", params={"project": project, "status": status},
+                                      headers={"Authorization": f"Bearer {ADMIN}"}, timeout=30)
+                found = answer.json().get("deliveries", []) if answer.status_code == 200 else []
+            except (requests.RequestException, ValueError):
+                found = []
+            return bool(found) or self.stopping.is_set()
+
+        until(some, timeout)
+        return found
+
+    def operator_retry(self, project, rng):
+        """A ping FCM refuses for good (one `400 INVALID_ARGUMENT` queued in the project's FCM, and a real version
+        announced by a CloudEvent to use it), retried by an operator: each `failed` ping of the project found within
+        60 s is retried with `POST /admin/deliveries/{id}/retry` on a random replica (docs/replicas.md, "Retries and
+        discards"). Refused pings of an admin send or retry are not the operator's to retry here. None found is the
+        campaign's own failure."""
+        self.inject("fcm_400", project, {"status": 400, "errorCode": "INVALID_ARGUMENT", "count": 1})
+        self.publish(project, rng.choice(CHANGES), rng.choice(["binary", "structured"]),
+                     rng=random.Random(f"{self.seed}/send/{project}/{rng.random()}"))
+        failed = [d for d in self.admin_deliveries(project, "failed", rng, 60) if d.get("origin") not in ("send", "retry")]
+        if not failed:  # the campaign's own failure: the 400 waits for a ping nobody will retry
+            with self.lock:
+                self.errors.append(f"{clock(time.time())} operator_retry: no failed ping of {project} within 60 s")
+            return
+        for delivery in failed:
+            replica = rng.choice(self.replicas)
+            entry = self.act("operator_retry", "retry", project, version=int(delivery["versionNumber"]),
+                             route=route_name(delivery["route"]), target=replica.name, retry_of=delivery["id"])
+            self.admin(entry, replica, "POST", f"/admin/deliveries/{delivery['id']}/retry", outcome=True)
+
+    def operator_discard(self, project, rng):
+        """A dead ping discarded by an operator: forty `503`s with `Retry-After: 3600` queued in the project's FCM (a
+        wait past the retry deadline: each ping they answer is dead at once, its event kept and tried again), a real
+        version announced by a CloudEvent; the newest dead ping of an event found within 60 s is discarded with
+        `POST /admin/deliveries/{id}/discard` on a random replica, the next one after a 409 (it came alive)."""
+        self.inject("fcm_dead", project, {"status": 503, "retryAfter": "3600", "count": 40})
+        self.publish(project, rng.choice(CHANGES), rng.choice(["binary", "structured"]),
+                     rng=random.Random(f"{self.seed}/send/{project}/{rng.random()}"))
+        dead = [d for d in self.admin_deliveries(project, "dead", rng, 60) if d.get("origin") in ("webhook", "poll", "spool")]
+        for delivery in dead[:5]:
+            replica = rng.choice(self.replicas)
+            entry = self.act("operator_discard", "discard", project, version=int(delivery["versionNumber"]),
+                             route=route_name(delivery["route"]), target=replica.name, delivery_id=delivery["id"])
+            response = self.admin(entry, replica, "POST", f"/admin/deliveries/{delivery['id']}/discard")
+            if response is not None and response.status_code in (200, 202):
+                return
+            with self.lock:
+                self.operator.remove(entry)  # not discardable any more (a 409): the next one
+        with self.lock:
+            self.errors.append(f"{clock(time.time())} operator_discard: no dead ping of {project} could be discarded ({len(dead)} found)")
 
     # -- the end ---------------------------------------------------------------------------------------------------
 
@@ -1805,20 +2018,22 @@ class Campaign:
     def collect(self, outcome, plan):
         """The campaign's record (campaign.json, what `check` reads): `plan` is "seeded" (the random publisher and
         scheduler, held to the minimum) or "script" (a test's fixed sequence); `sends` and `leases` are every
-        replica process's log lines (parse_log); `operator` what operators and odd senders did (an admin send of a
-        far version, an outlier's webhook: act, kind, project, version, route, target, time, every answer)."""
-        messages, sends, leases = [], [], []
+        replica process's log lines (parse_log), and `adoptions` its polls' adoptions; `operator` what operators and
+        odd senders did (an admin send of a far version, an outlier's webhook, a marks reset, a retry, a discard: act,
+        kind, project, version, route, target, time, every answer)."""
+        messages, sends, leases, adoptions = [], [], [], []
         for project in self.projects:
             messages += self.emulators[project].messages()
         for replica in self.replicas:
-            more_sends, more_leases = replica.logs()
+            more_sends, more_leases, more_adoptions = replica.logs()
             sends += more_sends
             leases += more_leases
+            adoptions += more_adoptions
         return {"seed": self.seed, "replay": self.options.replay(), "plan": plan, "storage": self.options.storage, "routes": ROUTES,
                 "projects": self.projects, "publishes": self.publishes,
                 "answers": sorted(self.answers, key=lambda a: a["time"]), "faults": self.faults, "messages": messages,
                 "sends": sorted(sends, key=lambda s: s["start"]), "leases": sorted(leases, key=lambda l: l["time"]),
-                "initial": self.initial, "operator": self.operator, "outcome": outcome, "directory": str(self.directory)}
+                "adoptions": sorted(adoptions, key=lambda a: a["time"]), "initial": self.initial, "operator": self.operator, "outcome": outcome, "directory": str(self.directory)}
 
     def stop(self):
         self.stopping.set()

@@ -222,7 +222,8 @@ def test_a_healthy_history_passes():
     assert failed == set()
     ok, text = printed(checks, record)
     assert ok and text.rstrip().endswith(f"{len(checks)} passed, 0 failed")
-    assert "excused              A 0, B-fault 0, B-same-replica 0, C 0, covers-wider 0, reverted 0" in text
+    assert ("excused              A 0, B-fault 0, B-same-replica 0, C 0, covers-wider 0, reverted 0, reset-adopted 0, "
+            "reset-stale 0, discarded 0, retried 0") in text
     assert "violations           lost 0, newest 0, duplicates 0, waves 0, stale 0, known 0, settled 0, campaign 0" in text
 
 
@@ -499,7 +500,7 @@ def test_a_replicas_log_becomes_its_sends_and_leases():
         'not json\n',
         '{"ts":"2026-11-29T08:28:11.050Z","msg":"ping accepted by FCM","attempt":"1","delivery_id":"c-4","fcm_message":"projects/p/messages/9"}\n',
     ]
-    sends, leases = campaign.parse_log("replica-0", 4597, lines)
+    sends, leases, _ = campaign.parse_log("replica-0", 4597, lines)
     assert [(s["route"], s["attempt"], s["outcome"], s["fcm_message"]) for s in sends] == [
         ("waved@0", 1, "accepted", "projects/p/messages/9"), ("plain", 2, None, None)]
     assert campaign.route_name(sends[0]["route"]) == "waved"
@@ -510,7 +511,7 @@ def test_a_replicas_log_becomes_its_sends_and_leases():
         '{"ts":"2026-11-29T09:26:17.169Z","level":"debug","msg":"sending ping to FCM","attempt":"1","audience":"PUSH_RC",'
         '"delivery_id":"d-9","replica":"vm/28188/3","request_id":"r7","route":"plain"}\n',
     ]
-    sent, _ = campaign.parse_log("replica-0", 28188, admin)
+    sent, _, _ = campaign.parse_log("replica-0", 28188, admin)
     assert [(s["project"], s["version"], s["route"], s["outcome"]) for s in sent] == [("p", 1725533, "plain", None)]
     assert leases == [{"process": "replica-0", "pid": 4597, "replica": "", "project": "p", "epoch": 3,
                        "time": campaign.epoch("2026-11-29T08:28:09.454Z")}]
@@ -604,6 +605,140 @@ def test_an_acknowledged_outlier_reaches_every_routes_whole_audience():
     record = far_between()
     record["operator"][1]["answers"][0]["status"] = 202
     assert failures(record)[0] == set()
+
+
+# -- marks resets, retries and discards (rule R, "Retries and discards") --------------------------------------------
+
+
+def reset_at(at, status=200):
+    """An operator's marks reset `at` seconds after T0, answered `status`."""
+    return {"act": "marks_reset", "kind": "reset", "project": PROJECT, "version": None, "route": None, "target": "replica-1",
+            "time": T0 + at, "answers": [{"status": status, "time": T0 + at + 0.05}]}
+
+
+def adoption(version, at, by=R0):
+    return {"process": by[0], "pid": by[1], "project": PROJECT, "version": version, "time": T0 + at}
+
+
+def adopted_after_reset(adoptions, resets=(5.0,)):
+    """Version 2 delivered; 3 left for the poller at 4 s and never pinged; the adoptions and resets given."""
+    publishes = [publish(2, 0), publish(3, 4, mode="poll")]
+    return history(full_delivery(2, 1), publishes, answers=[answer(2, 0.5)], operator=[reset_at(t) for t in resets],
+                   adoptions=adoptions)
+
+
+def test_a_version_the_first_poll_after_a_reset_adopted_need_not_reach_anything():
+    record = adopted_after_reset([adoption(3, 8)])
+    assert failures(record)[0] == set()
+    assert excused(record)["reset-adopted"] == len(ROUTES) - 1 + 4  # plain, aware, quiet, and the wave's four shards
+
+
+def test_an_adoption_with_no_reset_before_it_or_not_the_first_after_it_excuses_nothing():
+    # No reset: the poll adopted a version it should have pinged.
+    assert ("lost", "plain") in failures(adopted_after_reset([adoption(3, 8)], resets=()))[0]
+    # The reset came after the adoption.
+    assert ("lost", "plain") in failures(adopted_after_reset([adoption(3, 8)], resets=(9.0,)))[0]
+    # The first adoption after the reset named an older version; a later one is no excuse.
+    assert ("lost", "plain") in failures(adopted_after_reset([adoption(2, 6), adoption(3, 8)]))[0]
+    # A reset that was refused is no reset.
+    record = adopted_after_reset([adoption(3, 8)])
+    record["operator"][0]["answers"][0]["status"] = 503
+    assert ("lost", "plain") in failures(record)[0]
+    # An announced version is never the poll's to adopt.
+    record = adopted_after_reset([adoption(3, 8)])
+    record["publishes"][1]["mode"] = "binary"
+    record["answers"].append(answer(3, 4.5))
+    assert ("lost", "plain") in failures(record)[0]
+
+
+def test_an_older_ping_after_a_reset_is_excused_until_a_newer_version_is_accepted():
+    # Version 3 reached PUSH_RC at 6 s; the reset at 6.1 s; version 2's retry started at 6.2 s and was recorded at 6.3 s.
+    record = stale_plain(older_start=6.2)
+    record["operator"] = [reset_at(6.1)]
+    assert failures(record)[0] == set()
+    assert excused(record)["reset-stale"] == 1
+
+
+def test_a_reset_before_the_newer_ping_or_a_newer_ping_after_it_excuses_no_older_one():
+    record = stale_plain(older_start=6.2)
+    record["operator"] = [reset_at(5.9)]  # before version 3's ping was recorded
+    assert ("stale", "plain") in failures(record)[0]
+    record = stale_plain(older_start=6.25)
+    record["operator"] = [reset_at(6.1)]
+    again = ping("plain", "PUSH_RC", 3, 6.2)  # version 3 accepted again after the reset, before the older request
+    record["messages"].insert(-1, again)
+    record["sends"].append(send(again))
+    failed = failures(record)[0]
+    assert ("stale", "plain") in failed
+    # An older request that started before the reset is rule B's or nothing.
+    record = stale_plain(older_start=6.05, older_by=R1)
+    record["operator"] = [reset_at(6.1)]
+    assert ("stale", "plain") in failures(record)[0]
+
+
+def retry_of_two_after_three(with_ping=True):
+    """Versions 2 and 3 delivered but 2's ping to PUSH_RC, which FCM refused for good; an operator retried it at 8 s,
+    after 3's ping there: a deliberate resend of the older version."""
+    publishes = [publish(2, 0), publish(3, 5)]
+    messages = full_delivery(2, 1)[1:] + full_delivery(3, 6)
+    retry = ping("plain", "PUSH_RC", 2, 8.1)
+    sends = [send(m) for m in messages]
+    if with_ping:
+        messages.append(retry)
+        sends.append({**send(retry, by=R1), "by": campaign.ADMIN_RETRY})
+    act = {"act": "operator_retry", "kind": "retry", "project": PROJECT, "version": 2, "route": "plain", "target": "replica-1",
+           "time": T0 + 8, "answers": [{"status": 200, "time": T0 + 8.2, "outcome": "accepted"}]}
+    return history(messages, publishes, sends=sends, operator=[act])
+
+
+def test_an_operators_retry_of_an_older_version_is_neither_stale_nor_newest_and_meets_lost():
+    record = retry_of_two_after_three()
+    assert failures(record)[0] == set()
+    assert excused(record)["retried"] == 1
+    # The same ping with no `admin retry` behind it is stale.
+    record["sends"][-1]["by"] = None
+    assert {("stale", "plain"), ("newest", "plain")} <= failures(record)[0]
+
+
+def test_a_retry_answered_200_must_send_its_ping_and_be_accepted():
+    failed, checks = failures(retry_of_two_after_three(with_ping=False))
+    assert ("lost", "operators and odd senders") in failed
+    record = retry_of_two_after_three()
+    record["operator"][0]["answers"][0]["outcome"] = "failed"
+    assert ("settled", "operators and odd senders") in failures(record)[0]
+
+
+def discarded_newest(route="plain", version=3, status=202):
+    """Versions 2 and 3; 3 never reached PUSH_RC: an operator discarded its dead ping on `route`."""
+    publishes = [publish(2, 0), publish(3, 5)]
+    messages = full_delivery(2, 1) + full_delivery(3, 6)[1:]
+    act = {"act": "operator_discard", "kind": "discard", "project": PROJECT, "version": version, "route": route,
+           "target": "replica-1", "time": T0 + 7, "answers": [{"status": status, "time": T0 + 7.1}]}
+    return history(messages, publishes, operator=[act])
+
+
+def test_a_discarded_ping_excuses_its_version_on_its_route_only():
+    record = discarded_newest()
+    assert failures(record)[0] == set()
+    assert excused(record)["discarded"] == 1
+    assert {("lost", "plain"), ("newest", "plain")} <= failures(discarded_newest(route="aware"))[0]
+    assert {("lost", "plain"), ("newest", "plain")} <= failures(discarded_newest(version=2))[0]
+    assert {("lost", "plain"), ("newest", "plain")} <= failures(discarded_newest(status=409))[0]
+
+
+def test_a_replicas_log_says_which_sends_an_admin_retry_made_and_what_polls_adopted():
+    lines = [
+        '{"ts":"2026-12-01T09:00:00.100Z","level":"notice","msg":"admin retry","project":"p","request_id":"r9",'
+        '"retry_of":"c-3","route":"aware","version":"12"}\n',
+        '{"ts":"2026-12-01T09:00:00.101Z","level":"debug","msg":"sending ping to FCM","attempt":"1","audience":"lang_ja",'
+        '"delivery_id":"d-4","replica":"vm/9/3","request_id":"r9","route":"aware"}\n',
+        '{"ts":"2026-12-01T09:00:01.000Z","level":"info","msg":"poll: adopted the current version without a ping",'
+        '"project":"p","version":"14"}\n',
+    ]
+    sends, _, adoptions = campaign.parse_log("replica-0", 9, lines)
+    assert [(s["project"], s["version"], s["route"], s["by"]) for s in sends] == [("p", 12, "aware", campaign.ADMIN_RETRY)]
+    assert adoptions == [{"process": "replica-0", "pid": 9, "project": "p", "version": 14,
+                          "time": campaign.epoch("2026-12-01T09:00:01.000Z")}]
 
 
 # -- rollbacks -----------------------------------------------------------------------------------------------------
@@ -734,7 +869,14 @@ def minimum_met():
     operator = [operator_act("send", FAR, 4.5), operator_act("outlier", campaign.OUTLIER, 7.5),
                 operator_act("send", FAR + 1, 10.5, act="operator_send_then_restart")]
     messages += [ping("plain", "PUSH_RC", FAR, 4.6), ping("plain", "PUSH_RC", FAR + 1, 10.6)] + full_delivery(campaign.OUTLIER, 7.6)
-    return history(messages, publishes, faults=faults, plan="seeded", operator=operator)
+    # A marks reset, a retry of version 2's ping to PUSH_RC (recorded at 2.5 s, before version 3's) and a discard of a
+    # route version 3 reached anyway.
+    retry = ping("plain", "PUSH_RC", 2, 2.5)
+    operator += [reset_at(20.5),
+                 {**operator_act("send", 2, 2.4, act="operator_retry"), "kind": "retry"},
+                 {**operator_act("send", 3, 3.5, act="operator_discard", status=202), "kind": "discard", "route": "quiet"}]
+    sends = [send(m) for m in messages] + [{**send(retry, by=R1), "by": campaign.ADMIN_RETRY}]
+    return history(messages + [retry], publishes, faults=faults, plan="seeded", operator=operator, sends=sends)
 
 
 def test_a_seeded_plan_that_met_its_minimum_passes():
@@ -757,7 +899,8 @@ def test_a_seeded_plan_short_of_its_minimum_fails_the_campaign_check_naming_what
     record["operator"] = [a for a in record["operator"] if a["kind"] != "outlier"]
     record["messages"] = [m for m in record["messages"]
                           if int(m["message"]["data"]["CONFIG_VERSION"]) in {p["version"] for p in record["publishes"]} | {FAR, FAR + 1}]
-    record["sends"] = [send(m) for m in record["messages"]]
+    kept = {m["name"] for m in record["messages"]}
+    record["sends"] = [s for s in record["sends"] if s["fcm_message"] in kept]
     failed, checks = failures(record)
     assert failed == {("campaign", "the plan was carried out")}
     problems = " / ".join(text for c in checks for _, text in c.problems)
@@ -773,8 +916,8 @@ def test_each_storage_mode_is_held_to_its_own_minimum():
     failed, checks = failures({**record, "storage": "postgres"})
     assert failed == {("campaign", "the plan was carried out")}
     assert "kill, pause, term, pg_pause, pg_restart" in checks[-1].problems[0][1]
-    # Memory's operator acts are an admin send and an outlier (a restart would lose what memory keeps); the spool and
-    # PostgreSQL restart the holder right after a far send too.
+    # Memory's operator acts are an admin send, an outlier, a marks reset and a retry (a restart would lose what memory
+    # keeps, and no event waits to be discarded); the spool and PostgreSQL restart the holder right after a far send too.
     record["operator"] = [a for a in record["operator"] if a["act"] != "operator_send_then_restart"]
     record["messages"] = [m for m in record["messages"] if m["message"]["data"]["CONFIG_VERSION"] != str(FAR + 1)]
     assert failures({**record, "storage": "memory"})[0] == set()
@@ -837,9 +980,11 @@ def test_the_plan_deals_every_fault_kind_and_mode_before_it_draws():
         assert collections.Counter(mode for _, mode in dealt) == {mode: 3 for mode in campaign.MODES}
         assert "rollback" in campaign.MODES
         assert all(project == plan.projects[0] for project, mode in dealt if mode == "bare")
-        # Every storage mode deals an admin send and an outlier; all but memory a restart right after a far send.
+        # Every storage mode deals an admin send, an outlier, a marks reset and a retry; all but memory a discard and a
+        # restart right after a far send.
         assert {storage: campaign.STORAGE_ACTS[storage] for storage in campaign.STORAGES} == {
-            "postgres": campaign.OPERATOR_ACTS, "spool": campaign.OPERATOR_ACTS, "memory": ["operator_send", "outlier"]}
+            "postgres": campaign.OPERATOR_ACTS, "spool": campaign.OPERATOR_ACTS,
+            "memory": ["operator_send", "outlier", "marks_reset", "operator_retry"]}
     finally:
         shutil.rmtree(plan.directory, ignore_errors=True)
 
@@ -866,7 +1011,7 @@ def test_a_ping_whose_answer_was_lost_is_matched_to_its_send():
         '{"ts":"2027-01-15T08:00:13.000Z","msg":"ping will be retried","delivery_id":"d-2","attempt":"1",'
         '"error":"FCM answered 503 UNAVAILABLE"}',
     ]
-    sends, _ = campaign.parse_log("replica-0", 1, lines)
+    sends, _, _ = campaign.parse_log("replica-0", 1, lines)
     assert [s["answer_lost"] for s in sends] == [True]
     ping = {"project": "p", "route": "plain", "audience": "PUSH_RC", "version": 2, "time": sends[0]["start"] + 1.0,
             "name": "projects/p/messages/1", "seq": 0}

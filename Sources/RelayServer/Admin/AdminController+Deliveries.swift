@@ -72,7 +72,12 @@ extension AdminController {
         guard let route = pipeline.routes.routes.first(where: { $0.name == name }) else {
             throw Refusal(kind: .notFound, detail: "route '\(name)' is no longer configured for project '\(project)'")
         }
-        logger.notice("admin retry", metadata: ["retry_of": "\(id)", "route": "\(entry.route)", "version": "\(entry.version.versionNumber)"])
+        // The project too: the pings' `sending ping to FCM` lines carry this line's request_id, not the project.
+        logger.notice(
+            "admin retry",
+            metadata: [
+                "retry_of": "\(id)", "project": "\(project)", "route": "\(entry.route)", "version": "\(entry.version.versionNumber)",
+            ])
         // The route as configured now (a fix to it is why one retries), to the audience the ping went to; what the
         // version changed is not kept, so {{changedParameters}} is `*`.
         var message = route.message(for: entry.version, project: project)
