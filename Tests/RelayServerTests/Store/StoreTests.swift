@@ -119,12 +119,7 @@ import Testing
         try await withPostgres { cluster in
             try await withReplicas(cluster, count: 1) { stores in
                 let store = stores[0]
-                _ = try await cluster.sql("CREATE TABLE rc_relay_schema (version integer PRIMARY KEY, description text NOT NULL)")
-                for step in Migrations.steps where step.version <= 6 {
-                    // One transaction per step, as the relay applies them.
-                    _ = try await cluster.sql(step.statements.joined(separator: ";\n"))
-                    _ = try await cluster.sql("INSERT INTO rc_relay_schema (version, description) VALUES (\(step.version), 'before')")
-                }
+                try await cluster.migrate(through: 6)
                 // Admitted as schema 6's rc-relay admitted them: 7 settled, 8 pending with progress, 9 pending with a
                 // webhook-id.
                 var pending = record(version: 8, id: "evt-8")
