@@ -11,7 +11,7 @@ emulator's count of accepted messages must equal each relay's count of 2xx answe
 relay (production configuration, nothing arriving) is watched for a minute: its threads' wake-ups and CPU ticks.
 
 Usage: scripts/bench [--bin PATH] [--duration 10] [--connections 32] [--runs 3] [--projects 32] [--no-bare] [--micro]
-                     [--store] [--tls] [--flood] [--idle-seconds 60]
+                     [--store [--replicas 2] [--dedup-window 600]] [--tls] [--flood] [--idle-seconds 60]
 
 --projects N (default 32): the webhooks name N projects in turn (binary-mode CloudEvents, `ce-source`), each with the
 same credentials and route. With one project, 32 connections of consecutive versions overtake each other, and rc-relay
@@ -24,7 +24,14 @@ which both relays trust as rc-relay's fcm.caFile says; run it beside a plaintext
          with hostile trace context, on a relay with tracing on (issue #48): refusals/s, CPU and log bytes per refusal.
 --store: also a relay with store.postgres on a throwaway PostgreSQL cluster, and (unless --no-bare) the store floor:
 the fair floor on the same cluster, committing each event under a unique key before it answers and marking it settled
-once FCM accepts it, both in batches (Benchmarks/Sources/FairFloor/StoreFloor.swift).
+once FCM accepts it, both in batches, and pruning what is settled past its deduplication window, one statement a
+second (Benchmarks/Sources/FairFloor/StoreFloor.swift). Each store load also reports PostgreSQL's WAL per webhook
+(bytes, records, full-page images: pg_stat_wal), its CPU per webhook, and the checkpoints begun during it.
+--replicas 2 (with --store): also two rc-relay replicas on the cluster, started together so they share the projects,
+under one load spread over both with every fifth webhook sent to both (scripts/bench_store.py): distinct webhooks/s,
+p99, duplicates, lost, 5xx and PostgreSQL's deadlocks.
+--dedup-window S: the store relays' `delivery.dedupWindowSeconds` and the store floor's pruning window (default 600,
+rc-relay's default); shorter than a load, pruning runs during it.
 """
 import argparse
 import csv
@@ -45,6 +52,9 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from types import SimpleNamespace
+
+import bench_store
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "whsec_" + base64.b64encode(b"rc-relay-benchmark-secret-32byte").decode()
@@ -186,7 +196,7 @@ def access_token(emulator_url):
     return json.loads(body)["access_token"]
 
 
-def start_yardstick(name, work, emulator_url, token, ca=None, message=None, postgres=None):
+def start_yardstick(name, work, emulator_url, token, ca=None, message=None, postgres=None, dedup_window=600):
     """A yardstick (Benchmarks/): `bare-relay`, bare Hummingbird + AsyncHTTPClient doing only the minimum, or
     `fair-floor`, the same plus the guarantees any production relay owes. Built (release) when missing or older than
     its sources. `message`: the FCM message it sends, with `@VERSION@` for the version (default: a minimal one).
@@ -199,6 +209,7 @@ def start_yardstick(name, work, emulator_url, token, ca=None, message=None, post
                         "--static-swift-stdlib"], cwd=ROOT, check=True)
     log = work / ("store-floor.log" if postgres else f"{name}.log")
     env = ({"YARDSTICK_MESSAGE": message} if message else {}) | ({"FAIR_FLOOR_POSTGRES": postgres} if postgres else {})
+    env |= {"FAIR_FLOOR_DEDUP_WINDOW_SECONDS": str(dedup_window)} if postgres else {}
     proc = Process([str(binary), "0", emulator_url, token, SECRET, *([str(ca)] if ca else [])], log, env=env)
     text = proc.wait_for_line(log, f"{name} listening")
     return proc, re.search(r"listening on (http://\S+)", text).group(1) + "/webhooks/remote-config"
@@ -489,6 +500,10 @@ def main():
     parser.add_argument("--micro", action="store_true", help="also run the micro-benchmarks (Benchmarks/, a release build of its own)")
     parser.add_argument("--store", action="store_true",
                         help="also run a relay on a throwaway PostgreSQL (store.postgres, default durability) in the same runs")
+    parser.add_argument("--replicas", type=int, choices=[1, 2], default=1,
+                        help="with --store: also two replicas on the cluster under a load spread over both, a fifth sent to both")
+    parser.add_argument("--dedup-window", type=int, default=600,
+                        help="with --store: the store relays' delivery.dedupWindowSeconds and the store floor's pruning window")
     parser.add_argument("--tls", action="store_true", help="the emulator serves HTTPS with HTTP/2, as FCM does")
     parser.add_argument("--flood", action="store_true",
                         help="also flood each relay with refused requests, and time signed webhooks sent during it")
@@ -518,6 +533,8 @@ def bench(args, work):
     emulator, emulator_url, key = start_emulator(args.bin, work, tls=tls, projects=args.projects)
     relay, url, started = start_relay(args.bin, work, emulator_url, key, ca=ca, projects=args.projects)
     cluster = stored = store_floor = None
+    # The store relays' deduplication window (the store floor prunes with the same): rc-relay's default unless asked.
+    dedup_yaml = f"delivery: {{dedupWindowSeconds: {args.dedup_window}}}\n" if args.dedup_window != 600 else ""
     try:
         startup = first_accepted(url, started)
         idle_rss = relay.memory_kb("VmRSS")
@@ -558,13 +575,13 @@ def bench(args, work):
             cluster.sql("ALTER SYSTEM SET log_timezone = 'UTC'")
             cluster.sql("SELECT pg_reload_conf()")
             stored, stored_url, _ = start_relay(args.bin, work, emulator_url, key, name="store", ca=ca, projects=args.projects,
-                                                extra=f'store: {{postgres: {{url: "{cluster.url}"}}}}\n')
+                                                extra=f'store: {{postgres: {{url: "{cluster.url}"}}}}\n' + dedup_yaml)
             # It delivers its own webhooks once it holds every project's lease.
             stored.wait_for_line(work / "store.log", "project lease taken", count=args.projects)
             if not args.no_bare:
                 # The store's yardstick: the fair floor on the same cluster, with what any relay on a shared store owes.
                 store_floor, store_floor_url = start_yardstick("fair-floor", work, emulator_url, token, ca=ca, message=same,
-                                                               postgres=cluster.url)
+                                                               postgres=cluster.url, dedup_window=args.dedup_window)
         traced = sink = None
         if args.flood:
             # Issue #48: the same relay with tracing on, exporting to a sink that answers 200, flooded with hostile trace
@@ -575,6 +592,7 @@ def bench(args, work):
         runs = {key: [] for key in ("relay", "ceiling", "ceiling_minimal", "cpu", "floor", "bare", "bare_cpu", "bare_floor",
                                     "fair", "fair_cpu", "fair_floor",
                                     "store", "store_cpu", "store_db_cpu", "store_floor", "store_floor_cpu", "store_floor_db_cpu",
+                                    "two_replicas",
                                     "flood", "flood_cpu", "flood_probe",
                                     "bare_flood", "bare_flood_cpu", "traced_flood", "traced_flood_cpu", "traced_export_bytes",
                                     "hostile_flood", "hostile_flood_cpu")}
@@ -644,10 +662,12 @@ def bench(args, work):
             return (process.cpu_seconds() - cpu_before) / max(result["ok"], 1) * 1000
 
         def load_on_store(process, target, label):
-            """A load of a relay on the PostgreSQL cluster: also PostgreSQL's CPU ms per webhook, and whether it checkpointed."""
-            db_before, began = cluster.cpu_seconds(), time.time()
+            """A load of a relay on the PostgreSQL cluster: also PostgreSQL's CPU ms per webhook, its WAL per webhook
+            (bytes, records, full-page images), the checkpoints begun, and whether one was under way."""
+            db_before, began, wal_before = cluster.cpu_seconds(), time.time(), bench_store.wal(cluster)
             result, cpu = load(process, target, label)
             db_cpu = (cluster.cpu_seconds() - db_before) / max(result["ok"], 1) * 1000
+            result |= bench_store.per_webhook(wal_before, bench_store.wal(cluster), result["ok"])
             result["checkpoint"] = checkpointing(cluster, began, time.time())
             return result, cpu, db_cpu
 
@@ -724,6 +744,25 @@ def bench(args, work):
             stored.stop()
         if store_floor:
             store_floor.stop()
+        if args.store and args.replicas == 2:
+            pair, held = bench_store.start_two_replicas(start_relay, args.bin, work, emulator_url, key, cluster, args.projects, ca,
+                                                        extra=dedup_yaml)
+            runs["two_replicas_leases"] = held
+            shape = SimpleNamespace(work=work, duration=args.duration, connections=args.connections, projects=args.projects,
+                                    # Past the single store relay's versions (the store's marks), within the 100,000
+                                    # beyond which a version is an outlier.
+                                    next_version=versions.get(stored_url, 1000) + 2 * args.connections,
+                                    write_requests=write_requests, LUA=LUA, parse_wrk=parse_wrk, accepted=accepted,
+                                    superseded=superseded)
+            try:
+                for run in range(args.runs + 1):  # run 0 warms up
+                    figures_two = bench_store.two_replicas_load(shape, cluster, [p for p, _ in pair], [u for _, u in pair],
+                                                               emulator_url, "two replicas")
+                    if run:
+                        runs["two_replicas"].append(figures_two)
+            finally:
+                for proc, _ in pair:
+                    proc.stop()
         # One connection: a webhook's own latency when nothing queues in front of it.
         single, _ = load(relay, url, "rc-relay, one connection", connections=1, threads=1)
         peak_rss = relay.memory_kb("VmHWM")
@@ -864,6 +903,28 @@ def bench(args, work):
 
     if runs["store"]:
         figures |= store_figures("store")
+        for name in ("store", "store_floor"):
+            if runs[name]:
+                figures |= {f"{name}_{key}_per_webhook": median(key, runs[name]) for key in ("wal_bytes", "wal_records", "wal_fpi")}
+                figures[f"{name}_checkpoints"] = sum(r["checkpoints"] for r in runs[name])
+        if runs["store_floor"]:
+            # Issue #50's targets: rc-relay on PostgreSQL against the store floor of the same runs.
+            figures |= {
+                "store_vs_floor": median("rps", runs["store"]) / median("rps", runs["store_floor"]),
+                "store_p99_vs_floor": median("p99_ms", runs["store"]) / median("p99_ms", runs["store_floor"]),
+                "store_postgres_cpu_vs_floor": statistics.median(runs["store_db_cpu"]) / statistics.median(runs["store_floor_db_cpu"]),
+            }
+    if runs["two_replicas"]:
+        two = runs["two_replicas"]
+        figures |= {
+            "two_replicas_webhooks_per_s": median("rps", two), "two_replicas_requests_per_s": median("requests_per_s", two),
+            "two_replicas_p99_ms": median("p99_ms", two), "two_replicas_leases": runs["two_replicas_leases"],
+            "two_replicas_duplicates": sum(r["duplicates"] for r in two), "two_replicas_lost": sum(r["lost"] for r in two),
+            "two_replicas_non2xx": sum(r["non2xx"] for r in two), "two_replicas_deadlocks": sum(r["deadlocks"] for r in two),
+            "two_replicas_wal_bytes_per_webhook": median("wal_bytes", two),
+            "two_replicas_postgres_cpu_ms_per_webhook": median("db_cpu_ms", two),
+            "two_replicas_cpu_ms_per_webhook": median("cpu_ms", two),
+        }
     if runs["store_floor"]:
         figures |= store_figures("store_floor")
         figures["store_floor_ratio_to_fair"] = median("rps", runs["store_floor"]) / median("rps", runs["fair"])
@@ -965,6 +1026,34 @@ def bench(args, work):
              + ", ".join(f"{r['p99_ms']:.2f}{' *' if r['checkpoint'] else ''}" for r in figures["store_floor_runs"]) + " ms"),
             ("rc-relay with PostgreSQL ÷ store floor, each run",
              ", ".join(f"{r['rps'] / floor['rps']:.2f}" for r, floor in zip(runs["store"], runs["store_floor"]))),
+            ("rc-relay with PostgreSQL ÷ store floor: throughput (target ≥ 0.9)", mark(figures["store_vs_floor"], ">=", 0.9)),
+            ("rc-relay with PostgreSQL ÷ store floor: p99 (target ≤ 1.2)", mark(figures["store_p99_vs_floor"], "<=", 1.2)),
+            ("rc-relay with PostgreSQL ÷ store floor: PostgreSQL's CPU per webhook (target ≤ 1.5)",
+             mark(figures["store_postgres_cpu_vs_floor"], "<=", 1.5)),
+            ("store floor: WAL per webhook, bytes / records / full-page images",
+             f"{figures['store_floor_wal_bytes_per_webhook']:.0f} / {figures['store_floor_wal_records_per_webhook']:.1f} / "
+             f"{figures['store_floor_wal_fpi_per_webhook']:.3f}"),
+        ]
+    if runs["store"]:
+        rows += [
+            ("with PostgreSQL: WAL per webhook, bytes (target ≤ 1,536) / records / full-page images",
+             f"{mark(figures['store_wal_bytes_per_webhook'], '<=', 1536)} / {figures['store_wal_records_per_webhook']:.1f} / "
+             f"{figures['store_wal_fpi_per_webhook']:.3f}"),
+            ("checkpoints begun during the store loads: rc-relay / store floor",
+             f"{figures['store_checkpoints']} / {figures.get('store_floor_checkpoints', '-')}"),
+        ]
+    if runs["two_replicas"]:
+        rows += [
+            (f"two replicas (leases {bench_store.leases_line(figures['two_replicas_leases'])}), a fifth sent to both: "
+             "distinct webhooks/s; requests/s", f"{figures['two_replicas_webhooks_per_s']:.0f}; {figures['two_replicas_requests_per_s']:.0f}"),
+            ("two replicas: p99 (the slower replica's)", f"{figures['two_replicas_p99_ms']:.2f} ms"),
+            ("two replicas: duplicates / lost / 5xx / deadlocks in PostgreSQL's log (target 0 each)",
+             f"{figures['two_replicas_duplicates']} / {figures['two_replicas_lost']} / {figures['two_replicas_non2xx']} / "
+             f"{figures['two_replicas_deadlocks']}"
+             + (" ✓" if not any(figures[f"two_replicas_{k}"] for k in ("duplicates", "lost", "non2xx", "deadlocks")) else " ✗")),
+            ("two replicas: WAL bytes and PostgreSQL CPU per distinct webhook; relays' CPU",
+             f"{figures['two_replicas_wal_bytes_per_webhook']:.0f} B; {figures['two_replicas_postgres_cpu_ms_per_webhook']:.3f} ms; "
+             f"{figures['two_replicas_cpu_ms_per_webhook']:.3f} ms"),
         ]
     if args.idle_seconds:
         rows += [(f"idle, {args.idle_seconds} s: wake-ups a second, all threads (target ≤ 2); CPU ticks (target 0); CPU time",

@@ -80,6 +80,9 @@ public actor EmulatorState {
         public var sendConnections = 0
         /// HTTP/2 connections told to go away (``EmulatorState/maxConnectionAge``).
         public var goAways = 0
+        /// Answers still queued for `messages:send` (``EmulatorState/inject(_:)``): what a test must use up to end a
+        /// storm it began.
+        public var sendFaultsQueued = 0
     }
 
     private var sendsInProgress = 0
@@ -186,7 +189,10 @@ public actor EmulatorState {
         for key in tokens.keys { tokens[key]?.expiresAt = .distantPast }
     }
 
-    public func inject(_ fault: Fault) { faults.append(fault) }
+    public func inject(_ fault: Fault) {
+        faults.append(fault)
+        if (fault.endpoint ?? "send") == "send" { stats.sendFaultsQueued += max(fault.count ?? 1, 1) }
+    }
 
     /// Registration tokens (or installation IDs) whose app was uninstalled: a send to one, `validate_only` too, is
     /// answered `404 UNREGISTERED`, as FCM answers a stale token.
@@ -203,6 +209,7 @@ public actor EmulatorState {
     func nextFault(for endpoint: String = "send") -> Fault? {
         if endpoint == "send" { stats.sendRequests += 1 }
         guard let index = faults.firstIndex(where: { ($0.endpoint ?? "send") == endpoint }) else { return nil }
+        if endpoint == "send" { stats.sendFaultsQueued -= 1 }
         var fault = faults[index]
         let remaining = (fault.count ?? 1) - 1
         if remaining > 0 {

@@ -1222,6 +1222,7 @@ class Campaign:
         self.emulators, self.replicas = {}, []
         self.injected = collections.Counter()  # faults queued per (project, endpoint), to drain at the end
         self.errors = []  # what went wrong in the campaign itself (a fault that could not be carried out)
+        self.retried = set()  # the failed pings operator_retry retried already
         # The plan's decks (docs/replicas.md, "Volume"): each fault kind once and each publish mode MODE_MINIMUM times,
         # in a seeded order, dealt before the plan draws at random; the stream goes on past --minutes until both are.
         self.fault_deck = deal(f"{self.seed}/fault-deck", STORAGE_DECKS[options.storage])
@@ -1926,8 +1927,11 @@ class Campaign:
         self.inject("fcm_400", project, {"status": 400, "errorCode": "INVALID_ARGUMENT", "count": 1})
         self.publish(project, rng.choice(CHANGES), rng.choice(["binary", "structured"]),
                      rng=random.Random(f"{self.seed}/send/{project}/{rng.random()}"))
-        failed = [d for d in self.admin_deliveries(project, "failed", rng, 60) if d.get("origin") not in ("send", "retry")]
+        failed = [d for d in self.admin_deliveries(project, "failed", rng, 60)
+                  if d.get("origin") not in ("send", "retry") and d["id"] not in self.retried]
+        self.retried.update(d["id"] for d in failed)
         if not failed:  # the campaign's own failure: the 400 waits for a ping nobody will retry
+            self.end_storm(project)
             with self.lock:
                 self.errors.append(f"{clock(time.time())} operator_retry: no failed ping of {project} within 60 s")
             return
@@ -1936,6 +1940,12 @@ class Campaign:
             entry = self.act("operator_retry", "retry", project, version=int(delivery["versionNumber"]),
                              route=route_name(delivery["route"]), target=replica.name, retry_of=delivery["id"])
             self.admin(entry, replica, "POST", f"/admin/deliveries/{delivery['id']}/retry", outcome=True)
+
+    def end_storm(self, project):
+        """Uses up the answers still queued in the project's FCM (`sendFaultsQueued`): an act's storm ends with the
+        act, and the next act's admin send is not answered by it."""
+        emulator = self.emulators[project]
+        emulator.drain(emulator.stats().get("sendFaultsQueued", 0), 0)
 
     def operator_discard(self, project, rng):
         """A dead ping discarded by an operator: forty `503`s with `Retry-After: 3600` queued in the project's FCM (a
@@ -1952,9 +1962,11 @@ class Campaign:
                              route=route_name(delivery["route"]), target=replica.name, delivery_id=delivery["id"])
             response = self.admin(entry, replica, "POST", f"/admin/deliveries/{delivery['id']}/discard")
             if response is not None and response.status_code in (200, 202):
+                self.end_storm(project)
                 return
             with self.lock:
                 self.operator.remove(entry)  # not discardable any more (a 409): the next one
+        self.end_storm(project)
         with self.lock:
             self.errors.append(f"{clock(time.time())} operator_discard: no dead ping of {project} could be discarded ({len(dead)} found)")
 

@@ -10,7 +10,10 @@ import PostgresNIO
 /// - the admissions that arrive while one is on its way share the next round trip and commit (up to 64, two rounds in
 ///   flight), as any relay under load must batch them;
 /// - once FCM accepts the send, the event is marked settled, in batches, off the caller's path (a replica that takes
-///   over must not send it again).
+///   over must not send it again);
+/// - what is settled is forgotten once its deduplication window has passed (`FAIR_FLOOR_DEDUP_WINDOW_SECONDS`, 600 by
+///   default, as rc-relay's `delivery.dedupWindowSeconds`), one statement a second, as any store must or it grows for
+///   ever.
 /// rc-relay writes more (three keys per CloudEvent, the delivery history's copies, the newest version relayed, a
 /// notice to the lease holder); the floor's figure is what a store costs before any of that.
 final class StoreFloor: Sendable {
@@ -19,6 +22,7 @@ final class StoreFloor: Sendable {
     private let settled = NIOLockedValueBox<[String]>([])
     private let wake: AsyncStream<Void>.Continuation
     private let wakes: AsyncStream<Void>
+    private let window: Int
 
     private struct Waiting {
         var key: String
@@ -41,6 +45,7 @@ final class StoreFloor: Sendable {
         configuration.options.maximumConnections = 16
         client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        window = ProcessInfo.processInfo.environment["FAIR_FLOOR_DEDUP_WINDOW_SECONDS"].flatMap(Int.init) ?? 600
     }
 
     /// The connection pool and the settlements' writer; then the table, once the pool runs.
@@ -52,6 +57,22 @@ final class StoreFloor: Sendable {
             CREATE TABLE IF NOT EXISTS floor_events (id bigserial PRIMARY KEY, key text NOT NULL UNIQUE, record text NOT NULL,
                 settled boolean NOT NULL DEFAULT false, settled_at timestamptz)
             """)
+        Task { await prune() }
+    }
+
+    /// Forgets the events settled longer ago than the window, once a second: those below the oldest event still
+    /// pending or settled within the window, found by walking the primary key from its start (so a round that finds
+    /// nothing to forget reads one row).
+    private func prune() async {
+        let window = Double(self.window)
+        while true {
+            try? await Task.sleep(for: .seconds(1))
+            _ = try? await client.query(
+                """
+                DELETE FROM floor_events WHERE id < coalesce((SELECT id FROM floor_events
+                    WHERE NOT settled OR settled_at >= now() - make_interval(secs => \(window)) ORDER BY id LIMIT 1), 9223372036854775807)
+                """)
+        }
     }
 
     /// True once the event is committed; false when its key was committed before (a duplicate).
