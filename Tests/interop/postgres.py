@@ -30,11 +30,12 @@ def free_port():
 
 class Cluster:
     """A PostgreSQL server of its own, with an empty database `rc_relay`. `durable=False` turns fsync off (tests);
-    the benchmark keeps PostgreSQL's defaults."""
+    the benchmark keeps PostgreSQL's defaults. `options`: more server settings (`-c name=value …`)."""
 
-    def __init__(self, durable=False):
+    def __init__(self, durable=False, options=""):
         self.bin = postgres_bin()
         self.durable = durable
+        self.options = options  # more server settings, as `-c name=value` (shared_preload_libraries, say)
         self.dir = Path(tempfile.mkdtemp(prefix="rc-relay-pg-"))
         self.port = free_port()
         if os.geteuid() == 0:
@@ -57,6 +58,7 @@ class Cluster:
 
     def start(self):
         options = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1" + ("" if self.durable else " -c fsync=off")
+        options += f" {self.options}" if self.options else ""
         self.run("pg_ctl", "-D", self.data, "-w", "-t", "300", "-l", str(self.dir / "log"), "-o", options, "start")
 
     def stop(self):

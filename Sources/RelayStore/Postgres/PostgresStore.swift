@@ -25,6 +25,9 @@ package final class PostgresStore: Service, Sendable {
     let givenUp = NIOLockedValueBox(false)
     /// Per project, the row through which every event is settled (``pending(project:pageSize:)`` starts past it).
     let sweptThrough = NIOLockedValueBox<[String: Int64]>([:])
+    /// The row through which every event of the projects asked about is settled (``projectsWithPending(_:)`` starts
+    /// past it).
+    let dueThrough = NIOLockedValueBox<Int64>(0)
 
     /// Bounds every statement's wait (the application's clock, whose deadline sweep every part shares).
     let clock: any DeliveryClock

@@ -57,7 +57,9 @@ extension PostgresCluster {
                 try await eventually("the relay settled the upgraded database's pending events") {
                     (try? await cluster.sql("SELECT count(*) FROM rc_relay_outbox WHERE settled")) == "2"
                 }
-                let sent = await relay.recordedMessages().map { "\($0["topic"] ?? "?") \(($0["data"] as? [String: String])?["CONFIG_VERSION"] ?? "?")" }
+                let sent = await relay.recordedMessages().map {
+                    "\($0["topic"] ?? "?") \(($0["data"] as? [String: String])?["CONFIG_VERSION"] ?? "?")"
+                }
                 #expect(sent == ["RC_SECOND 42"])
                 #expect(try await cluster.sql("SELECT max(version) FROM rc_relay_schema") == "7")
                 #expect(try await cluster.sql("SELECT count(*) FROM pg_class WHERE relname = 'rc_relay_events'") == "0")
