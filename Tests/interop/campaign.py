@@ -1223,6 +1223,7 @@ class Campaign:
         self.injected = collections.Counter()  # faults queued per (project, endpoint), to drain at the end
         self.errors = []  # what went wrong in the campaign itself (a fault that could not be carried out)
         self.retried = set()  # the failed pings operator_retry retried already
+        self.holds = {}  # project: until when no publish goes to it (a kill mid-wave waits for its take-over)
         # The plan's decks (docs/replicas.md, "Volume"): each fault kind once and each publish mode MODE_MINIMUM times,
         # in a seeded order, dealt before the plan draws at random; the stream goes on past --minutes until both are.
         self.fault_deck = deal(f"{self.seed}/fault-deck", STORAGE_DECKS[options.storage])
@@ -1520,14 +1521,18 @@ class Campaign:
         for the poller, 10 % rolled back, the rest announced by a webhook (bare, binary or structured on the first
         project, binary or structured on the others)."""
         fresh = self.unpublished()
+        self.wait_for_a_free_project()
+        free = [p for p in self.projects if not self.held(p)] or self.projects
+        fresh = [p for p in fresh if p in free]
         if self.mode_deck:
             mode = self.mode_deck.pop(0)
             if mode == "bare":
+                self.wait_for_a_free_project(self.projects[0])
                 return self.projects[0], mode
             if mode == "rollback":
-                return rng.choice([p for p in self.projects if p not in fresh] or self.projects), mode
-            return rng.choice(fresh or self.projects), mode
-        project = rng.choice(fresh or self.projects)
+                return rng.choice([p for p in free if p not in fresh] or free), mode
+            return rng.choice(fresh or free), mode
+        project = rng.choice(fresh or free)
         draw = rng.random()
         if draw < 0.18:
             return project, "poll"
@@ -1536,6 +1541,17 @@ class Campaign:
         if project == self.projects[0]:
             return project, rng.choice(["bare", "binary", "structured"])
         return project, rng.choice(["binary", "structured"])
+
+    def held(self, project):
+        """Whether publishes to the project are held back (a kill mid-wave waits for its take-over)."""
+        with self.lock:
+            return time.time() < self.holds.get(project, 0)
+
+    def wait_for_a_free_project(self, project=None):
+        """Until `project` (or any project) is not held back, or the campaign stops."""
+        def free():
+            return self.stopping.is_set() or (not self.held(project) if project else any(not self.held(p) for p in self.projects))
+        until(free, 60)
 
     def unpublished(self):
         with self.lock:
@@ -1753,7 +1769,12 @@ class Campaign:
                 # pings go too): inside the wave's 4 s spread, and past rule A's second after their acceptance, so
                 # their progress must have been written.
                 time.sleep(rng.uniform(1.5, 3))
-                self.kill(holder, f"holder of {publish['project']}", rng.uniform(0.5, 3), why="mid-wave")
+                # No newer version of the project until another replica can have taken it over: the one that does
+                # would send that one and stand the wave's older routes down, and the kill would miss its aim.
+                down = rng.uniform(0.5, 3)
+                with self.lock:
+                    self.holds[publish["project"]] = time.time() + down + self.options.lease + 2
+                self.kill(holder, f"holder of {publish['project']}", down, why="mid-wave")
         elif kind == "kill_after_unannounced":
             # A version left for the poller, its project's holder killed before its next poll: the replica that takes
             # the project over must poll from the newest version relayed on record, not adopt what Remote Config has.
