@@ -1646,6 +1646,30 @@ class Campaign:
         except AssertionError:
             return False
 
+    def aimed(self, attempt, tries=3):
+        """A fault aimed at a moment (a wave under way): tried again, with the next publish, when that moment did not
+        come (no webhook's wave within 15 s, or another replica delivered it), at most `tries` times, so a short
+        campaign does not skip the fault a planted bug is caught by."""
+        for _ in range(tries):
+            if self.stopping.is_set() or attempt():
+                return
+
+    def kill_mid_wave(self, rng):
+        """The holder killed 1.5-3 s after it started a webhook's wave (inside the wave's 4 s spread, and past rule A's
+        second after the immediate routes' pings were accepted, so their progress must have been written)."""
+        publish = self.wait_for_publish(timeout=15, announced=True)
+        holder = publish and self.holders().get(publish["project"])
+        if not holder or not self.wait_for_first_shard(holder, publish):
+            return False
+        time.sleep(rng.uniform(1.5, 3))  # the fault's moment, drawn by the seed, counted from the wave's start
+        # No newer version of the project until another replica can have taken it over: the one that does would send
+        # that one and stand the wave's older routes down, and the kill would miss its aim.
+        down = rng.uniform(0.5, 3)
+        with self.lock:
+            self.holds[publish["project"]] = time.time() + down + self.options.lease + 2
+        self.kill(holder, f"holder of {publish['project']}", down, why="mid-wave")
+        return True
+
     def pause_waking_into_db_stall(self, rng):
         """The holder of a project paused mid-wave (its shards' turns due while it sleeps) for 2 to 3 leases; another
         replica takes the project over; PostgreSQL is stopped half a second before the holder wakes and for 3 s after,
@@ -1655,7 +1679,7 @@ class Campaign:
         publish = self.wait_for_publish(timeout=15, announced=True)
         holder = publish and self.holders().get(publish["project"])
         if not holder or not self.wait_for_first_shard(holder, publish):
-            return
+            return False
         seconds = rng.uniform(2, 3) * self.options.lease
         start, pid = time.time(), holder.child.pid
         holder.child.signal(signal.SIGSTOP)
@@ -1667,6 +1691,7 @@ class Campaign:
                        process=holder.name, pid=pid, seconds=round(seconds, 1))
         time.sleep(3.0)  # the fault itself: PostgreSQL stays stopped 3 s after the holder woke
         self.continue_postgres(stopped, 3.5)
+        return True
 
     def freeze_while_the_lease_moves(self):
         """A project's holder frozen mid-wave for 0.4 of a lease, right after a renewal, while its lease expires in the
@@ -1676,14 +1701,14 @@ class Campaign:
         publish = self.wait_for_publish(timeout=15, announced=True)
         holder = publish and self.holders().get(publish["project"])
         if not holder:
-            return
+            return False
         name = f"project/{publish['project']}"
         if not self.wait_for_first_shard(holder, publish):
-            return  # the next shard's turn is to fall due while the holder is frozen
+            return False  # the next shard's turn is to fall due while the holder is frozen
         expiry = f"SELECT expires_at FROM rc_relay_leases WHERE name = '{name}'"
         before = self.sql(expiry)
         if not until(lambda: self.sql(expiry) != before, self.options.lease):
-            return  # no renewal seen: the database is away (another fault); nothing to aim at
+            return False  # no renewal seen: the database is away (another fault); nothing to aim at
         start, pid = time.time(), holder.child.pid
         holder.child.signal(signal.SIGSTOP)
         self.sql(f"UPDATE rc_relay_leases SET expires_at = now() WHERE name = '{name}'")
@@ -1691,6 +1716,7 @@ class Campaign:
         holder.child.signal(signal.SIGCONT)
         self.log_fault("pause", f"{holder.name} (holder of {publish['project']}, its lease expired in the database)", start,
                        time.time(), process=holder.name, pid=pid, seconds=round(0.4 * self.options.lease, 1), lease="moved")
+        return True
 
     def restart_postgres(self, mode):
         start = time.time()
@@ -1762,20 +1788,9 @@ class Campaign:
             replica, role = self.pick_replica(rng, project)
             self.kill(replica, role, rng.uniform(0.5, 4))
         elif kind == "kill_mid_wave":
-            publish = self.wait_for_publish(timeout=15, announced=True)
-            holder = publish and self.holders().get(publish["project"])
-            if holder and self.wait_for_first_shard(holder, publish):
-                # The fault's moment, drawn by the seed, counted from the wave's start (when the immediate routes'
-                # pings go too): inside the wave's 4 s spread, and past rule A's second after their acceptance, so
-                # their progress must have been written.
-                time.sleep(rng.uniform(1.5, 3))
-                # No newer version of the project until another replica can have taken it over: the one that does
-                # would send that one and stand the wave's older routes down, and the kill would miss its aim.
-                down = rng.uniform(0.5, 3)
-                with self.lock:
-                    self.holds[publish["project"]] = time.time() + down + self.options.lease + 2
-                self.kill(holder, f"holder of {publish['project']}", down, why="mid-wave")
+            self.aimed(lambda: self.kill_mid_wave(rng))
         elif kind == "kill_after_unannounced":
+
             # A version left for the poller, its project's holder killed before its next poll: the replica that takes
             # the project over must poll from the newest version relayed on record, not adopt what Remote Config has.
             publish = self.wait_for_publish(timeout=20, announced=False)
@@ -1783,9 +1798,9 @@ class Campaign:
             if holder:
                 self.kill(holder, f"holder of {publish['project']}", rng.uniform(0.5, 3), why="after a version left for the poller")
         elif kind == "pause_waking_into_db_stall":
-            self.pause_waking_into_db_stall(rng)
+            self.aimed(lambda: self.pause_waking_into_db_stall(rng))
         elif kind == "freeze_while_the_lease_moves":
-            self.freeze_while_the_lease_moves()
+            self.aimed(self.freeze_while_the_lease_moves)
         elif kind == "kill_mid_poll":
             self.inject("rc_slow", project, {"endpoint": "remoteConfig", "latencyMs": 2000, "count": 1})
             if self.wait_for_remote_config_call(project, timeout=self.options.poll_interval + 3):
