@@ -1936,12 +1936,11 @@ class Campaign:
         self.admin(entry, replica, "DELETE", f"/admin/projects/{project}/marks")
 
     def admin_deliveries(self, project, status, rng, timeout):
-        """The project's pings of `status` in `GET /admin/deliveries` on a random replica, newest first, polled until
-        there are some or `timeout` passes (the shared history is a copy written moments after each change)."""
-        found = []
-
-        def some():
-            nonlocal found
+        """The project's pings of `status` in `GET /admin/deliveries` on a random replica, newest first, polled every
+        0.3 s until there are some or `timeout` passes (the shared history is a copy written moments after each change;
+        a poll at every line the replicas print would be hundreds of requests a second)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
             replica = rng.choice(self.replicas)
             try:
                 answer = requests.get(replica.url + "/admin/deliveries", params={"project": project, "status": status},
@@ -1949,10 +1948,9 @@ class Campaign:
                 found = answer.json().get("deliveries", []) if answer.status_code == 200 else []
             except (requests.RequestException, ValueError):
                 found = []
-            return bool(found) or self.stopping.is_set()
-
-        until(some, timeout)
-        return found
+            if found or self.stopping.wait(0.3):
+                return found
+        return []
 
     def operator_retry(self, project, rng):
         """A ping FCM refuses for good (one `400 INVALID_ARGUMENT` queued in the project's FCM, and a real version
