@@ -12,6 +12,7 @@ relay (production configuration, nothing arriving) is watched for a minute: its 
 
 Usage: scripts/bench [--bin PATH] [--duration 10] [--connections 32] [--runs 3] [--projects 32] [--no-bare] [--micro]
                      [--store [--replicas 2] [--dedup-window 600]] [--tls] [--flood] [--idle-seconds 60]
+       scripts/bench --idle-only --projects 10000 [--store] [--idle-seconds 30]
 
 --projects N (default 32): the webhooks name N projects in turn (binary-mode CloudEvents, `ce-source`), each with the
 same credentials and route. With one project, 32 connections of consecutive versions overtake each other, and rc-relay
@@ -30,6 +31,9 @@ second (Benchmarks/Sources/FairFloor/StoreFloor.swift). Each store load also rep
 --replicas 2 (with --store): also two rc-relay replicas on the cluster, started together so they share the projects,
 under one load spread over both with every fifth webhook sent to both (scripts/bench_store.py): distinct webhooks/s,
 p99, duplicates, lost, 5xx and PostgreSQL's deadlocks.
+--idle-only: many projects, idle (issue #52; scripts/bench_idle.py): a relay with --projects projects in memory and,
+with --store, one and then two replicas sharing them on PostgreSQL; the time to /readyz and to every lease, then each
+replica's CPU, wake-ups and RSS and PostgreSQL's CPU and wake-ups over --idle-seconds. Nothing else is measured.
 --dedup-window S: the store relays' `delivery.dedupWindowSeconds` and the store floor's pruning window (default 600,
 rc-relay's default); shorter than a load, pruning runs during it.
 """
@@ -54,6 +58,7 @@ import urllib.request
 from pathlib import Path
 from types import SimpleNamespace
 
+import bench_idle
 import bench_store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -504,6 +509,8 @@ def main():
                         help="with --store: also two replicas on the cluster under a load spread over both, a fifth sent to both")
     parser.add_argument("--dedup-window", type=int, default=600,
                         help="with --store: the store relays' delivery.dedupWindowSeconds and the store floor's pruning window")
+    parser.add_argument("--idle-only", action="store_true",
+                        help="only the many-projects idle measurement (issue #52): --projects projects, in memory and with --store")
     parser.add_argument("--tls", action="store_true", help="the emulator serves HTTPS with HTTP/2, as FCM does")
     parser.add_argument("--flood", action="store_true",
                         help="also flood each relay with refused requests, and time signed webhooks sent during it")
@@ -516,12 +523,43 @@ def main():
     # Each run's logs come to several hundred megabytes: the directory goes when the run ends, unless asked to stay.
     work = Path(tempfile.mkdtemp(prefix="rc-relay-bench-"))
     try:
-        bench(args, work)
+        idle_only(args, work) if args.idle_only else bench(args, work)
     finally:
         if args.keep:
             print(f"bench: the working directory is kept: {work}", file=sys.stderr)
         else:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def idle_only(args, work):
+    """Issue #52's idle mode (scripts/bench_idle.py): one table, one JSON line."""
+    # The emulator trusts the key for every project (a relay is ready once it holds a token for each).
+    emulator, emulator_url, key = start_emulator(args.bin, work, projects=args.projects)
+    results = []
+    this = sys.modules[__name__]
+    try:
+        results.append(bench_idle.idle_many(this, args.bin, work, emulator_url, key, args.projects, args.idle_seconds))
+        if args.store:
+            sys.path.insert(0, str(ROOT / "Tests" / "interop"))
+            from postgres import Cluster
+
+            for replicas in (1, 2):  # each on a cluster of its own, as a new deployment's
+                cluster = Cluster(durable=True)
+                try:
+                    results.append(bench_idle.idle_many(this, args.bin, work, emulator_url, key, args.projects,
+                                                        args.idle_seconds, cluster=cluster, replicas=replicas))
+                finally:
+                    cluster.destroy()
+    finally:
+        emulator.stop()
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}"
+    print(f"\nrc-relay benchmark, idle with {args.projects} projects for {args.idle_seconds} s; {machine}\n")
+    rows = bench_idle.rows(results)
+    width = max(len(r[0]) for r in rows)
+    print(f"| {'mode'.ljust(width)} | figures |\n|{'-' * (width + 2)}|-------|")
+    for name, value in rows:
+        print(f"| {name.ljust(width)} | {value} |")
+    print("\n" + json.dumps({"benchmark": "rc-relay idle", "machine": machine, "results": results}))
 
 
 def bench(args, work):
