@@ -49,8 +49,10 @@ def split_requests(lines, first_half, second_half):
 
 def two_wrks(scripts, urls, connections, duration, threads, parse):
     """Two wrk processes at once, one per replica, each with half the connections."""
+    # A redelivery to the replica that does not hold the project waits for the holder's outcome (up to the relay's
+    # `delivery.answerWithinSeconds`): wrk's default 2 s would count a slow answer as a socket error, not a latency.
     procs = [subprocess.Popen(["wrk", "-t", str(threads), "-c", str(connections // 2), "-d", f"{duration}s", "--latency",
-                               "-s", str(script), url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               "--timeout", "30s", "-s", str(script), url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for script, url in zip(scripts, urls)]
     results = []
     for proc in procs:
