@@ -6,7 +6,7 @@ import NIOPosix
 /// `tick` away), ends the waits whose deadline has passed. A timer per waiter, scheduled and then cancelled on an event
 /// loop from another thread, woke that loop twice per webhook and measured 3.5 % of the relay's CPU; this costs a lock
 /// instead. A wait ends at most one tick late. Until issue #52 the timer ticked every `tick` while anybody waited, and a
-/// replica on the shared store, whose lease renewal always waits, woke a hundred times a second when idle.
+/// relay with a loop that always waits for its next round woke a hundred times a second when idle.
 ///
 /// A part the application builds once (inside its ``SystemDeliveryClock``) and hands to whoever waits: the engine, the
 /// store, the probes.
