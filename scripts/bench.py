@@ -531,10 +531,14 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
 
 
+# The projects the idle mode's emulator lets the key send for (`--also-sends-for`, one argument: the kernel takes at
+# most 128 KB in one). An idle relay sends nothing, so the others need not be trusted.
+IDLE_TRUSTED = 1000
+
+
 def idle_only(args, work):
     """Issue #52's idle mode (scripts/bench_idle.py): one table, one JSON line."""
-    # The emulator trusts the key for every project (a relay is ready once it holds a token for each).
-    emulator, emulator_url, key = start_emulator(args.bin, work, projects=args.projects)
+    emulator, emulator_url, key = start_emulator(args.bin, work, projects=min(args.projects, IDLE_TRUSTED))
     results = []
     this = sys.modules[__name__]
     try:
