@@ -10,7 +10,8 @@ and announces most of them by signed webhooks (bare versions, CloudEvents binary
 some redelivered to another with the same webhook-id; the rest are left for catch-up polling. A seeded scheduler
 meanwhile kills, pauses and restarts replicas (the lease holder among them), pauses and restarts PostgreSQL, and makes
 FCM and Remote Config fail or slow down; and acts as operators and odd senders do: an admin send of a far version
-(once right before a restart of the project's holder), a signed outlier version. Both deal every fault kind, operator
+(once right before a restart of the project's holder), a signed outlier version, a reset of a project's marks, a
+retry of a ping FCM refused for good, a discard of a dead ping. Both deal every fault kind, operator
 act and publish mode first, so even a short run carries out the campaign's minimum. At the
 end it stops injecting, waits until the system is quiet, and `check` (a pure function over what the emulator
 recorded, what each replica process logged of its requests to FCM and its leases, what the senders were answered,
