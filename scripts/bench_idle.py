@@ -8,7 +8,6 @@ threads' context switches) a second, its RSS, and PostgreSQL's CPU and wake-ups 
 """
 import time
 import urllib.request
-from pathlib import Path
 
 
 def ready(url):
@@ -21,15 +20,9 @@ def ready(url):
 
 def postgres_switches(cluster):
     """Context switches of the cluster's processes so far (a process that ended takes its count with it)."""
-    postmaster = int((cluster.dir / "data" / "postmaster.pid").read_text().split()[0])
     total = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for entry, _ in cluster.processes():
         try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            if int(entry.name) != postmaster and int(fields[1]) != postmaster:
-                continue
             text = (entry / "status").read_text()
         except OSError:
             continue

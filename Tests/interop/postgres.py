@@ -86,11 +86,10 @@ class Cluster:
             time.sleep(0.1)
         raise AssertionError(f"{statement!r} answered {answer!r}, not {expected!r}")
 
-    def cpu_seconds(self):
-        """CPU the server's processes used so far (the postmaster and its backends)."""
+    def processes(self):
+        """The server's processes now (the postmaster and its backends): each one's /proc entry and its stat fields."""
         postmaster = int((self.dir / "data" / "postmaster.pid").read_text().split()[0])
-        ticks = os.sysconf("SC_CLK_TCK")
-        total = 0
+        found = []
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
                 continue
@@ -99,5 +98,9 @@ class Cluster:
             except OSError:
                 continue
             if int(entry.name) == postmaster or int(fields[1]) == postmaster:
-                total += int(fields[11]) + int(fields[12])
-        return total / ticks
+                found.append((entry, fields))
+        return found
+
+    def cpu_seconds(self):
+        """CPU the server's processes used so far (the postmaster and its backends)."""
+        return sum(int(fields[11]) + int(fields[12]) for _, fields in self.processes()) / os.sysconf("SC_CLK_TCK")
