@@ -3,7 +3,7 @@ on one database under Eventarc's redelivery mix (issue #50).
 
 - `wal(cluster)`: PostgreSQL's own WAL counters (pg_stat_wal: records, full-page images, bytes) and its checkpoints
   so far (pg_stat_bgwriter), read before and after each load; `per_webhook` turns two readings into figures.
-- `two_replicas(...)`: two rc-relay replicas started together on the cluster (so they share the projects' leases), and
+- `two_replicas(...)`: two rc-relay replicas started together on the cluster (both race for the projects' leases), and
   one load spread over both: two wrk processes, one per replica, each with half of the webhooks, and every fifth
   webhook in both halves (the same `webhook-id`, body and signature: a redelivery to the other replica). It is judged
   by the store itself: every event the outbox admitted during the load was either accepted by FCM or stood down for a
@@ -118,8 +118,8 @@ def two_replicas_load(bench, cluster, replicas, urls, emulator_url, label):
 
 
 def start_two_replicas(start_relay, binary, work, emulator_url, key, cluster, projects, ca, extra=""):
-    """Two store replicas started together, so the projects' leases fall to both; returns them once every lease is
-    held (by one or the other)."""
+    """Two store replicas started together, so both race for the projects' leases (the first to renew may take them
+    all: nothing shares them out yet); returns them, and how many leases each took, once every lease is held."""
     started = [start_relay(binary, work, emulator_url, key, name=f"store-two-{n}", ca=ca, projects=projects,
                            extra=f'store: {{postgres: {{url: "{cluster.url}"}}}}\n{extra}') for n in range(2)]
     deadline = time.time() + 60

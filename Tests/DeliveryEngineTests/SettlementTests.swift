@@ -62,6 +62,22 @@ import Testing
     #expect(deadlines.count == 0 && !deadlines.isTicking)
 }
 
+/// Issue #52: a far wait alone sets one sweep, for its deadline, not one every tick (an idle replica's renewal always
+/// waits, and the tick woke it a hundred times a second); an earlier wait that comes meanwhile sets one of its own.
+@Test func aFarWaitSetsOneSweepNotOneATick() {
+    let loop = EmbeddedEventLoop()
+    let deadlines = WaitDeadlines(tick: .milliseconds(10), loop: loop)
+    let expired = Answers<String>()
+    _ = deadlines.add(.now() + .seconds(600)) { expired.list.withLockedValue { $0.append("far") } }
+    loop.advanceTime(by: .seconds(5))
+    #expect(deadlines.sweepsSet == 1, "five seconds of a far wait set \(deadlines.sweepsSet) sweeps")
+    _ = deadlines.add(.now()) { expired.list.withLockedValue { $0.append("near") } }
+    #expect(deadlines.sweepsSet == 2)
+    loop.advanceTime(by: .milliseconds(10))
+    #expect(expired.list.withLockedValue { $0 } == ["near"])
+    #expect(deadlines.isTicking, "the far wait is still timed")
+}
+
 /// Waits up to a minute for `condition`, so that a broken settlement fails the test instead of hanging the run.
 private func poll(_ condition: () -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async throws {
     for _ in 0..<6000 {

@@ -426,8 +426,7 @@ class Operators:
 
     def __init__(self, record, project):
         acts = operator_acts(record, project)
-        answered = [a for a in acts if any(x.get("status") in ((200,) if a["kind"] != "discard" else (200, 202))
-                                           for x in a.get("answers") or [])]
+        answered = [a for a in acts if any(x.get("status") in ANSWERED.get(a["kind"], (200,)) for x in a.get("answers") or [])]
         self.resets = sorted(a["time"] for a in answered if a["kind"] == "reset")
         self.discarded = {(a["route"], int(a["version"])) for a in answered if a["kind"] == "discard"}
         self.adoptions = sorted((a for a in record.get("adoptions") or [] if a["project"] == project), key=lambda a: a["time"])
@@ -566,15 +565,15 @@ def check(record):
             real = [p for p in reaching if not retried(p)]
             undone = (routed, timeline, (record.get("initial") or {}).get(project))
             after_reset = ops.after_reset(route, real)
-            checks.append(check_lost(project, route, published, reaching, acked, undone, ops))
+            lost = check_lost(project, route, published, reaching, acked, undone, ops)
+            checks.append(lost)
             checks.append(check_newest(project, route, published, real, faults, undone, ops, reaching, after_reset))
             checks.append(check_duplicates(project, route, real, faults, leases))
             checks.append(check_stale(project, route, real, faults, after_reset))
             if "waves" in route:
                 checks.append(check_waves(project, route, published, real, faults, leases, ops, reaching))
-            for ping in routed:
-                if retried(ping):
-                    checks[-1].excuse("retried", ping)
+            for ping in filter(retried, routed):
+                lost.excuse("retried", ping)  # counted where it counts: it reaches devices
             checks.append(check_known(project, route, routed, versions))
         checks.append(check_unrouted(project, routes, mine))
         checks.append(check_settled(project, published, answers))

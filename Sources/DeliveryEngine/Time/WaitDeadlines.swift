@@ -52,6 +52,9 @@ public final class WaitDeadlines: Sendable {
     /// How many waits are being timed now.
     var count: Int { state.withLockedValue { $0.entries.count } }
 
+    /// How many sweeps were set so far (a test counts them: a far wait alone sets one, not one a tick).
+    var sweepsSet: Int { state.withLockedValue { $0.sweeps } }
+
     /// Whether a sweep is set for somebody's wait (none is when nobody waits).
     var isTicking: Bool { state.withLockedValue { !$0.entries.isEmpty && $0.scheduledAt != nil } }
 
