@@ -1328,11 +1328,11 @@ class Campaign:
         return done.stdout.strip() if done.returncode == 0 else None
 
     def holders(self):
-        """{project: replica} from rc_relay_leases (the holder is `host/pid/random`); from the replicas' logs when the
+        """{project: replica} from rc_relay_held (the holder is `host/pid/random`); from the replicas' logs when the
         database does not answer. With one replica of its own (the spool, memory): that replica, while it runs."""
         if not self.shared:
             return {project: self.replicas[0] for project in self.projects if self.replicas[0].alive()}
-        rows = self.sql("SELECT name, holder FROM rc_relay_leases WHERE expires_at > now()")
+        rows = self.sql("SELECT name, holder FROM rc_relay_held")
         found = {}
         if rows is not None:
             for row in filter(None, rows.splitlines()):
@@ -1705,7 +1705,8 @@ class Campaign:
         name = f"project/{publish['project']}"
         if not self.wait_for_first_shard(holder, publish):
             return False  # the next shard's turn is to fall due while the holder is frozen
-        expiry = f"SELECT expires_at FROM rc_relay_leases WHERE name = '{name}'"
+        # The lease counts while its holder's heartbeat does: a renewal moves the heartbeat's expiry (the view's).
+        expiry = f"SELECT expires_at FROM rc_relay_held WHERE name = '{name}'"
         before = self.sql(expiry)
         if not until(lambda: self.sql(expiry) != before, self.options.lease):
             return False  # no renewal seen: the database is away (another fault); nothing to aim at

@@ -1,5 +1,6 @@
 """Issue #52: many projects on one shared store, idle at almost no cost. An idle replica's renewal round (every
-`leaseSeconds / 4`) makes the same statements for 10 projects or 300: one renews every lease, one finds which held
+`leaseSeconds / 4`) makes the same statements for 10 projects or 300: one renews the replica's heartbeat, which every
+lease it holds counts on (no lease row is written: their row versions stay as they were), one finds which held
 projects have an event pending (none here, so none is swept), one applies a marks reset, and the sweeper's round
 prunes. PostgreSQL itself counts them (pg_stat_statements, from Debian's postgresql package); the renewal statement's
 own count says how many rounds passed, so nothing here waits for a fixed time."""
@@ -10,14 +11,14 @@ import pytest
 
 from conftest import require, start_relay, stop_relay, until
 
-# The renewal statement, as pg_stat_statements normalises it.
-RENEW = "INSERT INTO rc_relay_leases"
+# The renewal statement (the heartbeat), as pg_stat_statements normalises it.
+RENEW = "UPDATE rc_relay_replicas"
 
 
 def held(cluster):
     """The leases held now; none before the relay made its tables."""
     try:
-        return int(cluster.sql("SELECT count(*) FROM rc_relay_leases WHERE expires_at > now()"))
+        return int(cluster.sql("SELECT count(*) FROM rc_relay_held"))
     except subprocess.CalledProcessError:
         return 0
 
@@ -54,14 +55,19 @@ store: {{postgres: {{url: "{cluster.url}", leaseSeconds: 3}}}}
         relay = start_relay(emulator, tmp_path, extra)
         assert until(lambda: held(cluster) == count, 120), \
             "the replica never held every project's lease"
-        # Every lease is held and each project swept once, as taken: from here on the replica is idle.
+        # Every lease is held (none is swept: nothing is pending): from here on the replica is idle.
         assert until(lambda: sum(1 for line in relay["proc"].lines if "project lease taken" in line) >= count, 60)
         renewals = lambda: sum(calls for query, calls in statements(cluster).items() if RENEW in query)
         start = renewals()
         assert until(lambda: renewals() >= start + 2, 60), "the replica stopped renewing"
+        versions = "SELECT string_agg(xmin::text, ',' ORDER BY name) FROM rc_relay_leases"
+        before = cluster.sql(versions)
         cluster.sql("SELECT pg_stat_statements_reset()")
         assert until(lambda: renewals() >= rounds, 60), "the replica stopped renewing"
         calls = statements(cluster)
+        # The leases stayed held and no round wrote a lease's row.
+        assert held(cluster) == count
+        assert cluster.sql(versions) == before, "an idle round rewrote the leases' rows"
         done = sum(c for q, c in calls.items() if RENEW in q)
         return sum(calls.values()) / done, calls
     finally:

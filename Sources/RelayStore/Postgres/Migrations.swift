@@ -238,6 +238,7 @@ enum Migrations {
                 """,
             ]),
         oneRowPerEvent,
+        heartbeats,
     ]
 
     static var latest: Int { steps.map(\.version).max() ?? 0 }

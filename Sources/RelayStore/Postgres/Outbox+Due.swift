@@ -34,4 +34,20 @@ extension PostgresStore {
         if let through { dueThrough.withLockedValue { $0 = max($0, through) } }
         return due
     }
+
+    /// The projects among `projects` (leases just taken) with an event still pending, wherever its row lies: one
+    /// statement for 10,000 projects taken at a start, through the index on each project's rows.
+    package func projectsWithPendingAnywhere(_ projects: [String]) async throws(StoreError) -> Set<String> {
+        guard !projects.isEmpty else { return [] }
+        return try await run("due") { client, logger in
+            let rows = try await client.query(
+                """
+                SELECT DISTINCT o.project FROM unnest(\(projects)::text[]) AS p(project)
+                JOIN rc_relay_outbox o ON o.project = p.project WHERE NOT o.settled
+                """, logger: logger)
+            var due: Set<String> = []
+            for try await project in rows.decode(String.self) { due.insert(project) }
+            return due
+        }
+    }
 }

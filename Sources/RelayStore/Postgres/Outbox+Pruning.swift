@@ -29,7 +29,7 @@ extension PostgresStore {
                     WHERE o.id < bound.id AND (
                         (o.settled AND o.settled_at < now() - make_interval(secs => o.window_seconds))
                         OR (NOT o.settled AND o.received_at < now() - make_interval(secs => \(abandoned)) AND NOT EXISTS (
-                            SELECT 1 FROM rc_relay_leases l WHERE l.name = 'project/' || o.project AND l.expires_at > now())))
+                            SELECT 1 FROM rc_relay_held l WHERE l.name = 'project/' || o.project)))
                     RETURNING o.settled, o.project, o.version
                     """, logger: logger)
                 for try await (settled, project, version) in rows.decode((Bool, String, Int64).self) {

@@ -41,7 +41,9 @@ extension PostgresStore {
                 try await client.withTransaction(logger: logger) { connection -> [Answer] in
                     let lease = try await connection.query(
                         """
-                        SELECT 1 FROM rc_relay_leases WHERE name = \(name) AND holder = \(holder) AND epoch = \(epoch) AND expires_at > now()
+                        SELECT 1 FROM rc_relay_leases l JOIN rc_relay_replicas r ON r.holder = l.holder
+                        WHERE l.name = \(name) AND l.holder = \(holder) AND l.epoch = \(epoch) AND l.expires_at = 'infinity'
+                            AND r.expires_at > now()
                         FOR SHARE
                         """, logger: logger)
                     var held = false

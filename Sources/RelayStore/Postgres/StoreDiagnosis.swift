@@ -49,8 +49,16 @@ extension PostgresStore {
                 }
             }
             if exists.leases {
+                // Schema 8 on: a lease counts while its holder's heartbeat does (the view says which); before, by its own expiry.
+                var view = false
+                for try await exists in try await client.query("SELECT to_regclass('rc_relay_held') IS NOT NULL", logger: logger).decode(Bool.self) {
+                    view = exists
+                }
                 let rows = try await client.query(
-                    "SELECT count(*)::bigint, (count(*) FILTER (WHERE expires_at > now()))::bigint FROM rc_relay_leases", logger: logger)
+                    view
+                        ? "SELECT count(*)::bigint, (SELECT count(*) FROM rc_relay_held)::bigint FROM rc_relay_leases"
+                        : "SELECT count(*)::bigint, (count(*) FILTER (WHERE expires_at > now()))::bigint FROM rc_relay_leases",
+                    logger: logger)
                 for try await (all, held) in rows.decode((Int64, Int64).self) { (diagnosis.leases, diagnosis.leasesHeld) = (Int(all), Int(held)) }
             }
             return diagnosis

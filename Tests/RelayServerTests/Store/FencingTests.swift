@@ -43,6 +43,52 @@ import Testing
         }
     }
 
+    /// Issue #52: an idle renewal is one row, the replica's heartbeat, whatever the number of leases it holds; a
+    /// replica whose heartbeat expired is deleted by the replica that takes its leases, so its next heartbeat finds
+    /// nothing and it cannot count on a lease that moved.
+    @Test func aHeartbeatHoldsEveryLeaseAndOneFoundExpiredLosesThem() async throws {
+        try await withPostgres { cluster in
+            try await store.withReplicas(cluster) { stores in
+                let (a, b) = (stores[0], stores[1])
+                try await a.migrate()
+                let names = (0..<300).map { "project/p\($0)" }
+                #expect(try await a.renew(names, for: .seconds(60)).count == 300)
+                #expect(try await b.renew(names, for: .seconds(60)).isEmpty)
+                let idle = try await a.beat(for: .seconds(60))
+                #expect(idle.alive && !idle.somethingToTake)
+                // A heartbeat rewrites no lease: the leases' row versions stay as they were.
+                let versions = "SELECT string_agg(xmin::text, ',' ORDER BY name) FROM rc_relay_leases"
+                let before = try await cluster.sql(versions)
+                for _ in 0..<3 { #expect(try await a.beat(for: .seconds(60)).alive) }
+                #expect(try await cluster.sql(versions) == before)
+                #expect(try await cluster.sql("SELECT count(*) FROM rc_relay_held WHERE holder = 'replica-0'") == "300")
+                // a's heartbeat expires (a frozen replica): its leases stop counting, and every replica is told there
+                // is something to take.
+                _ = try await cluster.sql("UPDATE rc_relay_replicas SET expires_at = now() - interval '1 second' WHERE holder = 'replica-0'")
+                #expect(try await cluster.sql("SELECT count(*) FROM rc_relay_held") == "0")
+                #expect(try await a.confirm("project/p1", epoch: 1) == nil)
+                #expect(try await b.beat(for: .seconds(60)).somethingToTake)
+                // b takes what it serves (half of them); a's heartbeat is gone with it.
+                let taken = try await b.renew(Array(names.prefix(150)), for: .seconds(60))
+                #expect(taken.count == 150 && Set(taken.values) == [2])
+                let woken = try await a.beat(for: .seconds(60))
+                #expect(!woken.alive)
+                // a registers again and holds what nobody took (the same epochs: nobody held them meanwhile), not the rest.
+                let kept = try await a.renew(names, for: .seconds(60))
+                #expect(kept.count == 150 && Set(kept.keys) == Set(names.suffix(150)) && Set(kept.values) == [1])
+                #expect(try await a.beat(for: .seconds(60)) == .init(alive: true, frees: 1, somethingToTake: false))
+                // A graceful stop frees its leases, moves the frees count, and ends the heartbeat.
+                try await b.release(Array(names.prefix(150)))
+                #expect(try await a.beat(for: .seconds(60)).frees == 2)
+                #expect(try await cluster.sql("SELECT count(*) FROM rc_relay_replicas") == "1")
+                #expect(try await a.renew(names, for: .seconds(60)).count == 300)
+                // A project taken out of the configuration is freed by the next take that says so.
+                #expect(try await a.renew(Array(names.dropFirst()), for: .seconds(60), freeingOthers: true).count == 299)
+                #expect(try await b.renew(["project/p0"], for: .seconds(60)) == ["project/p0": 4])
+            }
+        }
+    }
+
     @Test func aPollAdmissionDecidedUnderAnOlderEpochAdmitsNothing() async throws {
         try await withPostgres { cluster in
             try await store.withReplicas(cluster) { stores in

@@ -41,6 +41,12 @@ final class LeaseClaims: DeliveryFence, Sendable {
         var epoch: Int64
         /// When the database last confirmed the epoch (the renewal's or a check's start).
         var confirmed: Instant
+
+        /// Renewed by a heartbeat sent at `sent`: nobody took the lease meanwhile, so its epoch stands.
+        mutating func renewed(at sent: Instant, lease: Duration) {
+            until = max(until, sent + lease / 2)
+            confirmed = max(confirmed, sent)
+        }
     }
 
     struct State {
@@ -54,6 +60,11 @@ final class LeaseClaims: DeliveryFence, Sendable {
         var toSweep: Set<String> = []
         /// Projects taken over since their last sweep: what FCM accepted for them is read from the shared history first.
         var toSeed: Set<String> = []
+        /// The frees count and the projects of the last round that took leases: an idle round takes nothing while
+        /// neither moved.
+        var lastTake: (frees: Int64, projects: [String])? = nil
+        /// A claim lapsed or was dropped, or a take failed: the next round takes, which reads what this replica holds.
+        var takeAgain = true
         /// The reset generation of each project's marks this replica has applied; nil until first read (a process
         /// that starts has no marks a reset before it could have moved).
         var resets: [String: Int64]? = nil
@@ -145,6 +156,7 @@ final class LeaseClaims: DeliveryFence, Sendable {
         state.withLockedValue { state in
             guard state.held[project]?.epoch == epoch else { return false }
             state.held[project] = nil
+            state.takeAgain = true
             return true
         }
     }

@@ -10,7 +10,17 @@ extension ProjectLeases: Admission {
         // Committed before anything else: from here on any replica delivers it, and a 202 means it is kept.
         let admission = try await admitToOutbox(record, window: window, logger: logger)
         switch admission {
-        case .admitted(let row), .pending(let row): return holds(record.project) ? .deliverHere(committed: true, row: row) : .elsewhere
+        case .admitted(let row), .pending(let row):
+            guard holds(record.project) else { return .elsewhere }
+            do {
+                try await seedIfTakenOver(record.project)
+            } catch {
+                // Kept, and swept once the store answers (the sweep reads what FCM accepted first).
+                failed(error, doing: "reading what FCM accepted before this replica took the project")
+                requestSweep(record.project)
+                return .elsewhere
+            }
+            return .deliverHere(committed: true, row: row)
         case .settled(let reports): return .settled(reports)
         case .conflict(let key): return .conflict(key)
         }
@@ -21,7 +31,15 @@ extension ProjectLeases: Admission {
     func admitPolled(_ record: EventRecord, claim: PollClaim, window: Duration, logger: Logger) async -> PolledAdmission {
         guard let epoch = claim.epoch else { return .leave }
         switch await admitPolled(record, epoch: epoch, window: window, logger: logger) {
-        case .admitted(let row)?: return .deliverHere(row: row)
+        case .admitted(let row)?:
+            do {
+                try await seedIfTakenOver(record.project)
+            } catch {
+                failed(error, doing: "reading what FCM accepted before this replica took the project")
+                requestSweep(record.project)
+                return .keptAlready
+            }
+            return .deliverHere(row: row)
         case .pending?:
             requestSweep(record.project)
             return .keptAlready

@@ -29,14 +29,8 @@ extension ProjectLeases {
         let records: [EventRecord]
         let since: Int64?
         do {
-            if wasTakenOver(project) {
-                // Taken (again): this replica's own progress still queued (a hand-over at a stand-down while the
-                // database was away) is written first, so what FCM accepted before is not sent again; then what FCM
-                // accepted under the previous holder, so no older version follows it.
-                _ = await store.flush(within: lease / 2)
-                engine.noteAccepted(try await store.acceptedPings(project: project))
-                caughtUp(project)
-            }
+            // Taken (again): what FCM accepted under the previous holder first, so no older version follows it.
+            try await seedIfTakenOver(project)
             records = try await store.pending(project: project)
             // What change-aware routes measure each event's change from: the newest version relayed on record.
             since = try await store.relayed(project: project)

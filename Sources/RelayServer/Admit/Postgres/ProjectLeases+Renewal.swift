@@ -33,17 +33,58 @@ extension ProjectLeases {
         }
     }
 
-    /// Renews every lease this replica holds and takes every free one, in one statement whatever the number of
-    /// projects (one round trip per `lease / 4`, also with the database far away).
+    /// One renewal round. Idle, it is one statement for all the projects: the replica's heartbeat, which every lease it
+    /// holds counts on (nobody takes a lease from a replica whose heartbeat stands). Leases are taken, in one
+    /// transaction whatever their number, only when there may be something to take: at the start, when a lease was
+    /// freed or a replica's heartbeat expired somewhere, when the projects configured changed, or when a claim of this
+    /// replica's lapsed or its heartbeat was found expired.
     func renew() async {
         let projects = configuration.current.projects.ids
         let sent = claims.now
-        let held: [String: Int64]
+        let beat: PostgresStore.Heartbeat
         do {
-            held = try await store.renew(projects.map(Self.leaseName), for: lease)
+            beat = try await store.beat(for: lease)
             contact()
         } catch {
             failed(error, doing: "renewing the projects' leases")
+            standDownWhereLapsed()
+            return
+        }
+        let renewed = state.withLockedValue { state -> Bool in
+            guard beat.alive, !beat.somethingToTake, !state.takeAgain, let last = state.lastTake, last.frees == beat.frees,
+                last.projects == projects, state.held.values.allSatisfy({ $0.until > sent })
+            else { return false }
+            // Nobody took a lease of this replica's while its heartbeat stood: every claim counts for half a lease more.
+            for index in state.held.values.indices { state.held.values[index].renewed(at: sent, lease: lease) }
+            return true
+        }
+        if !renewed { await take(projects, frees: beat.frees, sent: sent) }
+        // The safety net for a notice lost on the way: of the projects held, those with anything pending, in one
+        // statement (a project taken with nothing pending is asked about from then on, so its first event is found).
+        let holding = state.withLockedValue { Array($0.held.keys) }
+        do {
+            for project in try await store.projectsWithPending(holding).sorted() { requestSweep(project) }
+        } catch {
+            failed(error, doing: "finding the projects with events to deliver")
+        }
+        wake.yield()  // the sweeper's round, with nothing to sweep, still prunes (one statement)
+        standDownWhereLapsed()
+        await applyResets(projects)
+        let now = claims.now
+        metrics.leasesHeld(state.withLockedValue { $0.held.values.filter { $0.until > now }.count })
+    }
+
+    /// Takes every free lease of `projects` and renews the heartbeat (one transaction), then notes what was taken and
+    /// lost. A project just taken is swept only if it has an event pending (one statement for all of them); the others
+    /// read what FCM accepted under the previous holder when their first event comes (``seedIfTakenOver(_:)``).
+    private func take(_ projects: [String], frees: Int64, sent: LeaseClaims.Instant) async {
+        let held: [String: Int64]
+        do {
+            held = try await store.renew(projects.map(Self.leaseName), for: lease, freeingOthers: true)
+            contact()
+        } catch {
+            failed(error, doing: "taking the projects' leases")
+            state.withLockedValue { $0.takeAgain = true }
             standDownWhereLapsed()
             return
         }
@@ -51,6 +92,8 @@ extension ProjectLeases {
         var retaken: [String] = []
         var lost: [String] = []
         state.withLockedValue { state in
+            state.takeAgain = false
+            state.lastTake = (frees, projects)
             for project in projects {
                 let was = state.held[project]
                 guard let epoch = held[Self.leaseName(project)] else {
@@ -67,6 +110,12 @@ extension ProjectLeases {
                 }
                 state.held[project] = LeaseClaims.Claim(until: sent + lease / 2, epoch: epoch, confirmed: sent)
             }
+            // A project no longer configured: its lease was freed by the take.
+            let configured = Set(projects)
+            for project in state.held.keys where !configured.contains(project) {
+                state.held[project] = nil
+                lost.append(project)
+            }
         }
         // Another replica holds it now (a claim that lapsed while this one was paused): nothing more is sent here.
         standDown(lost, reason: "taken_over", "project lease lost to another replica: this replica stops delivering its events")
@@ -78,21 +127,14 @@ extension ProjectLeases {
                 metadata: ["project": "\(project)", "epoch": "\(held[Self.leaseName(project)] ?? 0)"])
         }
         for project in taken { tookOver.yield(project) }
-        // A project just taken is swept whole; of the others, only those with anything pending, found in one
-        // statement (the safety net for a notice lost on the way: idle, a round costs the same for 1 project or 10,000).
-        for project in taken { requestSweep(project) }
-        let justTaken = Set(taken)  // 10,000 projects taken at the start: no scan of the list per project
-        let holding = projects.filter { held[Self.leaseName($0)] != nil && !justTaken.contains($0) }
+        guard !taken.isEmpty else { return }
         do {
-            for project in try await store.projectsWithPending(holding).sorted() { requestSweep(project) }
+            for project in try await store.projectsWithPendingAnywhere(taken).sorted() { requestSweep(project) }
         } catch {
-            failed(error, doing: "finding the projects with events to deliver")
+            // Swept whole, each on its own: what the statement would have told.
+            failed(error, doing: "finding the projects taken with events to deliver")
+            for project in taken { requestSweep(project) }
         }
-        wake.yield()  // the sweeper's round, with nothing to sweep, still prunes (one statement)
-        standDownWhereLapsed()
-        await applyResets(projects)
-        let now = claims.now
-        metrics.leasesHeld(state.withLockedValue { $0.held.values.filter { $0.until > now }.count })
     }
 
     /// Stops the deliveries of each project whose claim lapsed (another replica holds it, or it could not be renewed
@@ -103,6 +145,8 @@ extension ProjectLeases {
         let lapsed = state.withLockedValue { state in
             let lapsed = state.held.filter { $0.value.until <= now }.map(\.key)
             for project in lapsed { state.held[project] = nil }
+            // The lease may still be this replica's in the database: the next round reads which it holds.
+            if !lapsed.isEmpty { state.takeAgain = true }
             return lapsed
         }
         standDown(lapsed, reason: "lapsed", "project lease lapsed: this replica stops delivering its events, which another replica delivers")

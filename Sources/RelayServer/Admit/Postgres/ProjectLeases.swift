@@ -14,11 +14,13 @@ import ServiceLifecycle
 /// expires and delivers what the outbox still has. A graceful stop releases the leases once the engine has handed its
 /// deliveries back to the outbox, so another replica takes over at once.
 ///
-/// Two tasks: one renews (or tries to take) each configured project's lease every `lease / 4`, on its own so that no
-/// slow sweep delays a renewal; the other delivers the outbox of the projects held, when a lease is taken, when
-/// another replica's `NOTIFY` says it admitted an event, and at each renewal, and prunes settled events. A claim counts
-/// locally for half the lease from before the statement that renewed it: a replica that cannot renew (the database is
-/// away) stops its deliveries of the project well before another replica can take the lease over.
+/// Two tasks: one renews this replica's heartbeat every `lease / 4` (one row, which every lease it holds counts on), and
+/// takes the configured projects' free leases when there may be any, on its own so that no slow sweep delays a
+/// renewal; the other delivers the outbox of the projects held, when a lease is taken with events pending, when
+/// another replica's `NOTIFY` says it admitted an event, and when a renewal finds events pending, and prunes settled
+/// events. A claim counts locally for half the lease from before the statement that renewed it: a replica that cannot
+/// renew (the database is away) stops its deliveries of the project well before another replica can take the lease
+/// over.
 ///
 /// Fencing is ``LeaseClaims``', which the engine asks before every request.
 final class ProjectLeases: Service, Sendable {
@@ -76,13 +78,15 @@ final class ProjectLeases: Service, Sendable {
             logger.warning("outbox changes not written before the stop: leases left to expire, another replica takes over then")
             return
         }
-        for project in state.withLockedValue({ Array($0.held.keys) }) {
-            do {
-                try await store.release(Self.leaseName(project))
-                logger.notice("project lease released", metadata: ["project": "\(project)"])
-            } catch {
-                logger.warning("project lease not released; another replica takes over when it expires", metadata: ["project": "\(project)"])
-            }
+        let held = state.withLockedValue { $0.held.keys.sorted() }
+        do {
+            // One statement for every lease, whatever their number.
+            try await store.release(held.map(Self.leaseName))
+            for project in held { logger.notice("project lease released", metadata: ["project": "\(project)"]) }
+        } catch {
+            logger.warning(
+                "project leases not released; another replica takes over when this replica's heartbeat expires",
+                metadata: ["projects": "\(held.count)"])
         }
         state.withLockedValue { $0.held = [:] }
         metrics.leasesHeld(0)
@@ -161,6 +165,17 @@ final class ProjectLeases: Service, Sendable {
     /// The project's sweep has read what FCM accepted before it was taken.
     func caughtUp(_ project: String) { state.withLockedValue { _ = $0.toSeed.remove(project) } }
 
+    /// A project taken with nothing pending is not swept at once (10,000 taken at a start would be 10,000 sweeps): its
+    /// first event reads what FCM accepted under the previous holder first, here, so no older version follows it.
+    /// This replica's own progress still queued (a hand-over at a stand-down while the database was away) is written
+    /// first, so what FCM accepted before is not sent again.
+    func seedIfTakenOver(_ project: String) async throws(StoreError) {
+        guard wasTakenOver(project) else { return }
+        _ = await store.flush(within: lease / 2)
+        engine.noteAccepted(try await store.acceptedPings(project: project))
+        caughtUp(project)
+    }
+
     /// Notes that the project's marks were reset to `generation` here; false when this replica had applied it already.
     func noteReset(_ project: String, generation: Int64?) -> Bool {
         guard let generation else { return true }
@@ -176,9 +191,10 @@ final class ProjectLeases: Service, Sendable {
     /// Applies the resets of the projects' marks this replica missed (a notice lost while its listener reconnected):
     /// one statement per renewal round. The first read only notes where each project stands.
     func applyResets(_ projects: [String]) async {
+        let configured = Set(projects)
         let generations: [String: Int64]
         do {
-            generations = try await store.resetGenerations(projects: projects)
+            generations = try await store.resetGenerations().filter { configured.contains($0.key) }
         } catch {
             return  // the next round reads them
         }
