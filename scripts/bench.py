@@ -542,7 +542,9 @@ def idle_only(args, work):
     results = []
     this = sys.modules[__name__]
     try:
-        results.append(bench_idle.idle_many(this, args.bin, work, emulator_url, key, args.projects, args.idle_seconds))
+        trusted = min(args.projects, IDLE_TRUSTED)
+        results.append(bench_idle.idle_many(this, args.bin, work, emulator_url, key, args.projects, args.idle_seconds,
+                                            trusted=trusted))
         if args.store:
             sys.path.insert(0, str(ROOT / "Tests" / "interop"))
             from postgres import Cluster
@@ -551,7 +553,8 @@ def idle_only(args, work):
                 cluster = Cluster(durable=True)
                 try:
                     results.append(bench_idle.idle_many(this, args.bin, work, emulator_url, key, args.projects,
-                                                        args.idle_seconds, cluster=cluster, replicas=replicas))
+                                                        args.idle_seconds, cluster=cluster, replicas=replicas,
+                                                        trusted=trusted))
                 finally:
                     cluster.destroy()
     finally:
