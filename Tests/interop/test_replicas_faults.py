@@ -117,6 +117,33 @@ def test_a_new_holder_pings_a_version_published_during_the_hand_over(emulator, t
         stop_relay(new)
 
 
+def test_a_holder_that_took_a_project_with_nothing_pending_reads_what_fcm_accepted_before_its_first_event(
+        emulator, tmp_path, cluster):
+    """Issue #52: a lease taken with nothing pending is not swept (10,000 taken at a start would be 10,000 sweeps), so
+    the new holder reads what FCM accepted under the previous holder when the project's first event comes: an older
+    version arriving late after v51 was accepted and its holder killed is not pinged after it."""
+    first = start(emulator, tmp_path, "first", config(cluster))
+    holder([first])
+    answer = send(first["webhook"], 51)
+    assert answer.status_code == 200, answer.text
+    cluster.wait_for("SELECT count(*) FROM rc_relay_outbox WHERE settled", "1")
+    # The history's copy of the ping is written in batches moments after it: the new holder reads it from there.
+    cluster.wait_for("SELECT count(*) FROM rc_relay_pings WHERE status = 'accepted'", "1")
+    first["proc"].proc.send_signal(signal.SIGKILL)
+    first["proc"].proc.wait(timeout=10)
+    second = start(emulator, tmp_path, "second", config(cluster))
+    try:
+        second["proc"].wait_for(lambda line: "project lease taken" in line, timeout=60)
+        wait_ready(second, True)
+        late = send(second["webhook"], 50)
+        assert late.status_code == 200, late.text
+        assert versions_sent(emulator) == ["51"], late.text
+        # Nothing was pending when the lease was taken, so no sweep delivered anything from the outbox.
+        assert "delivering an event from the outbox" not in second["proc"].output
+    finally:
+        stop_relay(second)
+
+
 def test_after_a_database_stall_no_older_version_follows_a_newer_one(emulator, tmp_path, cluster):
     """Defect 8: ten versions arrive while PostgreSQL is stopped (each answered 503, nothing acknowledged); their
     senders retry afterwards in another order. An older version never follows a newer one to the same audience."""

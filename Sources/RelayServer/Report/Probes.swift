@@ -92,19 +92,32 @@ struct Probes: Sendable {
         return view
     }
 
+    /// A check per project, but a token asked once per set of credentials: projects with the same credentials share
+    /// one token source, so 10,000 projects on one service account cost one check, not 10,000 tasks (issue #52).
     private func tokens(_ configuration: RelayConfiguration) async -> [ReadinessCheck] {
-        let checks = await withTaskGroup(of: ReadinessCheck.self) { group in
-            for id in configuration.projects.ids {
-                guard let source = configuration.projects[id]?.tokenSource else { continue }
-                group.addTask { await tokenCheck(project: id, source: source) }
+        var shared: [ObjectIdentifier: (source: CachingTokenSource, projects: [String])] = [:]
+        for id in configuration.projects.ids {
+            guard let source = configuration.projects[id]?.tokenSource else { continue }
+            shared[ObjectIdentifier(source), default: (source, [])].projects.append(id)
+        }
+        let outcomes = await withTaskGroup(of: (ObjectIdentifier, ok: Bool, detail: String).self) { group in
+            for (key, entry) in shared {
+                group.addTask {
+                    let check = await tokenCheck(source: entry.source)
+                    return (key, check.ok, check.detail)
+                }
             }
-            return await group.reduce(into: [ReadinessCheck]()) { $0.append($1) }
+            return await group.reduce(into: [ObjectIdentifier: (ok: Bool, detail: String)]()) { $0[$1.0] = ($1.ok, $1.detail) }
+        }
+        var checks: [ReadinessCheck] = []
+        for (key, entry) in shared {
+            guard let outcome = outcomes[key] else { continue }
+            checks += entry.projects.map { ReadinessCheck(name: "token:\($0)", ok: outcome.ok, detail: outcome.detail) }
         }
         return checks.sorted { $0.name < $1.name }
     }
 
-    private func tokenCheck(project: String, source: CachingTokenSource) async -> ReadinessCheck {
-        let name = "token:\(project)"
+    private func tokenCheck(source: CachingTokenSource) async -> (ok: Bool, detail: String) {
         let check = Settlement<Result<Bool, TokenError>>()
         Task {
             do throws(TokenError) {
@@ -116,9 +129,9 @@ struct Probes: Sendable {
             }
         }
         switch await check.value(within: tokenCheckTimeout, on: clock) {
-        case .success(let cached)?: return .init(name: name, ok: true, detail: cached ? "cached" : "obtained")
-        case .failure(let error)?: return .init(name: name, ok: false, detail: "no access token: \(error)")
-        case nil: return .init(name: name, ok: false, detail: "no access token within \(tokenCheckTimeout)")
+        case .success(let cached)?: return (true, cached ? "cached" : "obtained")
+        case .failure(let error)?: return (false, "no access token: \(error)")
+        case nil: return (false, "no access token within \(tokenCheckTimeout)")
         }
     }
 

@@ -58,7 +58,18 @@ extension ProjectLeases {
             for index in state.held.values.indices { state.held.values[index].renewed(at: sent, lease: lease) }
             return true
         }
-        if !renewed { await take(projects, frees: beat.frees, sent: sent) }
+        if !beat.alive {
+            // Another replica found this heartbeat expired and freed its leases (its claims lapsed here before that
+            // could happen): none counts until the take says which are still this replica's.
+            let suspended = state.withLockedValue { state in
+                defer { state.held = [:] }
+                return Array(state.held.keys)
+            }
+            for project in suspended { _ = engine.standDown(project: project) }
+            await take(projects, frees: beat.frees, sent: sent, suspended: suspended)
+        } else if !renewed {
+            await take(projects, frees: beat.frees, sent: sent)
+        }
         // The safety net for a notice lost on the way: of the projects held, those with anything pending, in one
         // statement (a project taken with nothing pending is asked about from then on, so its first event is found).
         let holding = state.withLockedValue { Array($0.held.keys) }
@@ -77,7 +88,7 @@ extension ProjectLeases {
     /// Takes every free lease of `projects` and renews the heartbeat (one transaction), then notes what was taken and
     /// lost. A project just taken is swept only if it has an event pending (one statement for all of them); the others
     /// read what FCM accepted under the previous holder when their first event comes (``seedIfTakenOver(_:)``).
-    private func take(_ projects: [String], frees: Int64, sent: LeaseClaims.Instant) async {
+    private func take(_ projects: [String], frees: Int64, sent: LeaseClaims.Instant, suspended: [String] = []) async {
         let held: [String: Int64]
         do {
             held = try await store.renew(projects.map(Self.leaseName), for: lease, freeingOthers: true)
@@ -116,6 +127,8 @@ extension ProjectLeases {
                 state.held[project] = nil
                 lost.append(project)
             }
+            // Held before this replica's heartbeat was found expired, and another's now.
+            lost += suspended.filter { held[Self.leaseName($0)] == nil }
         }
         // Another replica holds it now (a claim that lapsed while this one was paused): nothing more is sent here.
         standDown(lost, reason: "taken_over", "project lease lost to another replica: this replica stops delivering its events")
