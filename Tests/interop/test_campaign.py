@@ -708,6 +708,24 @@ def test_a_retry_answered_200_must_send_its_ping_and_be_accepted():
     assert ("settled", "operators and odd senders") in failures(record)[0]
 
 
+def test_a_retry_that_stood_down_is_excused_only_behind_a_newer_version_fcm_accepted_on_its_route_first():
+    # 3's ping to PUSH_RC (route plain) reached FCM at 6 s, before the retry's answer at 8.2 s: it stood down rightly.
+    record = retry_of_two_after_three(with_ping=False)
+    record["operator"][0]["answers"][0]["outcome"] = "superseded"
+    assert failures(record)[0] == set()
+    # Answered before the newer ping reached FCM: nothing excuses it.
+    record["operator"][0]["answers"][0]["time"] = T0 + 5.5
+    assert ("settled", "operators and odd senders") in failures(record)[0]
+    # A newer ping on another route excuses nothing either: at 7.5 s, 3 had reached PUSH_RC (plain, 6 s) but not
+    # RC_QUIET (quiet, 8 s).
+    record = retry_of_two_after_three(with_ping=False)
+    record["operator"][0].update(route="quiet")
+    record["operator"][0]["answers"][0].update(outcome="superseded", time=T0 + 7.5)
+    assert ("settled", "operators and odd senders") in failures(record)[0]
+    record["operator"][0]["answers"][0]["time"] = T0 + 8.2
+    assert ("settled", "operators and odd senders") not in failures(record)[0]
+
+
 def discarded_newest(route="plain", version=3, status=202):
     """Versions 2 and 3; 3 never reached PUSH_RC: an operator discarded its dead ping on `route`."""
     publishes = [publish(2, 0), publish(3, 5)]

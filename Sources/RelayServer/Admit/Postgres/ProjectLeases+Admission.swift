@@ -11,18 +11,24 @@ extension ProjectLeases: Admission {
         let admission = try await admitToOutbox(record, window: window, logger: logger)
         switch admission {
         case .admitted(let row), .pending(let row):
-            guard holds(record.project) else { return .elsewhere }
-            do {
-                try await seedIfTakenOver(record.project)
-            } catch {
-                // Kept, and swept once the store answers (the sweep reads what FCM accepted first).
-                failed(error, doing: "reading what FCM accepted before this replica took the project")
-                requestSweep(record.project)
-                return .elsewhere
-            }
+            guard holds(record.project), await seeded(record.project) else { return .elsewhere }
             return .deliverHere(committed: true, row: row)
         case .settled(let reports): return .settled(reports)
         case .conflict(let key): return .conflict(key)
+        }
+    }
+
+    /// Whether this replica may deliver the project's kept event itself: what FCM accepted before it took the project is
+    /// read first (``seedIfTakenOver(_:)``). False when the store does not answer: the event is kept, and swept once
+    /// the store answers (the sweep reads what FCM accepted first).
+    private func seeded(_ project: String) async -> Bool {
+        do {
+            try await seedIfTakenOver(project)
+            return true
+        } catch {
+            failed(error, doing: "reading what FCM accepted before this replica took the project")
+            requestSweep(project)
+            return false
         }
     }
 
@@ -32,13 +38,7 @@ extension ProjectLeases: Admission {
         guard let epoch = claim.epoch else { return .leave }
         switch await admitPolled(record, epoch: epoch, window: window, logger: logger) {
         case .admitted(let row)?:
-            do {
-                try await seedIfTakenOver(record.project)
-            } catch {
-                failed(error, doing: "reading what FCM accepted before this replica took the project")
-                requestSweep(record.project)
-                return .keptAlready
-            }
+            guard await seeded(record.project) else { return .keptAlready }
             return .deliverHere(row: row)
         case .pending?:
             requestSweep(record.project)
