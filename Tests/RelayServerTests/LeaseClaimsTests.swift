@@ -1,10 +1,10 @@
 import DeliveryEngine
 import Logging
 import NIOConcurrencyHelpers
-import RelayStore
 import Testing
 
 @testable import RelayServer
+@testable import RelayStore
 
 /// The fence itself (issue #49): ``LeaseClaims`` on a clock the test moves, against a store whose answers the test
 /// chooses and can hold back. Each branch: a fresh claim, a lapsed one, an epoch the store no longer confirms, a

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import OpenAPIRuntime
 import RelayCore
+import RelayStore
 
 /// The admin API's operations (the gate in front of it checks the bearer token).
 struct AdminController: Sendable {

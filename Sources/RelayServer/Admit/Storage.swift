@@ -4,7 +4,8 @@ import RelayStore
 import ServiceLifecycle
 
 /// The storage the settings choose (in memory, the spool on disk, or a shared PostgreSQL), built in two steps around
-/// the delivery engine: first what the engine keeps its events in, journals its history to and asks before each
+/// the delivery engine. The storages themselves live in RelayStore, behind its ``Admission`` seam; this is the one place
+/// in RelayServer that names them: first what the engine keeps its events in, journals its history to and asks before each
 /// request; then, with the engine, the ``Admission`` the rest of the relay goes through.
 struct Storage {
     /// Where the engine keeps acknowledged events: nil in memory.
@@ -48,8 +49,8 @@ struct Storage {
         engine: DeliveryEngine, configuration: ConfigurationStore, planner: Planner
     ) -> (admission: any Admission, services: [any Service]) {
         if let shared, let claims {
-            let leases = ProjectLeases(
-                store: shared, claims: claims, configuration: configuration, engine: engine, planner: planner, relayed: relayed)
+            let host = RelayHost(configuration: configuration, planner: planner, relayed: relayed)
+            let leases = ProjectLeases(store: shared, claims: claims, host: host, engine: engine)
             // The pool stops last, then the store: the leases are released once the engine's hand-overs are written.
             return (leases, [shared.pool, shared, leases])
         }
@@ -65,4 +66,25 @@ struct Storage {
                 fix: "point it at a writable directory on a persistent volume")
         }
     }
+}
+
+/// What the shared store asks of the relay (``StoreHost``): the configuration in force, the planner, and the newest
+/// versions relayed that catch-up polling keeps here.
+private struct RelayHost: StoreHost {
+    let configuration: ConfigurationStore
+    let planner: Planner
+    let relayed: RelayedVersions
+
+    var projects: [String] { configuration.current.projects.ids }
+
+    var retention: (dedupWindow: Duration, historySize: Int) {
+        let settings = configuration.current.settings
+        return (settings.dedupWindow, settings.historySize)
+    }
+
+    func plan(for record: EventRecord, since: Int64?, logger: Logger) async -> DeliveryPlan? {
+        await configuration.plan(for: record, since: since, planner: planner, logger: logger)
+    }
+
+    func marksReset(_ project: String, logger: Logger) { relayed.reset(project, logger: logger) }
 }

@@ -9,6 +9,7 @@ import NIOCore
 import NIOSSL
 import OpenAPIHummingbird
 import RelayCore
+import RelayStore
 import ServiceLifecycle
 import Tracing
 

@@ -2,6 +2,7 @@ import DeliveryEngine
 import Foundation
 import Logging
 import RelayCore
+import RelayStore
 import Tracing
 
 /// Route → deliver → answer, for an event ``WebhookIntake`` verified and decoded. Failures are thrown as
@@ -85,7 +86,13 @@ struct WebhookController: Sendable {
         let admitted = try await Self.inSpan("admit") { span throws(Refusal) in
             span?.attributes["rc_relay.project"] = project
             span?.attributes["rc_relay.version"] = event.version.versionNumber
-            let outcome = try await admission.admit(record, window: configuration.settings.dedupWindow, logger: logger)
+            let outcome: Admitted
+            do {
+                outcome = try await admission.admit(record, window: configuration.settings.dedupWindow, logger: logger)
+            } catch {
+                throw Refusal(
+                    kind: .notReady, detail: "the relay's shared store did not answer, so nothing was accepted; retry shortly", retryAfter: 5)
+            }
             span?.attributes["rc_relay.admission"] = outcome.name
             return outcome
         }

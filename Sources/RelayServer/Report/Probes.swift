@@ -3,6 +3,7 @@ import FCMClient
 import Foundation
 import NIOConcurrencyHelpers
 import OpenAPIRuntime
+import RelayStore
 
 /// One readiness check's result.
 struct ReadinessCheck: Sendable, Encodable {

@@ -6,7 +6,7 @@ import PostgresNIO
 /// not.
 extension PostgresStore {
     /// What the holders of an event's keys (none: it was admitted) say of its admission.
-    static func admission(of record: EventRecord, outcome: AdmissionBatcher.Outcome) throws(StoreError) -> Admission {
+    static func admission(of record: EventRecord, outcome: AdmissionBatcher.Outcome) throws(StoreError) -> OutboxAdmission {
         let holders: [String: AdmissionBatcher.Holder]
         switch outcome {
         case .admitted(let id): return .admitted(id: id)

@@ -7,7 +7,7 @@ import PostgresNIO
 /// their reports (which answer a duplicate for the deduplication window).
 extension PostgresStore {
     /// What admitting an event came to.
-    package enum Admission: Sendable, Equatable {
+    package enum OutboxAdmission: Sendable, Equatable {
         /// Committed, as the row `id`: it will be delivered, whatever happens to this replica.
         case admitted(id: Int64)
         /// The same event was admitted before (row `id`) and is still being delivered.
@@ -22,7 +22,7 @@ extension PostgresStore {
     /// event older than it is forgotten first). `notify`: tell the replica that delivers the project (false when this
     /// one does), after the commit. The admissions waiting at the same time share one statement and one commit
     /// (``AdmissionBatcher``); this returns once the commit holding the event is done.
-    package func admit(_ record: EventRecord, window: Duration, notify: Bool = true) async throws(StoreError) -> Admission {
+    package func admit(_ record: EventRecord, window: Duration, notify: Bool = true) async throws(StoreError) -> OutboxAdmission {
         // The lease holder delivers what it admits itself: only other replicas' admissions need to wake it.
         let request = Self.admission(record, window: window, notice: notify ? Self.notice(project: record.project, holder: holder) : "")
         let outcome = try await admissions.admit(
@@ -33,7 +33,7 @@ extension PostgresStore {
 
     /// Admits the event only while this replica holds the lease `name` under `epoch` (fencing: a poll decided under an
     /// older epoch is refused with ``StoreError/leaseLost(_:)``, and nothing is admitted).
-    package func admit(_ record: EventRecord, window: Duration, lease name: String, epoch: Int64) async throws(StoreError) -> Admission {
+    package func admit(_ record: EventRecord, window: Duration, lease name: String, epoch: Int64) async throws(StoreError) -> OutboxAdmission {
         let request = Self.admission(record, window: window, notice: "")
         let holder = holder
         let outcomes = try await admitting([request]) { batch throws(StoreError) in

@@ -196,11 +196,11 @@ import Testing
         try await withPostgres { cluster in
             try await withReplicas(cluster, count: 3) { stores in
                 try await stores[0].migrate()
-                let outcomes = try await withThrowingTaskGroup(of: PostgresStore.Admission.self) { group in
+                let outcomes = try await withThrowingTaskGroup(of: PostgresStore.OutboxAdmission.self) { group in
                     for index in 0..<12 {
                         group.addTask { try await stores[index % 3].admit(record(), window: .seconds(600)) }
                     }
-                    return try await group.reduce(into: [PostgresStore.Admission]()) { $0.append($1) }
+                    return try await group.reduce(into: [PostgresStore.OutboxAdmission]()) { $0.append($1) }
                 }
                 #expect(outcomes.filter(\.isAdmitted).count == 1)
                 #expect(outcomes.filter(\.isPending).count == 11)
@@ -653,7 +653,7 @@ import Testing
                     return true
                 }
                 try cluster.signalServer(SIGCONT)
-                var admitted: PostgresStore.Admission?
+                var admitted: PostgresStore.OutboxAdmission?
                 while admitted == nil { admitted = try? await store.admit(record(version: 3, id: nil), window: .seconds(600)) }
                 #expect(admitted?.isAdmitted == true)
             }
@@ -699,7 +699,7 @@ import Testing
                 // Progress queued while the database is away is applied once it is back.
                 store.outbox.settle(record(version: 1, id: nil), reports: [])
                 try await cluster.startServer()
-                var admitted: PostgresStore.Admission?
+                var admitted: PostgresStore.OutboxAdmission?
                 while admitted == nil { admitted = try? await store.admit(record(version: 2, id: nil), window: .seconds(600)) }
                 #expect(admitted?.isAdmitted == true)
                 await store.flush()
@@ -729,7 +729,7 @@ import Testing
     }
 }
 
-extension PostgresStore.Admission {
+extension PostgresStore.OutboxAdmission {
     var isAdmitted: Bool { if case .admitted = self { true } else { false } }
     var isPending: Bool { if case .pending = self { true } else { false } }
 }

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import RelayCore
+import RelayStore
 import ServiceLifecycle
 import Tracing
 

@@ -1,13 +1,11 @@
 import DeliveryEngine
-import Foundation
 import Logging
 import NIOConcurrencyHelpers
-import RelayStore
 
 /// What the fence asks of the shared store: whether this replica still holds a lease under the epoch it took it with,
 /// and for how long yet by the database's clock (nil: it does not). `PostgresStore` is the one in production; the tests
 /// give their own (`LeaseClaimsTests`).
-protocol LeaseConfirmation: Sendable {
+package protocol LeaseConfirmation: Sendable {
     func confirm(_ name: String, epoch: Int64) async throws(StoreError) -> Duration?
 }
 
@@ -21,12 +19,12 @@ extension PostgresStore: LeaseConfirmation {}
 /// checks the claim, and asks the database when its epoch has not been confirmed for a third of the lease; a poll's
 /// admission carries the epoch it began under. A replica that was paused while another took over stands down before
 /// it sends anything more (docs/replicas.md, fencing).
-final class LeaseClaims: DeliveryFence, Sendable {
+package final class LeaseClaims: DeliveryFence, Sendable {
     let confirmation: any LeaseConfirmation
     /// `store.postgres.leaseSeconds`.
     let lease: Duration
     let clock: any DeliveryClock
-    let metrics: RelayMetrics
+    let metrics: any LeaseMetrics
     let logger: Logger
 
     /// An instant on ``clock``: its `instant()`.
@@ -75,8 +73,8 @@ final class LeaseClaims: DeliveryFence, Sendable {
     /// Bugs planted for the fault campaign (``PlantedBugs``): none, but in the test-only `rc-relay-planted`.
     let planted: PlantedBugs
 
-    init(
-        confirmation: any LeaseConfirmation, lease: Duration, clock: any DeliveryClock, metrics: RelayMetrics, logger: Logger,
+    package init(
+        confirmation: any LeaseConfirmation, lease: Duration, clock: any DeliveryClock, metrics: any LeaseMetrics, logger: Logger,
         planted: PlantedBugs = []
     ) {
         (self.confirmation, self.lease, self.clock, self.metrics, self.planted) = (confirmation, lease, clock, metrics, planted)
@@ -122,7 +120,7 @@ final class LeaseClaims: DeliveryFence, Sendable {
     /// engine then stands the project down); a database that does not answer leaves the claim's own bound (half the
     /// lease, before anyone else can take it). A confirmation counts, as a renewal does, for half the lease from when
     /// it was asked: an answer that took longer than that (the database was slow) is too old to send on.
-    func refusal(project: String) async -> String? {
+    package func refusal(project: String) async -> String? {
         let asked = now
         let checksLapse = !planted.contains(.lapseCheck)
         // Lapsed or lost already (the renewal may have said so first): whatever still runs for it stops here.

@@ -1,6 +1,3 @@
-import Foundation
-import RelayStore
-
 /// What other replicas tell this one through PostgreSQL's `LISTEN`: an event admitted for a project this replica
 /// delivers, an operator's discard, an operator's reset of a project's marks. Each listens on a connection of its own
 /// and listens again a second after the connection drops; the sweeps at each renewal cover what a gap missed.

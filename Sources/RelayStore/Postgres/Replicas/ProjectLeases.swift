@@ -1,9 +1,6 @@
 import DeliveryEngine
-import FCMClient
-import Foundation
 import Logging
 import NIOConcurrencyHelpers
-import RelayStore
 import ServiceLifecycle
 
 /// With a shared store (`store.postgres`), which projects this replica delivers, and their outbox.
@@ -23,31 +20,25 @@ import ServiceLifecycle
 /// over.
 ///
 /// Fencing is ``LeaseClaims``', which the engine asks before every request.
-final class ProjectLeases: Service, Sendable {
+package final class ProjectLeases: Service, Sendable {
     let store: PostgresStore
     let claims: LeaseClaims
-    let configuration: ConfigurationStore
+    /// The configuration in force, the planner and the marks outside the engine: the relay's (RelayServer wires them).
+    let host: any StoreHost
     let engine: DeliveryEngine
-    let planner: Planner
-    let metrics: RelayMetrics
+    let metrics: any LeaseMetrics
     let logger: Logger
 
     /// Each project whose lease this replica takes (catch-up polling polls it at once).
-    let takeovers: AsyncStream<String>
+    package let takeovers: AsyncStream<String>
     let tookOver: AsyncStream<String>.Continuation
-    /// The newest version relayed per project here, forgotten when an operator resets a project's marks anywhere.
-    let relayed: RelayedVersions
     let wake: AsyncStream<Void>.Continuation
     /// Sweep requests (ProjectLeases+Outbox.swift).
     let wakes: AsyncStream<Void>
 
-    init(
-        store: PostgresStore, claims: LeaseClaims, configuration: ConfigurationStore, engine: DeliveryEngine, planner: Planner,
-        relayed: RelayedVersions
-    ) {
-        (self.store, self.claims, self.configuration, self.engine, self.planner) = (store, claims, configuration, engine, planner)
+    package init(store: PostgresStore, claims: LeaseClaims, host: any StoreHost, engine: DeliveryEngine) {
+        (self.store, self.claims, self.host, self.engine) = (store, claims, host, engine)
         (metrics, logger) = (claims.metrics, claims.logger)
-        self.relayed = relayed
         (takeovers, tookOver) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(100))
         (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
@@ -58,11 +49,11 @@ final class ProjectLeases: Service, Sendable {
     static func leaseName(_ project: String) -> String { LeaseClaims.leaseName(project) }
     func holds(_ project: String) -> Bool { claims.holds(project) }
     func epoch(_ project: String) -> Int64? { claims.epoch(project) }
-    var readiness: (ok: Bool, detail: String)? { claims.readiness }
+    package var readiness: (ok: Bool, detail: String)? { claims.readiness }
     func contact() { claims.contact() }
     func failed(_ error: any Error, doing what: String) { claims.failed(error, doing: what) }
 
-    func run() async throws {
+    package func run() async throws {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.renewUntilCancelled() }
             group.addTask { await self.sweepUntilCancelled() }
@@ -92,22 +83,22 @@ final class ProjectLeases: Service, Sendable {
         metrics.leasesHeld(0)
     }
 
-    /// Commits the event to the outbox (or finds it there); a store that does not answer is a `503`, with nothing
-    /// acknowledged.
-    func admitToOutbox(_ record: EventRecord, window: Duration, logger: Logger) async throws(Refusal) -> PostgresStore.Admission {
+    /// Commits the event to the outbox (or finds it there); a store that does not answer throws, with nothing
+    /// acknowledged (the relay answers `503`).
+    func admitToOutbox(_ record: EventRecord, window: Duration, logger: Logger) async throws(StoreError) -> PostgresStore.OutboxAdmission {
         do {
             let admission = try await store.admit(record, window: window, notify: !holds(record.project))
             contact()
             return admission
         } catch {
             failed(error, doing: "admitting an event")
-            throw Refusal(kind: .notReady, detail: "the relay's shared store did not answer, so nothing was accepted; retry shortly", retryAfter: 5)
+            throw error
         }
     }
 
     /// A poll's admission, fenced: refused (and this replica stands down) when the lease was taken over since the
     /// poll began. Nil when this replica does not hold the project, or the store did not answer.
-    func admitPolled(_ record: EventRecord, epoch: Int64, window: Duration, logger: Logger) async -> PostgresStore.Admission? {
+    func admitPolled(_ record: EventRecord, epoch: Int64, window: Duration, logger: Logger) async -> PostgresStore.OutboxAdmission? {
         do {
             let admission =
                 !planted.contains(.pollEpoch)
@@ -127,7 +118,7 @@ final class ProjectLeases: Service, Sendable {
 
     /// The newest version relayed for the project by any replica (nil: none on record); throws when the store does not
     /// answer.
-    func relayed(_ project: String) async throws(StoreError) -> Int64? {
+    package func relayed(_ project: String) async throws(StoreError) -> Int64? {
         if planted.contains(.sharedMark) { return nil }
         let version = try await store.relayed(project: project)
         contact()
@@ -135,7 +126,7 @@ final class ProjectLeases: Service, Sendable {
     }
 
     /// Notes a version relayed or adopted in the shared store (failures are logged: the settlement notes it too).
-    func noteRelayed(_ project: String, _ version: Int64) async {
+    package func noteRelayed(_ project: String, _ version: Int64) async {
         do {
             try await store.noteRelayed(project: project, version: version)
         } catch {
@@ -213,7 +204,7 @@ final class ProjectLeases: Service, Sendable {
     /// An operator's reset of the project's marks, asked through any replica: this one forgets them too.
     func resetApplied(_ project: String) {
         engine.resetMarks(project: project)
-        relayed.reset(project, logger: logger)
+        host.marksReset(project, logger: logger)
         logger.notice("admin reset of the project's version marks applied", metadata: ["project": "\(project)"])
     }
 }

@@ -1,10 +1,6 @@
 import DeliveryEngine
-import FCMClient
-import Foundation
 import Logging
 import NIOConcurrencyHelpers
-import RelayStore
-import ServiceLifecycle
 
 /// Renewing the leases in one statement, and standing a project down when its lease is lost.
 extension ProjectLeases {
@@ -39,7 +35,7 @@ extension ProjectLeases {
     /// freed or a replica's heartbeat expired somewhere, when the projects configured changed, or when a claim of this
     /// replica's lapsed or its heartbeat was found expired.
     func renew() async {
-        let projects = configuration.current.projects.ids
+        let projects = host.projects
         let sent = claims.now
         let beat: PostgresStore.Heartbeat
         do {

@@ -1,21 +1,23 @@
 import DeliveryEngine
 import Logging
-import RelayStore
 
-/// Where an acknowledged event is kept and who delivers a project. Three implementations sit side by side in this
-/// folder, one per storage: ``MemoryAdmission`` (this process, nothing kept), ``SpoolAdmission`` (this process, events
-/// kept on its disk) and, in `Postgres/`, the replicas that share a database (``ProjectLeases``). The webhook controller,
-/// catch-up polling and the admin API go through it and never ask which one they have; no file outside `Admit/` and
-/// `RelayStore` names a storage (Tests/interop/test_architecture.py).
-protocol Admission: Sendable {
+/// Where an acknowledged event is kept and who delivers a project: the store's seam. Three implementations sit side by
+/// side in this target, one per storage: ``MemoryAdmission`` (this process, nothing kept), ``SpoolAdmission`` (in
+/// `Spool/`: this process, events kept on its disk) and ``ProjectLeases`` (in `Postgres/Replicas/`: the replicas that
+/// share a database, with the SQL in `Postgres/`). Each is built from values and the small protocols beside this one
+/// (``StoreHost``, ``LeaseMetrics``), fails with ``StoreError``, and keeps its time on the engine's `DeliveryClock`.
+/// RelayServer wires one (`Admit/Storage.swift`); the webhook controller, catch-up polling and the admin API go through
+/// it and never ask which one they have; no file outside `Admit/`, the configuration and `RelayStore` names a storage
+/// (Tests/interop/test_architecture.py).
+package protocol Admission: Sendable {
     /// Whether an admitted event is already kept where a restart, or another replica, finds it.
     var keepsAdmitted: Bool { get }
 
     /// A shared store's readiness (reachable, and its schema in place); nil when nothing is shared.
     var readiness: (ok: Bool, detail: String)? { get }
 
-    /// A webhook's event.
-    func admit(_ record: EventRecord, window: Duration, logger: Logger) async throws(Refusal) -> Admitted
+    /// A webhook's event; throws when the store did not answer (nothing was kept).
+    func admit(_ record: EventRecord, window: Duration, logger: Logger) async throws(StoreError) -> Admitted
 
     /// The claim under which this process polls `project` now; nil when another replica delivers it.
     func pollClaim(_ project: String) -> PollClaim?
@@ -43,7 +45,7 @@ protocol Admission: Sendable {
 }
 
 /// What admitting a webhook's event came to.
-enum Admitted: Sendable, Equatable {
+package enum Admitted: Sendable, Equatable {
     /// This process delivers it; `committed`: it is already kept (in the shared outbox, as the row `row`).
     case deliverHere(committed: Bool, row: Int64? = nil)
     /// Another process delivers it (the one that holds the project now); the event is kept.
@@ -54,7 +56,7 @@ enum Admitted: Sendable, Equatable {
     case conflict(String)
 
     /// As the `admit` span's `rc_relay.admission` attribute says it.
-    var name: String {
+    package var name: String {
         switch self {
         case .deliverHere: "deliver here"
         case .elsewhere: "elsewhere"
@@ -66,12 +68,14 @@ enum Admitted: Sendable, Equatable {
 
 /// The claim a poll runs under: with a shared store, the epoch of the project's hold (a poll that outlived it admits
 /// nothing).
-struct PollClaim: Sendable, Equatable {
-    var epoch: Int64?
+package struct PollClaim: Sendable, Equatable {
+    package var epoch: Int64?
+
+    package init(epoch: Int64?) { self.epoch = epoch }
 }
 
 /// What admitting a polled version came to.
-enum PolledAdmission: Sendable, Equatable {
+package enum PolledAdmission: Sendable, Equatable {
     /// This process delivers it (kept in the shared outbox as the row `row`, if one is shared).
     case deliverHere(row: Int64? = nil)
     /// A webhook's event for it is kept already, with what of it was sent: that event's delivery sends the rest.
@@ -83,7 +87,7 @@ enum PolledAdmission: Sendable, Equatable {
 }
 
 /// What keeping an undelivered event came to.
-enum Kept: Sendable {
+package enum Kept: Sendable {
     /// It is kept: the sender is told 202, and its delivery goes on.
     case kept
     /// It settled first: the sender is answered with the outcome.

@@ -1,8 +1,5 @@
 import DeliveryEngine
-import Foundation
 import Logging
-import RelayCore
-import RelayStore
 
 /// The outbox of the projects this replica holds: swept when a lease is taken, when another replica's `NOTIFY` says it
 /// admitted an event, and at each renewal; settled events are pruned after each round.
@@ -11,9 +8,9 @@ extension ProjectLeases {
         for await _ in wakes {
             guard !Task.isCancelled else { return }
             for project in takeSweepRequests().sorted() { await sweep(project) }
-            let settings = configuration.current.settings
+            let retention = host.retention
             do {
-                let pruned = try await store.prune(window: settings.dedupWindow, keepPings: settings.historySize)
+                let pruned = try await store.prune(window: retention.dedupWindow, keepPings: retention.historySize)
                 if pruned > 0 { logger.debug("settled events pruned", metadata: ["count": "\(pruned)"]) }
             } catch {
                 failed(error, doing: "pruning settled events")
@@ -45,7 +42,7 @@ extension ProjectLeases {
             logger[metadataKey: "event_id"] = "\(record.eventID ?? "-")"
             logger[metadataKey: "project"] = "\(record.project)"
             logger[metadataKey: "version"] = "\(record.version.versionNumber)"
-            guard let plan = await configuration.plan(for: record, since: since, planner: planner, logger: logger) else { continue }
+            guard let plan = await host.plan(for: record, since: since, logger: logger) else { continue }
             planned.append((record, plan, logger))
         }
         // Newest first: an older version's ping to an audience a newer pending version pings too stands down.

@@ -1,12 +1,11 @@
 import DeliveryEngine
 import Logging
-import RelayStore
 
 /// The replicas sharing PostgreSQL: the outbox admits, the project's lease holder delivers.
 extension ProjectLeases: Admission {
-    var keepsAdmitted: Bool { true }
+    package var keepsAdmitted: Bool { true }
 
-    func admit(_ record: EventRecord, window: Duration, logger: Logger) async throws(Refusal) -> Admitted {
+    package func admit(_ record: EventRecord, window: Duration, logger: Logger) async throws(StoreError) -> Admitted {
         // Committed before anything else: from here on any replica delivers it, and a 202 means it is kept.
         let admission = try await admitToOutbox(record, window: window, logger: logger)
         switch admission {
@@ -32,9 +31,9 @@ extension ProjectLeases: Admission {
         }
     }
 
-    func pollClaim(_ project: String) -> PollClaim? { epoch(project).map { PollClaim(epoch: $0) } }
+    package func pollClaim(_ project: String) -> PollClaim? { epoch(project).map { PollClaim(epoch: $0) } }
 
-    func admitPolled(_ record: EventRecord, claim: PollClaim, window: Duration, logger: Logger) async -> PolledAdmission {
+    package func admitPolled(_ record: EventRecord, claim: PollClaim, window: Duration, logger: Logger) async -> PolledAdmission {
         guard let epoch = claim.epoch else { return .leave }
         switch await admitPolled(record, epoch: epoch, window: window, logger: logger) {
         case .admitted(let row)?:
@@ -49,11 +48,11 @@ extension ProjectLeases: Admission {
     }
 
     /// Admitted events are in the outbox from the start: the engine only marks them as kept, or answers settled.
-    func keep(_ delivery: RecentEvents.EventDelivery, logger: Logger) -> Kept {
-        keepInEngine(delivery, engine: engine, logger: logger)
+    package func keep(_ delivery: RecentEvents.EventDelivery, logger: Logger) -> Kept {
+        Kept.inEngine(delivery, engine: engine, logger: logger)
     }
 
-    func discardElsewhere(project: String, key: String, route: String) async throws(StoreError) -> Bool {
+    package func discardElsewhere(project: String, key: String, route: String) async throws(StoreError) -> Bool {
         guard !holds(project) else { return false }
         try await store.requestDiscard(key: key, route: route)
         return true
@@ -61,7 +60,7 @@ extension ProjectLeases: Admission {
 
     /// The reset is durable before the answer (a generation in the store): the replicas told by `NOTIFY` apply it at
     /// once, and any that missed the notice at its next renewal (``applyResets(_:)``).
-    func resetMarks(_ project: String) async throws(StoreError) {
+    package func resetMarks(_ project: String) async throws(StoreError) {
         let generation = try await store.resetRelayed(project: project)
         _ = noteReset(project, generation: generation)
         try await store.requestReset(project: project, generation: generation)
