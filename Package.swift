@@ -8,7 +8,8 @@ import PackageDescription
 /// `DeliveryEngine` deduplicates, sends, retries, spools and keeps the delivery history (no HTTP server, no
 /// configuration); `RelayStore` keeps what several replicas share on PostgreSQL (optional, `store.postgres`); `FCMClient` gets access tokens and calls `messages:send`; `RelayServer` receives webhooks, reads
 /// the configuration and wires it all together; `FCMEmulator` is an independent Google look-alike that only the
-/// executable (its development profile and `rc-relay emulator`) and the tests link.
+/// executable (its development profile and `rc-relay emulator`) and the tests link; `LoadChart` draws the fetch-load
+/// chart of `rc-relay simulate` and the console.
 /// `Tests/interop/test_architecture.py` holds the graph to this.
 /// Our own targets build with warnings as errors (Swift 6 language mode already checks concurrency strictly).
 let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
@@ -70,6 +71,13 @@ let package = Package(
             dependencies: [.product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict
         ),
+        // The fetch-load chart of `rc-relay simulate` and the console: the model, round-number scales, one drawing on a
+        // small canvas written as SVG or as PNG pixels (its own deflate and a generated bitmap font: docs/development.md
+        // says why no package draws or encodes it). Pure Swift; nothing of the relay.
+        .target(
+            name: "LoadChart",
+            swiftSettings: strict
+        ),
         .target(
             name: "FCMClient",
             dependencies: [
@@ -115,6 +123,7 @@ let package = Package(
                 "FCMClient",
                 "DeliveryEngine",
                 "RelayStore",
+                "LoadChart",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Mustache", package: "swift-mustache"),
@@ -174,6 +183,7 @@ let package = Package(
             dependencies: [
                 "RelayServer",
                 "RelayCore",
+                "LoadChart",
                 "FCMEmulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -185,6 +195,11 @@ let package = Package(
         .testTarget(
             name: "RelayCoreTests",
             dependencies: ["RelayCore"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LoadChartTests",
+            dependencies: ["LoadChart"],
             swiftSettings: strict
         ),
         .testTarget(

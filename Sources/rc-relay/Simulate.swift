@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import RelayCore
+import LoadChart
 
 /// `rc-relay simulate`: the expected Remote Config fetch rate after a publish, with and without staged waves and a
 /// client-side delay, drawn as a chart (SVG or PNG) and summed up in text (docs/waves.md has the model).

@@ -51,6 +51,21 @@ def test_the_core_imports_no_http(targets):
     assert uses(targets["RelayCore"], HTTP | {"NIOCore", "NIOPosix"} | RELAY) == set()
 
 
+def test_the_fetch_load_chart_is_a_target_of_its_own_that_only_the_console_and_simulate_use(targets):
+    # Issue #51: the chart's drawing, font and PNG encoder left RelayCore, which holds the relay's core only.
+    chart = targets["LoadChart"]
+    assert chart["dependencies"] | (chart["imports"] - {"Foundation", "Testing"}) == set()
+    users = {name for name, target in targets.items() if "LoadChart" in target["dependencies"] | target["imports"]}
+    assert users == {"RelayServer", "rc-relay", "LoadChartTests"}
+    core = ROOT / "Sources/RelayCore"
+    drawing = [source.relative_to(ROOT).as_posix() for source in core.rglob("*.swift")
+               if re.search(r"\b(?:PNG|SVG|Canvas|ChartFont|FetchLoad)\w*\b", source.read_text())]
+    assert drawing == []
+    server = [source.relative_to(ROOT).as_posix() for source in (ROOT / "Sources/RelayServer").rglob("*.swift")
+              if "import LoadChart" in source.read_text()]
+    assert server and all(path.startswith("Sources/RelayServer/Console/") for path in server), server
+
+
 def test_the_fcm_client_knows_no_webhooks_or_routes(targets):
     assert uses(targets["FCMClient"], {"RelayCore", "DeliveryEngine", "RelayServer", "Hummingbird", "FCMEmulator"}) == set()
 

@@ -1,5 +1,6 @@
 import DeliveryEngine
 import Foundation
+import LoadChart
 import RelayCore
 
 /// The overview's picture of the last 24 hours: pings per hour as bars stacked by outcome, each publish marked under

@@ -2,6 +2,7 @@ import DeliveryEngine
 import Foundation
 import HTTPTypes
 import Hummingbird
+import LoadChart
 import Logging
 import RelayCore
 

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import RelayCore
+@testable import LoadChart
 
 /// `rc-relay simulate`'s model against closed forms worked out by hand.
 @Suite struct FetchLoadModelTests {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import RelayCore
+@testable import LoadChart
 
 /// The chart's scales and the time above a limit, against the model sampled finely.
 @Suite struct FetchLoadChartTests {
