@@ -186,3 +186,12 @@ def test_the_three_storages_sit_side_by_side_behind_one_seam_in_the_store():
         if "import RelayStore" in text:
             named += [f"{relative}: {name}" for name in sorted(names - SEAM) if re.search(rf"\b{name}\b", text)]
     assert named == [], "\n".join(named)
+
+
+def test_one_place_builds_an_events_keys():
+    # Issue #51: the webhook, the catch-up poll and the admin API once each spelled "<project>/version/<n>" themselves.
+    built = {source.relative_to(ROOT).as_posix()
+             for source in (ROOT / "Sources").rglob("*.swift")
+             for line in source.read_text().splitlines()
+             if re.search(r'/(?:version|id)/\\\(|"webhook/', line) and not line.strip().startswith("//")}
+    assert built == {"Sources/DeliveryEngine/Spool/Spool.swift"}

@@ -37,6 +37,22 @@ package struct EventRecord: Codable, Sendable, Equatable {
             (keys, project, eventID, format, version, receivedAt, routes)
     }
 
+    /// The one place an event's keys are made, whoever brought it: the project's version first (a spool file's name,
+    /// the shared store's version key), then the sender's event id within the project, then a signed request's
+    /// `webhook-id`, its identity across projects. An event whose only id is its `webhook-id` has no per-project id
+    /// key: that key would only match another way in's event that happened to carry the same id, and costs a row per
+    /// event in the shared store (docs/performance.md).
+    package static func keys(project: String, version: Int64, eventID: String? = nil, webhookID: String? = nil) -> [String] {
+        [versionKey(project: project, version: version), eventID.map { "\(project)/id/\($0)" }, webhookID.map { webhookKeyPrefix + $0 }]
+            .compactMap { $0 }
+    }
+
+    /// The key of a project's version: every way in that brings the version makes it, so they deduplicate.
+    package static func versionKey(project: String, version: Int64) -> String { "\(project)/version/\(version)" }
+
+    /// How a signed request's `webhook-id` key begins.
+    package static let webhookKeyPrefix = "webhook/"
+
     /// What the event is, whatever way it came in: a second event that claims one of its ids must be this.
     package var fingerprint: String { "\(project)/\(version.versionNumber)" }
 

@@ -99,7 +99,7 @@ extension AdminController {
     /// store, a ping another replica delivers is discarded there: that replica is told through the store.
     func discard(_ id: String) async throws(Refusal) -> Discarded {
         guard let entry = try await historyEntry(id) else { throw Self.noDelivery(id) }
-        let key = "\(entry.project)/version/\(entry.version.versionNumber)"
+        let key = EventRecord.versionKey(project: entry.project, version: entry.version.versionNumber)
         let refusal = Refusal(
             kind: .notDiscardable,
             detail:

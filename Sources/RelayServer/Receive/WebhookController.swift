@@ -56,14 +56,9 @@ struct WebhookController: Sendable {
         // Not at info: every outcome has its own decision line (a ping accepted, a duplicate, kept, refused), and a
         // third line per webhook was about 5 µs of its CPU (issue #35).
         logger.debug("webhook accepted")
-        // The same event by id, or the same version of the project by another way in, is one event. A signed request's
-        // `webhook-id` is its identity whatever the unsigned headers say, so it is a key across projects. An event whose
-        // only id is its `webhook-id` is known by that key alone: a second, per-project key of the same id would only
-        // match another way in's event that happened to carry that id, and costs a row per event in the shared store
-        // (docs/performance.md).
-        let keys = [
-            "\(project)/version/\(event.version.versionNumber)", event.id.map { "\(project)/id/\($0)" }, webhookID.map { "webhook/\($0)" },
-        ].compactMap { $0 }
+        // The same event by id, or the same version of the project by another way in, is one event; a signed request's
+        // `webhook-id` is its identity whatever the unsigned headers say (``EventRecord/keys(project:version:eventID:webhookID:)``).
+        let keys = EventRecord.keys(project: project, version: event.version.versionNumber, eventID: event.id, webhookID: webhookID)
         var record = EventRecord(
             keys: keys, project: project, eventID: eventID, format: event.format.rawValue, version: event.version,
             receivedAt: Date())

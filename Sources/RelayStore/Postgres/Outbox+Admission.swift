@@ -30,8 +30,8 @@ extension PostgresStore {
     /// version's; an id's kind is read from its key (`webhook/…` for a `webhook-id`).
     static func admission(_ record: EventRecord, window: Duration, notice: String) -> AdmissionBatcher.Request {
         let others = record.keys.dropFirst()
-        let webhookKey = others.first { $0.hasPrefix("webhook/") } ?? ""
-        let idKey = others.first { !$0.hasPrefix("webhook/") } ?? ""
+        let webhookKey = others.first { $0.hasPrefix(EventRecord.webhookKeyPrefix) } ?? ""
+        let idKey = others.first { !$0.hasPrefix(EventRecord.webhookKeyPrefix) } ?? ""
         let encoder = JSONEncoder()
         encoder.outputFormatting = .withoutEscapingSlashes
         let keys = (try? encoder.encode(record.keys)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
