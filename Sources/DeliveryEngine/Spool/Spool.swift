@@ -37,8 +37,8 @@ package struct EventRecord: Codable, Sendable, Equatable {
             (keys, project, eventID, format, version, receivedAt, routes)
     }
 
-    /// The one place an event's keys are made, whoever brought it: the project's version first (a spool file's name,
-    /// the shared store's version key), then the sender's event id within the project, then a signed request's
+    /// The one place an event's keys are made, whoever brought it: the project's version first (what a kept event is
+    /// named by, wherever it is kept), then the sender's event id within the project, then a signed request's
     /// `webhook-id`, its identity across projects. An event whose only id is its `webhook-id` has no per-project id
     /// key: that key would only match another way in's event that happened to carry the same id, and costs a row per
     /// event in the shared store (docs/performance.md).
