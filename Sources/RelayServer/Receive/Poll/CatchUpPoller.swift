@@ -198,7 +198,8 @@ final class CatchUpPoller: Service {
         settings: RelaySettings, logger: Logger
     ) async -> Outcome {
         var record = EventRecord(
-            keys: EventRecord.keys(project: project, version: version.versionNumber), project: project, eventID: nil, format: "poll", version: version,
+            keys: EventRecord.keys(project: project, version: version.versionNumber), project: project, eventID: nil, format: "poll",
+            version: version,
             receivedAt: clock.now())
         // Fenced: a poll that outlived its claim (paused, or slow retries) admits nothing.
         switch await admission.admitPolled(record, claim: claim, window: settings.dedupWindow, logger: logger) {
