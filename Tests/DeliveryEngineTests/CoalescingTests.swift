@@ -34,6 +34,7 @@ private func versions(_ sent: [String]) -> [String] {
 
 /// FCM answering at once, except a send of `held`, which waits until `release`; records what it accepted, in order.
 private final class HoldingSender: MessageSender {
+    let service = "FCM"
     let held: String
     let entered = Settlement<Bool>()
     let release = Settlement<Bool>()

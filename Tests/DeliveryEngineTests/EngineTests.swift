@@ -69,7 +69,7 @@ private func plan(_ sender: ScriptedSender, routes: [String] = ["a"], policy: Re
 /// is recorded at the clock's time. No test waits 60 s for this.
 @Test func retriesWaitOutFCMsRetryAfterOnTheEnginesClock() async throws {
     let clock = ManualDeliveryClock()
-    let sender = ScriptedSender([ScriptedSender.unavailable(retryAfter: "30"), ScriptedSender.unavailable(retryAfter: "30")])
+    let sender = ScriptedSender([ScriptedSender.unavailable(retryAfter: .seconds(30)), ScriptedSender.unavailable(retryAfter: .seconds(30))])
     try await withRunningEngine(clock: clock) { engine, _ in
         guard case .pending(let delivery, let retryAfter) = await engine.deliver(record(1), plan: plan(sender), wait: .seconds(5), logger: logger)
         else {
@@ -131,7 +131,7 @@ private func plan(_ sender: ScriptedSender, routes: [String] = ["a"], policy: Re
 @Test func aStopGivesTheGraceThenSpoolsWhatIsStillDueThenEnds() async throws {
     let clock = ManualDeliveryClock()
     let spool = RecordingSpool()
-    let sender = ScriptedSender([nil, ScriptedSender.unavailable(retryAfter: "600")])  // route a accepted, b waits
+    let sender = ScriptedSender([nil, ScriptedSender.unavailable(retryAfter: .seconds(600))])  // route a accepted, b waits
     var settings = EngineSettings()
     settings.drainGrace = .seconds(10)
     let engine = DeliveryEngine(settings: settings, spool: spool, metrics: noMetrics, clock: clock, logger: logger, replan: { _ in nil })
@@ -206,7 +206,7 @@ private final class ToggledFence: DeliveryFence {
     let clock = ManualDeliveryClock()
     let spool = RecordingSpool()
     let fence = ToggledFence()
-    let sender = ScriptedSender([nil, ScriptedSender.unavailable(retryAfter: "600")])  // one route accepted, one waits
+    let sender = ScriptedSender([nil, ScriptedSender.unavailable(retryAfter: .seconds(600))])  // one route accepted, one waits
     let engine = DeliveryEngine(
         settings: EngineSettings(), spool: spool, metrics: noMetrics, clock: clock, logger: logger, fence: fence, replan: { _ in nil })
     let group = ServiceGroup(services: [engine], gracefulShutdownSignals: [], logger: logger)

@@ -19,6 +19,7 @@ private let logger: Logger = {
 
 /// FCM as the test scripts it, recording when (on the engine's clock) each message was sent, and to whom.
 private final class TimedSender: MessageSender {
+    let service = "FCM"
     struct Sent: Equatable {
         var at: Duration
         var topic: String
@@ -48,8 +49,7 @@ private final class TimedSender: MessageSender {
         return "projects/\(project)/messages/\(at)"
     }
 
-    static let quotaExceeded = SendFailure.rejected(
-        SendFailure.Rejection(httpStatus: 429, status: "RESOURCE_EXHAUSTED", errorCode: "QUOTA_EXCEEDED", message: nil, retryAfter: nil))
+    static let quotaExceeded = SendFailure(.throttled, "FCM answered 429 QUOTA_EXCEEDED", httpStatus: 429, errorCode: "QUOTA_EXCEEDED")
 }
 
 private func route(debounce: Int? = nil, waves: RouteDefinition.WavesDefinition? = nil) -> Route {

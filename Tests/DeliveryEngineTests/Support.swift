@@ -51,6 +51,7 @@ func eventually(
 /// FCM as the test scripts it: each send takes the next scripted answer (an error, or nil for accepted); once the
 /// script runs out every send is accepted. Records what was sent.
 final class ScriptedSender: MessageSender {
+    let service = "FCM"
     private let state: NIOLockedValueBox<(script: [SendFailure?], sent: [String])>
 
     init(_ script: [SendFailure?] = []) { state = NIOLockedValueBox((script, [])) }
@@ -67,8 +68,8 @@ final class ScriptedSender: MessageSender {
         return "projects/\(project)/messages/\(sent.count)"
     }
 
-    static func unavailable(retryAfter: String? = nil) -> SendFailure {
-        .rejected(SendFailure.Rejection(httpStatus: 503, status: "UNAVAILABLE", errorCode: "UNAVAILABLE", message: nil, retryAfter: retryAfter))
+    static func unavailable(retryAfter: Duration? = nil) -> SendFailure {
+        SendFailure(.transient, "FCM answered 503 UNAVAILABLE", httpStatus: 503, errorCode: "UNAVAILABLE", retryAfter: retryAfter)
     }
 }
 

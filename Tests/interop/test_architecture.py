@@ -195,3 +195,14 @@ def test_one_place_builds_an_events_keys():
              for line in source.read_text().splitlines()
              if re.search(r'/(?:version|id)/\\\(|"webhook/', line) and not line.strip().startswith("//")}
     assert built == {"Sources/DeliveryEngine/Spool/Spool.swift"}
+
+
+def test_the_engine_knows_no_fcm_but_the_message_type_a_ping_still_carries():
+    # Issue #51: FCM's retry rules, its log words, span and metric names moved to FCM's sender (RelayServer/Deliver),
+    # which classifies its own failures (SendFailure.Kind) and names its service. What is left is the ping's message
+    # type (RelayCore's FCMMessage), until a ping names a target and a message its target's sender encodes.
+    mentions = [f"{source.relative_to(ROOT).as_posix()}: {line.strip()}"
+                for source in sorted((ROOT / "Sources/DeliveryEngine").rglob("*.swift"))
+                for line in source.read_text().splitlines() if re.search(r"fcm", line, re.I)]
+    assert [m for m in mentions if not re.search(r"\bFCMMessage\b", m)] == [], mentions
+    assert len(mentions) <= 3, mentions

@@ -6,8 +6,8 @@ import RelayCore
 import ServiceLifecycle
 import Tracing
 
-/// Deduplication, the in-flight registry, fan-out, FCM's retry rules, the outbound limit, superseding, the spool and
-/// the delivery history: everything between "this event is verified and routed" and "FCM accepted each ping".
+/// Deduplication, the in-flight registry, fan-out, retries, the outbound limit, superseding, the spool and
+/// the delivery history: everything between "this event is verified and routed" and "each ping's destination accepted it".
 ///
 /// Its inputs are values (an event as a ``EventRecord``, a ``DeliveryPlan``), its outputs are values (outcomes and
 /// ``DeliveryReport``s); it knows no HTTP server and no configuration file. Deliveries run in a task group owned by
@@ -28,7 +28,7 @@ package final class DeliveryEngine: Service {
     /// The plan for a spooled event under the configuration in force (nil: its project is no longer configured).
     let replan: @Sendable (EventRecord) async -> DeliveryPlan?
     private let tasks = DeliveryTasks()
-    /// Asked before every FCM request of an event's delivery (not an operator's send or retry); nil: always yes.
+    /// Asked before every request of an event's delivery (not an operator's send or retry); nil: always yes.
     private let fence: (any DeliveryFence)?
 
     package init(
@@ -37,7 +37,7 @@ package final class DeliveryEngine: Service {
         replan: @escaping @Sendable (EventRecord) async -> DeliveryPlan?
     ) {
         self.fence = fence
-        let metrics = DeliveryMetrics(factory: factory)
+        let metrics = DeliveryMetrics(factory: factory, services: settings.services)
         self.settings = settings
         self.metrics = metrics
         self.clock = clock
@@ -55,7 +55,7 @@ package final class DeliveryEngine: Service {
             parkedChanged: { metrics.undelivered.record($0) })
     }
 
-    /// Acknowledged events whose pings FCM has not accepted yet, waiting to be tried again.
+    /// Acknowledged events whose pings have not been accepted yet, waiting to be tried again.
     package var parked: Int { recent.parked }
     /// Pings waiting for or in a `messages:send`.
     package var queueDepth: Int { metrics.queueDepth }
@@ -109,7 +109,7 @@ package final class DeliveryEngine: Service {
     /// Whether the event is being delivered here, or was delivered within the deduplication window.
     package func knows(_ record: EventRecord) -> Bool { recent.knows(record) }
 
-    /// Seeds what FCM accepted per route and audience from another replica's history (a project taken over), so an
+    /// Seeds what was accepted per route and audience from another replica's history (a project taken over), so an
     /// older version's ping does not follow a newer one there. Only what a real delivery of a received event would have
     /// noted counts (as ``Dispatcher`` notes it): not a dry run, a ping to one device, an operator's send, or an
     /// outlier's ping, none of which says what the project's devices were told last (issue #49: a far version, once

@@ -1,11 +1,11 @@
 import Foundation
 import RelayCore
 
-/// How one project's pings are sent: its sender (its credentials) and FCM's rules as configured.
+/// How one project's pings are sent: its sender (its credentials, and its rules for what a failure means) and the retry policy as configured.
 package struct SendPlan: Sendable {
     package var sender: any MessageSender
     package var policy: RetryPolicy
-    /// Ask FCM to check every message without delivering it (`fcm.validateOnly`).
+    /// Ask the destination to check every message without delivering it (a dry run).
     package var validateOnly: Bool
     /// Log every message's JSON at info (the development profile shows what it "sent").
     package var logPings: Bool
@@ -44,7 +44,7 @@ package struct DeliveryPlan: Sendable {
     }
 }
 
-/// With several replicas on a shared store: whether this replica may still start a request to FCM for a project's
+/// With several replicas on a shared store: whether this replica may still start a request for a project's
 /// event, asked right before every attempt. A replica that was paused while another took the project over is told no
 /// here before it sends anything more (docs/replicas.md, fencing); the engine then stands the project's deliveries
 /// down, each handing what it still owes back to where events are kept.
@@ -61,9 +61,9 @@ package struct EngineSettings: Sendable {
     package var dedupCapacity = 1_000
     /// Deliveries under way at most; more are refused until some settle.
     package var maxInFlight = 10_000
-    /// FCM requests at once, across all pings.
+    /// Requests at once, across all pings.
     package var outboundConcurrency = 64
-    /// FCM requests a second per project, on average (a 429 halves it for a while).
+    /// Requests a second per project, on average (a 429 halves it for a while).
     package var messagesPerSecond = 1_000.0
     /// Pings kept in the delivery history.
     package var historySize = 1000
@@ -73,9 +73,11 @@ package struct EngineSettings: Sendable {
     package var supersedeWindow: Duration = .seconds(900)
     /// On stop, how long deliveries under way may take to settle before the rest is handed over to the spool.
     package var drainGrace: Duration = .seconds(10)
-    /// This process's name among replicas: in each ping's history entry and in the log line of each FCM request, so
+    /// This process's name among replicas: in each ping's history entry and in the log line of each request, so
     /// an operator (and the fault campaign) knows which replica sent what; a shared store names it too.
     package var replica = EngineSettings.newReplicaID()
+    /// The destinations whose request metrics are exported from the start, at zero (``MessageSender/service``).
+    package var services: [String] = []
     /// Bugs planted for the fault campaign: none, but in the test-only `rc-relay-planted` (``PlantedBugs``).
     package var planted: PlantedBugs = []
 

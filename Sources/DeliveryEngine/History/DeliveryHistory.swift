@@ -5,7 +5,7 @@ import RelayCore
 /// The last `capacity` pings with their history, for the admin API: what the relay sent, is sending, and gave up on.
 ///
 /// Each ping is an entry from the moment it is routed (`pending`) until it settles; a dead ping keeps its attempts,
-/// statuses, FCM error codes and times here until newer pings push it out.
+/// statuses, the destination's error codes and times here until newer pings push it out.
 ///
 /// State behind a lock, not an actor: every ping starts and settles an entry, and two actor hops per ping measured
 /// more than the few dictionary operations they guard.
@@ -194,7 +194,7 @@ package struct DeliveryBatch: Sendable {
     package var origin: DeliveryHistory.Origin
     package var receivedAt: Date
     package var retryOf: String?
-    /// Asks FCM to check without delivering, whatever `fcm.validateOnly` says (the admin API's dry run).
+    /// Asks the destination to check without delivering, whatever the plan's `validateOnly` says (the admin API's dry run).
     package var validateOnly: Bool
     /// A version that moves no mark (``EventRecord/outlier``): sent at once, unscheduled, superseding nothing.
     package var outlier = false

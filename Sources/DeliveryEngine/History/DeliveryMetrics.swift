@@ -2,42 +2,70 @@ import CoreMetrics
 import NIOConcurrencyHelpers
 
 /// The engine's metrics, made through the swift-metrics factory it is given (the relay's Prometheus registry; a test's
-/// own). Label values are bounded: routes come from the configuration, outcomes are a fixed set, and FCM error codes
-/// outside FCM's documented set are counted as `other`.
+/// own). Label values are bounded: routes come from the configuration, outcomes are a fixed set, and a destination's
+/// error codes outside those its sender documents (``MessageSender/errorCodes``) are counted as `other`.
 final class DeliveryMetrics: Sendable {
-    /// FCM's documented error codes; anything else is `other`.
-    static let fcmErrorCodes: Set<String> = [
-        "UNSPECIFIED_ERROR", "INVALID_ARGUMENT", "UNREGISTERED", "SENDER_ID_MISMATCH", "QUOTA_EXCEEDED", "UNAVAILABLE",
-        "INTERNAL", "THIRD_PARTY_AUTH_ERROR", "PERMISSION_DENIED", "NOT_FOUND", "UNAUTHENTICATED", "RESOURCE_EXHAUSTED",
-    ]
-
     let factory: any MetricsFactory
     let pingsQueued: Gauge
-    let attempts: Counter
-    let retries: Counter
     let deadPings: Counter
     /// Spooled records moved aside on start because they were not an event.
     let spoolQuarantined: Counter
-    /// Acknowledged events whose pings FCM has not accepted yet (spooled, tried again).
+    /// Acknowledged events whose pings their destination has not accepted yet (spooled, tried again).
     let undelivered: Gauge
     let deliveryLatency: Timer
-    let fcmLatency: Timer
     private let queued = NIOLockedValueBox(0)
     private let counter: LabelledCounters
+    private let sends = NIOLockedValueBox<[String: SendMetrics]>([:])
 
-    init(factory: any MetricsFactory) {
+    /// `services`: the destinations whose request metrics exist from the start, at zero (``MessageSender/service``).
+    init(factory: any MetricsFactory, services: [String] = []) {
         self.factory = factory
         counter = LabelledCounters(factory: factory)
         pingsQueued = Gauge(label: "rc_relay_queue_depth", factory: factory)
-        attempts = Counter(label: "rc_relay_fcm_attempts_total", factory: factory)
-        retries = Counter(label: "rc_relay_fcm_retries_total", factory: factory)
         deadPings = Counter(label: "rc_relay_dead_pings_total", factory: factory)
         spoolQuarantined = Counter(label: "rc_relay_spool_quarantined_total", factory: factory)
         undelivered = Gauge(label: "rc_relay_undelivered_events", factory: factory)
         deliveryLatency = Timer(label: "rc_relay_delivery_latency_seconds", factory: factory)
-        fcmLatency = Timer(label: "rc_relay_fcm_request_duration_seconds", factory: factory)
         pingsQueued.record(0)
         undelivered.record(0)
+        for service in services { _ = sendMetrics(service: service, errorCodes: []) }
+    }
+
+    /// One destination's requests: `rc_relay_<service>_attempts_total`, `…_retries_total`, `…_responses_total` and
+    /// `…_request_duration_seconds`, made once per destination.
+    struct SendMetrics: Sendable {
+        let prefix: String
+        let attempts: Counter
+        let retries: Counter
+        let latency: Timer
+        let errorCodes: Set<String>
+        let counter: LabelledCounters
+
+        /// One answer: its HTTP status (`none` when the destination was not reached) and its error code.
+        func response(status: Int?, errorCode: String?) {
+            let code = errorCode.map { errorCodes.contains($0) ? $0 : "other" } ?? ""
+            counter(prefix + "_responses_total", [("status", status.map(String.init) ?? "none"), ("error_code", code)]).increment()
+        }
+    }
+
+    func sends(_ sender: any MessageSender) -> SendMetrics { sendMetrics(service: sender.service, errorCodes: sender.errorCodes) }
+
+    /// A service's name in metric names and log keys.
+    static func keyName(_ service: String) -> String { service.lowercased().filter { $0.isLetter || $0.isNumber || $0 == "_" } }
+
+    private func sendMetrics(service: String, errorCodes: Set<String>) -> SendMetrics {
+        let name = Self.keyName(service)
+        return sends.withLockedValue { sends in
+            if let made = sends[name], errorCodes.isSubset(of: made.errorCodes) { return made }
+            let prefix = "rc_relay_" + name
+            let made = SendMetrics(
+                prefix: prefix, attempts: Counter(label: prefix + "_attempts_total", factory: factory),
+                retries: Counter(label: prefix + "_retries_total", factory: factory),
+                latency: Timer(label: prefix + "_request_duration_seconds", factory: factory),
+                errorCodes: errorCodes.union(sends[name]?.errorCodes ?? []), counter: counter)
+            sends[name] = made
+            return made
+        }
     }
 
     /// A settled ping. `outcome`: delivered, validated, failed, dead, superseded, interrupted.
@@ -45,13 +73,7 @@ final class DeliveryMetrics: Sendable {
         counter("rc_relay_pings_total", [("route", route), ("outcome", outcome)]).increment()
     }
 
-    /// One `messages:send` answer: its HTTP status (`none` when FCM was not reached) and FCM error code.
-    func fcmResponse(status: Int?, errorCode: String?) {
-        let code = errorCode.map { Self.fcmErrorCodes.contains($0) ? $0 : "other" } ?? ""
-        counter("rc_relay_fcm_responses_total", [("status", status.map(String.init) ?? "none"), ("error_code", code)]).increment()
-    }
-
-    /// A project's FCM requests waited for their paced slot (`delivery.messagesPerSecond`).
+    /// A project's requests waited for their paced slot (`delivery.messagesPerSecond`).
     func pacedWait(project: String) { counter("rc_relay_paced_waits_total", [("project", project)]).increment() }
 
     /// A route's wave of shard pings began (a newer version taking one over begins another).
@@ -69,10 +91,10 @@ final class DeliveryMetrics: Sendable {
         counter("rc_relay_quiet_periods_total", [("project", project), ("route", route), ("outcome", outcome)]).increment()
     }
 
-    /// A 429 from FCM halved a project's pace.
+    /// A destination's quota (a 429) halved a project's pace.
     func paceCut(project: String) { counter("rc_relay_pace_cuts_total", [("project", project)]).increment() }
 
-    /// Pings waiting for or in a `messages:send`.
+    /// Pings waiting for or in a request.
     func queueChanged(by delta: Int) {
         queued.withLockedValue { value in
             value += delta

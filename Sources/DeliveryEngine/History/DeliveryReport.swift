@@ -3,13 +3,13 @@ import Foundation
 /// What happened to one route's ping, with every attempt, as the webhook answer reports it.
 public struct DeliveryReport: Sendable, Codable, Equatable {
     public enum Status: String, Sendable, Codable {
-        /// FCM accepted the message for delivery.
+        /// Its destination accepted the message for delivery.
         case accepted
-        /// FCM checked the message without delivering it (`validate_only`).
+        /// Its destination checked the message without delivering it (`validate_only`).
         case validated
-        /// FCM refused it for good (400, 403, 404, a refused key): retrying cannot help.
+        /// Its destination refused it for good (by the sender's rules): retrying cannot help.
         case failed
-        /// Retries ran out (attempts or deadline) while FCM kept failing.
+        /// Retries ran out (attempts or deadline) while the destination kept failing.
         case dead
         /// A newer version's ping for the same route and audience took over while this one waited to retry, in its
         /// quiet period or for its turn in a wave.
@@ -29,17 +29,17 @@ public struct DeliveryReport: Sendable, Codable, Equatable {
     /// Every attempt, oldest first.
     public var attempts: [Attempt]
 
-    /// Why an attempt failed, in FCM's terms.
+    /// Why an attempt failed, in its destination's terms.
     public struct ErrorDetail: Sendable, Codable, Equatable {
         public var httpStatus: Int?
         public var errorCode: String?
         public var message: String
     }
 
-    /// One `messages:send` attempt.
+    /// One request.
     public struct Attempt: Sendable, Codable, Equatable {
         public var at: Date
-        /// FCM's HTTP status; absent when FCM could not be reached.
+        /// The destination's HTTP status; absent when it could not be reached.
         public var httpStatus: Int?
         public var errorCode: String?
     }
@@ -51,10 +51,7 @@ public struct DeliveryReport: Sendable, Codable, Equatable {
     package var unfinished: Bool { status == .dead || status == .interrupted }
 
     package static func detail(_ failure: SendFailure) -> ErrorDetail {
-        if case .rejected(let response) = failure {
-            return .init(httpStatus: response.httpStatus, errorCode: response.errorCode ?? response.status, message: failure.description)
-        }
-        return .init(httpStatus: nil, errorCode: nil, message: failure.description)
+        .init(httpStatus: failure.httpStatus, errorCode: failure.errorCode, message: failure.description)
     }
 
     package static func attempt(_ failure: SendFailure?, at: Date) -> Attempt {

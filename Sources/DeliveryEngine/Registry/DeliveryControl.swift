@@ -14,7 +14,7 @@ final class DeliveryControl: Sendable {
     private let state = NIOLockedValueBox(State())
     /// Called before each wait to retry, with the wait.
     let onRetry: @Sendable (Duration) -> Void
-    /// Called when FCM accepted one of several pings of the event (a waved route's shard, or any ping while others are
+    /// Called when its destination accepted one of several pings of the event (a waved route's shard, or any ping while others are
     /// due), with its name: the spool records it, so a hand-over or a crash does not send it again.
     let onAccepted: @Sendable (String) -> Void
     /// What pauses are measured on.

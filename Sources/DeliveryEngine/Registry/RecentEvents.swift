@@ -65,7 +65,7 @@ package final class RecentEvents: Sendable {
             var handOver: HandOver?
             /// Its retries ran out and it waits to be tried again: nothing to wait for at shutdown.
             var parked = false
-            /// Pings FCM accepted while others were due (`EventRecord.done`: waved shards, and the event's other routes),
+            /// Pings accepted while others were due (`EventRecord.done`: waved shards, and the event's other routes),
             /// kept in the spool from the acknowledgement on.
             var done: [String]
         }
@@ -158,7 +158,7 @@ package final class RecentEvents: Sendable {
         state.withLockedValue { $0.done.reserveCapacity(min(capacity, 1000) * 6) }
     }
 
-    /// Acknowledged events whose pings FCM has not accepted yet, waiting to be tried again.
+    /// Acknowledged events whose pings have not been accepted yet, waiting to be tried again.
     var parked: Int { state.withLockedValue { $0.parked } }
     /// Events whose delivery is under way.
     var inFlight: Int { state.withLockedValue { $0.inFlightCount } }
@@ -260,7 +260,7 @@ package final class RecentEvents: Sendable {
     }
 
     /// On stop: waits up to `grace` for deliveries under way, then stops the rest and waits for each to hand over (an
-    /// attempt under way finishes first, within the FCM timeout). Returns how each delivery ended.
+    /// attempt under way finishes first, within the sender's timeout). Returns how each delivery ended.
     func drain(within grace: Duration, handOverWithin limit: Duration = .seconds(30)) async -> [HandOver] {
         let running = state.withLockedValue { state in
             var unique: [ObjectIdentifier: EventDelivery] = [:]

@@ -160,7 +160,7 @@ package final class Schedules: Sendable {
         }
     }
 
-    /// FCM said 429 during the wave, and the ping that got it retries in `delay`: no turn still to come is earlier
+    /// The destination's quota ran out (a 429) during the wave, and the ping that got it retries in `delay`: no turn still to come is earlier
     /// than that retry. The turns move together, keeping their spacing; several 429s do not add up.
     func postpone(_ key: Key, by delay: Duration) {
         state.withLockedValue { state in

@@ -5,10 +5,10 @@ import NIOCore
 import RelayCore
 import Tracing
 
-/// Sends an event's pings to FCM in parallel (within the outbound limit), retrying each by FCM's rules, and reports
-/// every outcome in route order.
+/// Sends an event's pings in parallel (within the outbound limit), retrying each by its sender's classification of its
+/// failures (``RetryPolicy``), and reports every outcome in route order.
 struct Dispatcher: Sendable {
-    /// How an attempt ended: stood down before its request (fenced, or behind a version FCM accepted), or sent.
+    /// How an attempt ended: stood down before its request (fenced, or behind a version already accepted), or sent.
     enum Attempt: Sendable {
         case fenced(String)
         case behind
@@ -64,7 +64,7 @@ struct Dispatcher: Sendable {
     }
 
     /// One ping in a span of its own (`deliver ping`), from routing to its outcome; its waits are the span's events,
-    /// each FCM request a child span.
+    /// each request a child span.
     private func deliver(
         _ ping: Ping, batch: DeliveryBatch, control: DeliveryControl, shards: [String: [Int]], others: Bool, logger: Logger
     ) async -> DeliveryReport {
@@ -146,8 +146,8 @@ struct Dispatcher: Sendable {
         _ ping: Ping, version: Int64, validateOnly: Bool, supersedes: Bool, control: DeliveryControl, fenced: Bool, logger: Logger
     ) async -> DeliveryReport {
         var logger = logger
-        // No attempt, first or retry, starts once a newer version's ping is under way to the same devices or FCM
-        // accepted one there (a sender's late retry, a parked event tried again, kept events replayed after an outage
+        // No attempt, first or retry, starts once a newer version's ping is under way to the same devices or its
+        // destination accepted one there (a sender's late retry, a parked event tried again, kept events replayed after an outage
         // or a database stall): an older version never follows a newer one there.
         // Keyed by route and audience: a newer version's ping stands in for an older one only if it reaches the same
         // devices (a narrowed ping must not silence a whole-audience one).
@@ -173,6 +173,7 @@ struct Dispatcher: Sendable {
         var attempts: [DeliveryReport.Attempt] = []
         var lastError: DeliveryReport.ErrorDetail?
         let pacer = pacers.pacer(for: ping.project)
+        let sends = metrics.sends(sender)
         while true {
             // Stopped (a shutdown's hand-over): no attempt starts now; the event is spooled with this route still due.
             if control.isStopped {
@@ -187,8 +188,9 @@ struct Dispatcher: Sendable {
                 if control.isStopped { continue }
             }
             logger[metadataKey: "attempt"] = "\(attempts.count + 1)"
-            // Each attempt a child span (`FCM send`): its HTTP status, FCM's error code, and the wait before the next.
-            let attemptSpan = Traces.startSpan("FCM send", ofKind: .client)
+            // Each attempt a child span (`<service> send`): its HTTP status, the destination's error code, and the wait
+            // before the next.
+            let attemptSpan = Traces.startSpan(sender.service + " send", ofKind: .client)
             attemptSpan?.attributes["rc_relay.attempt"] = attempts.count + 1
             let outcome = await Traces.within(attemptSpan?.context) {
                 await attempt(ping, version, message, validateOnly, supersedes, fence, logger)
@@ -203,7 +205,7 @@ struct Dispatcher: Sendable {
             case .behind:
                 attemptSpan?.attributes["rc_relay.outcome"] = "superseded"
                 attemptSpan?.end()
-                logger.notice("ping stands down: FCM accepted a newer version's ping to the same audience")
+                logger.notice("ping stands down: \(sender.service) accepted a newer version's ping to the same audience")
                 return DeliveryReport(route: ping.route, status: .superseded, error: lastError, attempts: attempts)
             case .underWay:
                 attemptSpan?.attributes["rc_relay.outcome"] = "superseded"
@@ -214,38 +216,39 @@ struct Dispatcher: Sendable {
             case .sent(let sent):
                 result = sent
             }
-            metrics.attempts.increment()
+            sends.attempts.increment()
             switch result {
             case .success(let name):
                 attemptSpan?.attributes["http.response.status_code"] = 200
                 attemptSpan?.end()
-                metrics.fcmResponse(status: 200, errorCode: nil)
+                sends.response(status: 200, errorCode: nil)
                 if supersedes, !validateOnly { latest.accepted(ping, version: version) }
                 attempts.append(DeliveryReport.attempt(nil, at: clock.now()))
-                logger[metadataKey: "fcm_message"] = .string(name)
-                logger.info(validateOnly ? "ping validated by FCM" : "ping accepted by FCM")
+                logger[metadataKey: sender.keyName + "_message"] = .string(name)
+                logger.info(validateOnly ? "ping validated by \(sender.service)" : "ping accepted by \(sender.service)")
                 return DeliveryReport(route: ping.route, status: validateOnly ? .validated : .accepted, messageName: name, attempts: attempts)
             case .failure(let failure):
                 let attempt = DeliveryReport.attempt(failure, at: clock.now())
                 attemptSpan?.attributes["http.response.status_code"] = attempt.httpStatus
-                attemptSpan?.attributes["rc_relay.fcm.error_code"] = attempt.errorCode
+                attemptSpan?.attributes["rc_relay.\(sender.keyName).error_code"] = attempt.errorCode
                 attemptSpan?.attributes["error.type"] = attempt.errorCode ?? attempt.httpStatus.map(String.init) ?? "transport"
                 attemptSpan?.setStatus(SpanStatus(code: .error, message: failure.description))
-                metrics.fcmResponse(status: attempt.httpStatus, errorCode: attempt.errorCode)
-                if attempt.httpStatus == 429 {
-                    // FCM's quota is the project's: every ping of it slows down, not only this one.
+                sends.response(status: attempt.httpStatus, errorCode: attempt.errorCode)
+                if failure.kind == .throttled {
+                    // The destination's quota is the project's: every ping of it slows down, not only this one.
                     pacer.throttled()
                     metrics.paceCut(project: ping.project)
-                    logger.warning("FCM quota exceeded: the project's pace is halved", metadata: ["pace_per_second": "\(Int(pacer.current))"])
+                    logger.warning(
+                        "\(sender.service) quota exceeded: the project's pace is halved", metadata: ["pace_per_second": "\(Int(pacer.current))"])
                 }
                 attempts.append(attempt)
                 let report = DeliveryReport(route: ping.route, status: .failed, error: DeliveryReport.detail(failure), attempts: attempts)
                 lastError = report.error
-                switch policy.decision(after: failure, attempt: attempts.count, now: clock.now()) {
+                switch policy.decision(after: failure, attempt: attempts.count) {
                 case .permanent:
                     attemptSpan?.attributes["rc_relay.outcome"] = "permanent"
                     attemptSpan?.end()
-                    logger.error("ping refused by FCM for good", metadata: ["error": "\(failure)"])
+                    logger.error("ping refused by \(sender.service) for good", metadata: ["error": "\(failure)"])
                     return report
                 case .retry(let delay):
                     guard attempts.count < policy.maximumAttempts, clock.instant() + delay < deadline else {
@@ -258,11 +261,11 @@ struct Dispatcher: Sendable {
                     attemptSpan?.attributes["rc_relay.retry_in_seconds"] = Schedules.seconds(delay)
                     attemptSpan?.end()
                     logger.warning("ping will be retried", metadata: ["error": "\(failure)", "retry_in": "\(delay)"])
-                    if attempt.httpStatus == 429, ping.schedule.shard != nil {
+                    if failure.kind == .throttled, ping.schedule.shard != nil {
                         // The quota is spent: the wave's turns still to come wait as long as this ping does.
                         schedules.postpone(Schedules.Key(project: ping.project, route: Ping.routeName(ping.route)), by: delay)
                     }
-                    metrics.retries.increment()
+                    sends.retries.increment()
                     control.onRetry(delay)
                     _ = await control.pause(for: delay)
                     if supersedes, latest.isSuperseded(project: ping.project, route: audience, version: version, now: clock.now()) {

@@ -11,7 +11,7 @@ import RelayCore
 final class LatestVersions: Sendable {
     let lifetime: TimeInterval
     private let latest = NIOLockedValueBox<[String: (version: Int64, at: Date)]>([:])
-    /// The newest version FCM accepted per route and audience, kept until an operator resets the project: a ping of an
+    /// The newest version accepted per route and audience, kept until an operator resets the project: a ping of an
     /// older version never follows it there, whenever it arrives (a sender's late retry, kept events replayed
     /// out of order after a database stall, a replica that takes a project over).
     private let accepted = NIOLockedValueBox<[String: Int64]>([:])
@@ -27,7 +27,7 @@ final class LatestVersions: Sendable {
         var topics: Set<String>?
     }
 
-    /// Whether a newer version's ping reaches every device of `ping`'s narrowed audience: FCM accepted one
+    /// Whether a newer version's ping reaches every device of `ping`'s narrowed audience: one was accepted
     /// (`accepted`), or one is under way (`underWay`). A ping to a route's whole audience is never covered by a
     /// narrowed one (its other devices need it).
     enum Cover { case none, accepted, underWay }
@@ -64,7 +64,7 @@ final class LatestVersions: Sendable {
         }
     }
 
-    /// Records that FCM accepted `version`'s ping on the route and audience.
+    /// Records that `version`'s ping was accepted on the route and audience.
     func noteAccepted(project: String, route: String, version: Int64) {
         accepted.withLockedValue { accepted in
             let key = "\(project)/\(route)"
@@ -72,7 +72,7 @@ final class LatestVersions: Sendable {
         }
     }
 
-    /// Whether FCM accepted a newer version's ping on the route and audience already.
+    /// Whether a newer version's ping was accepted on the route and audience already.
     func isBehindAccepted(project: String, route: String, version: Int64) -> Bool {
         accepted.withLockedValue { ($0["\(project)/\(route)"] ?? Int64.min) > version }
     }
@@ -90,7 +90,7 @@ final class LatestVersions: Sendable {
         return cover
     }
 
-    /// Records that FCM accepted `version`'s ping, with what its audience reaches.
+    /// Records that `version`'s ping was accepted, with what its audience reaches.
     func accepted(_ ping: Ping, version: Int64) {
         noteReach(ping)
         noteAccepted(project: ping.project, route: ping.audience, version: version)
@@ -111,7 +111,7 @@ final class LatestVersions: Sendable {
     enum Start { case go, behind, underWay }
 
     /// Right before an attempt of `version`'s ping, checked and claimed in one step (one start at a time): `behind`
-    /// when FCM accepted a newer version's ping to its audience, or to one that covers it; `underWay` when a newer
+    /// when a newer version's ping to its audience was accepted, or to one that covers it; `underWay` when a newer
     /// version's request to either started within the lifetime; otherwise `go`, with this version claimed there. So
     /// an older version's request never starts after a newer one's has (issue #49), and a narrowed audience's never
     /// after its route's whole audience's.

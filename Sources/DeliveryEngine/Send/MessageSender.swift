@@ -1,10 +1,17 @@
 import NIOCore
 
-/// The seam between the engine and a push service: send one encoded message, get its name back, or why not. The engine
-/// knows the service by this alone; `RelayServer` adapts the FCM client to it.
+/// The seam between the engine and a destination: send one encoded message, get its name back, or why not, already
+/// classified by the sender's own rules (``SendFailure/Kind``). The engine knows the destination by this alone;
+/// `RelayServer` adapts each client to it (`Deliver/`), and the destination's retry rules live there.
 public protocol MessageSender: Sendable {
+    /// What it sends to, as logs, spans and metrics name it: `ping accepted by <service>`, the `<service> send` span,
+    /// `rc_relay_<service>_attempts_total`, and the log's `<service>_message` (lowercased in names).
+    var service: String { get }
+    /// The error codes the destination documents: a metric's `error_code` label names these and counts any other as
+    /// `other`, so a destination cannot grow the label's values.
+    var errorCodes: Set<String> { get }
     /// `beforeRequest` is asked right before each request leaves (after credentials are in hand, and again before a
-    /// retry the sender makes of its own): a reason not to send ends the send with ``SendFailure/withheld(_:)``.
+    /// retry the sender makes of its own): a reason not to send ends the send with a ``SendFailure/Kind/withheld``.
     func send(project: String, message: ByteBuffer, validateOnly: Bool, beforeRequest: RequestGate) async throws(SendFailure) -> String
 }
 
@@ -12,52 +19,48 @@ public protocol MessageSender: Sendable {
 public typealias RequestGate = @Sendable () async -> String?
 
 extension MessageSender {
+    public var errorCodes: Set<String> { [] }
+
     /// A send that nothing holds back.
     public func send(project: String, message: ByteBuffer, validateOnly: Bool) async throws(SendFailure) -> String {
         try await send(project: project, message: message, validateOnly: validateOnly, beforeRequest: { nil })
     }
+
+    /// The service as metric names and log keys have it: lowercased, letters, digits and `_` only (`Google Chat` →
+    /// `googlechat`).
+    var keyName: String { DeliveryMetrics.keyName(service) }
 }
 
-/// Why a send did not succeed, in the terms the engine's retry rules and reports need.
-public enum SendFailure: Error, Equatable, Sendable, CustomStringConvertible {
-    /// The service answered with an error status.
-    case rejected(Rejection)
-    /// It could not be reached, or did not answer in time.
-    case transport(String)
-    /// No credentials could be had: why, and the token endpoint's HTTP status when it answered one.
-    case credentials(String, status: Int?)
-    /// It answered 200 without a message name.
-    case invalidResponse(String)
-    /// No request left: the gate said why (the replica lost the project while it waited for credentials).
-    case withheld(String)
-
-    /// An error answer: `{"error": {"code", "message", "status", "details": [{"errorCode"}]}}` as Google writes it.
-    public struct Rejection: Sendable, Equatable {
-        /// The HTTP status.
-        public var httpStatus: Int
-        /// Google's canonical status, such as `INVALID_ARGUMENT`.
-        public var status: String?
-        /// The service's own error code, such as `UNREGISTERED` or `QUOTA_EXCEEDED`.
-        public var errorCode: String?
-        /// The message, as sent.
-        public var message: String?
-        /// The `Retry-After` header, as sent.
-        public var retryAfter: String?
-
-        public init(httpStatus: Int, status: String? = nil, errorCode: String? = nil, message: String? = nil, retryAfter: String? = nil) {
-            (self.httpStatus, self.status, self.errorCode, self.message, self.retryAfter) = (httpStatus, status, errorCode, message, retryAfter)
-        }
+/// Why a send did not succeed: what the engine does next (``kind``, decided by the sender's rules), and what the
+/// history and the answer keep of it.
+public struct SendFailure: Error, Equatable, Sendable, CustomStringConvertible {
+    /// What the engine does after it, by ``RetryPolicy``.
+    public enum Kind: Sendable, Equatable {
+        /// It may work later (a server error, a timeout, no connection, an unreadable answer): backed off with jitter.
+        case transient
+        /// The destination's quota is spent: the project's pace is halved, and the wait starts at the policy's
+        /// `quotaDelay` and doubles with each attempt.
+        case throttled
+        /// The same request would be refused again: never retried.
+        case permanent
+        /// No request left: the gate (``RequestGate``) said why.
+        case withheld
     }
 
-    public var description: String {
-        switch self {
-        case .rejected(let answer):
-            "FCM answered \(answer.httpStatus)" + ((answer.errorCode ?? answer.status).map { " \($0)" } ?? "")
-                + (answer.message.map { ": \($0)" } ?? "")
-        case .transport(let reason): "FCM could not be reached: \(reason)"
-        case .credentials(let reason, _): "no access token: \(reason)"
-        case .invalidResponse(let reason): "FCM's answer is not usable: \(reason)"
-        case .withheld(let reason): "not sent: \(reason)"
-        }
+    public var kind: Kind
+    /// Why, in the destination's terms, as the log and the history say it.
+    public var description: String
+    /// The HTTP status the destination answered; nil when no answer came.
+    public var httpStatus: Int?
+    /// The destination's own error code, such as `UNAVAILABLE`.
+    public var errorCode: String?
+    /// How long the destination asked to wait (`Retry-After`): never undercut.
+    public var retryAfter: Duration?
+
+    public init(_ kind: Kind, _ description: String, httpStatus: Int? = nil, errorCode: String? = nil, retryAfter: Duration? = nil) {
+        (self.kind, self.description, self.httpStatus, self.errorCode, self.retryAfter) = (kind, description, httpStatus, errorCode, retryAfter)
     }
+
+    /// No request left, and why (the reason alone: the ping's log line says `ping not sent: <reason>`).
+    public static func withheld(_ reason: String) -> SendFailure { SendFailure(.withheld, reason) }
 }

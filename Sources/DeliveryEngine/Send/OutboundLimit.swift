@@ -1,6 +1,6 @@
 import NIOConcurrencyHelpers
 
-/// At most `limit` FCM requests at once across all pings, so a fan-out to many routes cannot hammer FCM.
+/// At most `limit` requests at once across all pings, so a fan-out to many routes cannot hammer a destination.
 ///
 /// A counting semaphore: a free slot is taken without suspending (the common case costs one lock, not an actor hop);
 /// when none is free the caller waits in line, and a released slot passes straight to the first in line.

@@ -1,8 +1,8 @@
 import NIOConcurrencyHelpers
 
-/// Paces one project's FCM requests: at most `rate` a second on average, in bursts of at most `burst` (at the full
+/// Paces one project's requests: at most `rate` a second on average, in bursts of at most `burst` (at the full
 /// rate; a burst is `burst / rate` seconds' worth of slots), so a storm of
-/// publishes (or a fan-out to many routes) never floods FCM. A 429 from FCM halves the pace for the whole project, not
+/// publishes (or a fan-out to many routes) never floods its destination. A spent quota (a 429) halves the pace for the whole project, not
 /// only for the ping that got it, and the pace then climbs back to `rate` evenly over `recovery` without a 429.
 ///
 /// Virtual scheduling: each request is given the next free slot, `1 / pace` after the previous one; a request whose
@@ -47,7 +47,7 @@ package final class Pacer: Sendable {
         return wait > 1e-6 ? .nanoseconds(Int64((wait * 1e9).rounded(.up))) : .zero
     }
 
-    /// FCM answered 429 (quota exceeded): halve the project's pace from what it is now.
+    /// The destination's quota is spent (a 429): halve the project's pace from what it is now.
     package func throttled() {
         state.withLockedValue { state in
             let now = Self.seconds(clock.instant())

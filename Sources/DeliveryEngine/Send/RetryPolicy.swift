@@ -1,10 +1,11 @@
 import Foundation
 
-/// FCM's retry rules: what to do after a failed send, and how long to wait first.
+/// What to do after a failed send, and how long to wait first, for a failure its sender classified
+/// (``SendFailure/Kind``): the sender's rules decide what is permanent, this decides how long to wait.
 ///
-/// 400, 403, 404 and third-party auth errors are permanent; 429 waits at least `quotaDelay` (FCM asks for a minute)
-/// and grows from there; 5xx, timeouts and connection errors back off exponentially with full jitter, capped at
-/// `maximumDelay`. A `Retry-After` (seconds or HTTP date) is never undercut. Attempts and total time are bounded.
+/// A permanent failure is never retried; a throttled one waits at least `quotaDelay` and grows from there; a transient
+/// one backs off exponentially with full jitter, capped at `maximumDelay`. A `Retry-After` (seconds or HTTP date,
+/// read by the sender with ``retryAfter(_:now:)``) is never undercut. Attempts and total time are bounded.
 public struct RetryPolicy: Sendable, Equatable {
     public var maximumAttempts: Int
     public var deadline: Duration
@@ -27,31 +28,21 @@ public struct RetryPolicy: Sendable, Equatable {
     public enum Decision: Sendable, Equatable {
         /// Try again after this long.
         case retry(after: Duration)
-        /// Never retry: FCM will refuse the same request again.
+        /// Never retry: the destination would refuse the same request again.
         case permanent
     }
 
     /// The decision after `attempt` (1-based) failed with `error`; `random` draws the jitter in 0...1.
-    public func decision(
-        after error: SendFailure, attempt: Int, now: Date = Date(), random: () -> Double = { Double.random(in: 0...1) }
-    ) -> Decision {
-        switch error {
-        case .rejected(let response):
-            switch response.httpStatus {
-            case 429:
-                let growth = quotaDelay * (1 << min(attempt - 1, 16))
-                return .retry(after: max(min(growth, max(maximumDelay, quotaDelay)), Self.retryAfter(response.retryAfter, now: now) ?? .zero))
-            case 408, 500...599:
-                return .retry(after: max(jittered(attempt, random: random), Self.retryAfter(response.retryAfter, now: now) ?? .zero))
-            default:
-                return .permanent  // 400, 401 after a refresh, 403, 404, THIRD_PARTY_AUTH_ERROR
-            }
-        case .credentials(_, let status?) where status != 408 && status != 429 && status < 500:
-            return .permanent  // the key itself is refused: retrying cannot help
-        case .credentials, .transport, .invalidResponse:
-            return .retry(after: jittered(attempt, random: random))
-        case .withheld:
-            return .permanent  // the engine stands the ping down before it asks (Dispatcher)
+    public func decision(after error: SendFailure, attempt: Int, random: () -> Double = { Double.random(in: 0...1) }) -> Decision {
+        let asked = error.retryAfter ?? .zero
+        switch error.kind {
+        case .throttled:
+            let growth = quotaDelay * (1 << min(attempt - 1, 16))
+            return .retry(after: max(min(growth, max(maximumDelay, quotaDelay)), asked))
+        case .transient:
+            return .retry(after: max(jittered(attempt, random: random), asked))
+        case .permanent, .withheld:
+            return .permanent  // a withheld send: the engine stands the ping down before it asks (Dispatcher)
         }
     }
 

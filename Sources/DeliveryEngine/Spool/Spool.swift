@@ -13,7 +13,7 @@ package struct EventRecord: Codable, Sendable, Equatable {
     package var receivedAt: Date
     /// The routes still to deliver; nil: every route the configuration has for the event.
     package var routes: [String]? = nil
-    /// Pings FCM accepted already while others of the event were due (waved shards `name@k`, and other routes): written
+    /// Pings accepted already while others of the event were due (waved shards `name@k`, and other routes): written
     /// as each is accepted, so a crash mid-wave, or a replica that takes the project over, does not ping them again.
     package var done: [String]? = nil
     /// A version Remote Config does not know, or far beyond the newest known one (docs/webhook.md, versions): relayed,

@@ -164,6 +164,7 @@ public enum RelayApplication {
         engine.parkedRetryInterval = settings.retryPolicy.maximumDelay
         engine.supersedeWindow = settings.retryPolicy.deadline
         engine.drainGrace = settings.drainGrace
+        engine.services = [FCMMessageSender.service]
         return engine
     }
 
