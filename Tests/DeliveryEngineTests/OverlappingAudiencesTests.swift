@@ -74,7 +74,7 @@ private let now = Date(timeIntervalSince1970: 1_800_000_000)
     var entry = DeliveryHistory.Entry(
         id: "h-1", project: "p", route: "aware", version: record(7).version, eventID: nil, origin: .webhook, retryOf: nil, toDevice: false,
         validateOnly: false, receivedAt: now, settledAt: now, report: DeliveryReport(route: "aware", status: .accepted, attempts: []))
-    entry.audience = both.message.target
+    entry.audience = both.payload.audience
     entry.narrowed = ["lang_ja", "lang_ko"]
     engine.noteAccepted([entry])
     #expect(engine.latest.start(korean, version: 5, now: now) == .behind)

@@ -50,12 +50,15 @@ struct RecordJSONTests {
             id: "p-1", project: "demo", route: "default", version: TemplateVersion(versionNumber: 7), eventID: nil, origin: .webhook,
             retryOf: nil, toDevice: false, validateOnly: false, receivedAt: dates[2], settledAt: nil, report: nil)
         var entries = [minimal]
-        let audiences: [FCMMessage.Target] = [.topic("PUSH_RC"), .condition("'a' in topics && 'b' in topics"), .token(awkward)]
+        let audiences: [PingAudience] = [
+            .topic("PUSH_RC"), .condition("'a' in topics && 'b' in topics"), PingAudience(.token(awkward)),
+            PingAudience(kind: awkward, name: awkward),
+        ]
         let spacings: [Duration] = [.milliseconds(1500), .zero, .seconds(-3) + .nanoseconds(1), .seconds(Int64.max / 1_000_000_000_000)]
         for (index, audience) in audiences.enumerated() {
             var full = DeliveryHistory.Entry(
                 id: awkward, project: "demo", route: awkward, version: version, eventID: "evt-1", origin: .retry, retryOf: "p-0",
-                toDevice: true, validateOnly: true, receivedAt: dates[index], settledAt: dates[3], report: reports[index])
+                toDevice: true, validateOnly: true, receivedAt: dates[index], settledAt: dates[3], report: reports[index % reports.count])
             full.decision = awkward
             full.audience = audience
             full.waitingUntil = dates[1]

@@ -118,7 +118,7 @@ package final class DeliveryEngine: Service {
         for entry in entries
         where entry.report?.status == .accepted && !entry.validateOnly && !entry.toDevice && entry.origin != .send && entry.outlier != true {
             guard let audience = entry.audience else { continue }
-            let key = Ping.audience(route: entry.route, target: audience)
+            let key = Ping.audience(route: entry.route, audience: audience)
             latest.noteAccepted(project: entry.project, route: key, version: entry.version.versionNumber)
             // And across a change-aware route's overlapping audiences (a wave's shard reaches no narrowed audience).
             guard entry.shard == nil else { continue }

@@ -33,7 +33,7 @@ package final class DeliveryHistory: Sendable {
         package var decision: String? = nil
         /// The topic or condition the ping went to (a change-aware route may narrow its audience); nil for a device,
         /// whose token is not kept.
-        package var audience: FCMMessage.Target? = nil
+        package var audience: PingAudience? = nil
         /// A pending ping waiting for its turn: until when, and what for (its route's quiet period, or its shard's
         /// turn in a wave).
         package var waitingUntil: Date? = nil
@@ -104,8 +104,7 @@ package final class DeliveryHistory: Sendable {
     }
 
     func start(_ ping: Ping, batch: DeliveryBatch, validateOnly: Bool) -> String {
-        var toDevice = false
-        if case .token = ping.message.target { toDevice = true }
+        let toDevice = ping.payload.audience.isDevice
         // The entry is copied out of the lock only for a journal (the store's); in memory, only its id is.
         let keep = journal != nil
         let (id, recorded): (String, Entry?) = state.withLockedValue { state in
@@ -116,7 +115,7 @@ package final class DeliveryHistory: Sendable {
                 origin: batch.origin, retryOf: batch.retryOf, toDevice: toDevice, validateOnly: validateOnly,
                 receivedAt: batch.receivedAt, settledAt: nil, report: nil)
             entry.decision = ping.decision
-            entry.audience = toDevice ? nil : ping.message.target
+            entry.audience = toDevice ? nil : ping.payload.audience
             entry.shard = ping.schedule.shard
             entry.traceID = batch.traceID
             entry.outlier = batch.outlier ? true : nil

@@ -61,16 +61,10 @@ extension DeliveryHistory.Entry {
         }
         json.field("decision", decision)
         if let audience {
-            // A Swift enum with an associated value: `{"topic":{"_0":"PUSH_RC"}}`.
-            let (kind, value) =
-                switch audience {
-                case .topic(let topic): ("topic", topic)
-                case .condition(let condition): ("condition", condition)
-                case .token(let token): ("token", token)
-                }
+            // As ``PingAudience``'s Codable writes it: `{"topic":{"_0":"PUSH_RC"}}`.
             json.open("audience")
-            json.open(kind)
-            json.field("_0", value)
+            json.open(audience.kind)
+            json.field("_0", audience.name)
             json.close()
             json.close()
         }

@@ -14,7 +14,7 @@ extension Dispatcher {
         let quiet = ping.schedule.quiet
         if quiet > .zero {
             let key = Schedules.Key(project: ping.project, route: audience)
-            guard schedules.enterQuiet(key, route: ping.route, audience: ping.message.target.key, version: version, until: clock.instant() + quiet)
+            guard schedules.enterQuiet(key, route: ping.route, audience: ping.payload.audience.key, version: version, until: clock.instant() + quiet)
             else {
                 metrics.quietPeriod(project: ping.project, route: route, outcome: "replaced")
                 logger.notice("ping stands down: a newer version waits in the route's quiet period")

@@ -37,14 +37,6 @@ struct Dispatcher: Sendable {
     var sender: any MessageSender { plan.sender }
     var policy: RetryPolicy { plan.policy }
 
-    /// The message as logged: a device's registration token is personal data and stays out of the log.
-    static func loggable(_ message: FCMMessage, encoded: [UInt8]) -> String {
-        guard case .token = message.target else { return String(decoding: encoded, as: UTF8.self) }
-        var redacted = message
-        redacted.target = .token("<redacted>")
-        return String(decoding: redacted.json, as: UTF8.self)
-    }
-
     func deliver(_ pings: [Ping], batch: DeliveryBatch, control: DeliveryControl, logger: Logger) async -> [DeliveryReport] {
         // Each waved route's shards in this delivery (all, or those a spooled event still owes): its wave's layout.
         let shards = pings.reduce(into: [String: [Int]]()) { shards, ping in
@@ -73,7 +65,7 @@ struct Dispatcher: Sendable {
             span?.attributes["rc_relay.route"] = ping.route
             span?.attributes["rc_relay.version"] = batch.version.versionNumber
             // The topic or condition; a device's token is personal data and stays out of traces, as out of logs.
-            span?.attributes["messaging.destination.name"] = ping.message.target.named ?? "(a device)"
+            span?.attributes["messaging.destination.name"] = ping.payload.audience.named ?? "(a device)"
             let report = await deliver(ping, batch: batch, control: control, shards: shards, others: others, span: span, logger: logger)
             span?.attributes["rc_relay.delivery_id"] = report.id
             span?.attributes["rc_relay.status"] = report.status.rawValue
@@ -101,10 +93,10 @@ struct Dispatcher: Sendable {
         // An operator's send or retry comes with no event's fields: its ping lines still say what they send.
         if logger[metadataKey: "project"] == nil { logger[metadataKey: "project"] = .string(ping.project) }
         if logger[metadataKey: "version"] == nil { logger[metadataKey: "version"] = "\(batch.version.versionNumber)" }
-        if let audience = ping.message.target.named { logger[metadataKey: "audience"] = .string(audience) }
+        if let audience = ping.payload.audience.named { logger[metadataKey: "audience"] = .string(audience) }
         // Only a real delivery of a received event (or an operator's retry of one) may make older pings stand down.
         var realDelivery = !validateOnly && batch.origin != .send && !batch.outlier
-        if case .token = ping.message.target { realDelivery = false }
+        if ping.payload.audience.isDevice { realDelivery = false }
         var report: DeliveryReport
         // Quiet periods and waves are for real deliveries: a dry run or an operator's send goes at once.
         let scheduled = realDelivery && !ping.schedule.isImmediate
@@ -166,8 +158,8 @@ struct Dispatcher: Sendable {
         } else {
             fence = nil
         }
-        let body = ping.message.json
-        if plan.logPings { logger.info("ping", metadata: ["message": "\(Self.loggable(ping.message, encoded: body))"]) }
+        let body = ping.payload.encoded
+        if plan.logPings { logger.info("ping", metadata: ["message": "\(ping.payload.loggable)"]) }
         let message = ByteBuffer(bytes: body)
         let deadline = clock.instant() + policy.deadline
         var attempts: [DeliveryReport.Attempt] = []

@@ -144,7 +144,7 @@ final class LatestVersions: Sendable {
 extension Ping {
     /// The route and the devices a ping reaches (`route|topic or condition`): what superseding and the spool's "only
     /// the newest version per audience" are keyed by.
-    package var audience: String { Self.audience(route: route, target: message.target) }
+    package var audience: String { Self.audience(route: route, audience: payload.audience) }
 
-    package static func audience(route: String, target: FCMMessage.Target) -> String { "\(route)|\(target.key)" }
+    package static func audience(route: String, audience: PingAudience) -> String { "\(route)|\(audience.key)" }
 }

@@ -1,10 +1,19 @@
-/// One FCM send the relay owes for an event: which route, which project, which message.
+/// One send the relay owes for an event: which route, which project, what it carries (``PingPayload``).
 public struct Ping: Sendable, Equatable {
     /// The route's name; a route whose narrowed audience needs several pings (FCM's five-topic limit) names each
     /// part `name#1`, `name#2`, … (route names cannot hold `#`).
     public var route: String
     public var project: String
-    public var message: FCMMessage
+    public var payload: PingPayload
+    /// The FCM message it carries.
+    public var message: FCMMessage {
+        get {
+            switch payload {
+            case .fcm(let message): message
+            }
+        }
+        set { payload = .fcm(newValue) }
+    }
     /// Why the route fired to this audience, for a change-aware route (``RouteDecision/reason``).
     public var decision: String?
     /// When it may go: after its route's quiet period, at its shard's turn (a waved route's ping per shard is named
@@ -18,7 +27,7 @@ public struct Ping: Sendable, Equatable {
     public init(route: String, project: String, message: FCMMessage, decision: String? = nil, schedule: PingSchedule = .immediate) {
         self.route = route
         self.project = project
-        self.message = message
+        self.payload = .fcm(message)
         self.decision = decision
         self.schedule = schedule
     }

@@ -81,7 +81,9 @@ extension AdminController {
         // The route as configured now (a fix to it is why one retries), to the audience the ping went to; what the
         // version changed is not kept, so {{changedParameters}} is `*`.
         var message = route.message(for: entry.version, project: project)
-        if route.isChangeAware || route.waves != nil, let audience = entry.audience { message.target = audience }
+        if route.isChangeAware || route.waves != nil, let audience = entry.audience.flatMap(FCMMessage.Target.init) {
+            message.target = audience
+        }
         let ping = Ping(route: entry.route, project: project, message: message, decision: entry.decision)
         let batch = DeliveryBatch(
             version: entry.version, eventID: entry.eventID, origin: .retry, receivedAt: Date(), retryOf: id, validateOnly: entry.validateOnly)
