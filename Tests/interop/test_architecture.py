@@ -205,3 +205,21 @@ def test_the_engine_mentions_fcm_nowhere():
                 for source in sorted((ROOT / "Sources/DeliveryEngine").rglob("*.swift"))
                 for line in source.read_text().splitlines() if re.search(r"fcm", line, re.I)]
     assert mentions == []
+
+
+def test_one_entry_point_plans():
+    # Issue #51: a webhook, a poll, a swept outbox event and a replayed spool once planned through four functions.
+    # Planner.plan(_:since:in:logger:) is the one; the routing step it calls (ProjectDirectory.Pipeline's) has no
+    # other caller, and the store's StoreHost answers with it.
+    server = ROOT / "Sources/RelayServer"
+    sources = {source.relative_to(ROOT).as_posix(): source.read_text() for source in server.rglob("*.swift")}
+    declared = sorted(path for path, text in sources.items() if re.search(r"\bfunc plan\(", text))
+    assert declared == ["Sources/RelayServer/Admit/Storage.swift", "Sources/RelayServer/Application/ProjectDirectory.swift",
+                        "Sources/RelayServer/Route/Planner.swift"], declared
+    routing = sorted(path for path, text in sources.items() if re.search(r"pipeline\.plan\(for:", text))
+    assert routing == ["Sources/RelayServer/Route/Planner.swift"], routing
+    callers = sorted(path for path, text in sources.items() if re.search(r"\bplanner\.plan\(", text))
+    assert callers and all(re.search(r"planner\.plan\(\w+|planner\.plan\(\$0", line)
+                           for text in sources.values() for line in text.splitlines() if "planner.plan(" in line)
+    assert "planner.plan(for" not in "".join(sources.values())
+    assert "func plan(for record" not in sources["Sources/RelayServer/Application/ConfigurationStore.swift"]

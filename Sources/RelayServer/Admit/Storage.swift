@@ -83,7 +83,7 @@ private struct RelayHost: StoreHost {
     }
 
     func plan(for record: EventRecord, since: Int64?, logger: Logger) async -> DeliveryPlan? {
-        await configuration.plan(for: record, since: since, planner: planner, logger: logger)
+        await planner.plan(record, since: since, in: configuration.current, logger: logger)
     }
 
     func marksReset(_ project: String, logger: Logger) { relayed.reset(project, logger: logger) }

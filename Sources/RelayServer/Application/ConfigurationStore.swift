@@ -44,16 +44,6 @@ final class ConfigurationStore: Sendable {
             state.reloads += 1
         }
     }
-
-    /// The plan for a spooled event under the configuration in force; nil when its project is no longer configured.
-    /// `since`: the newest version relayed before it, so a change-aware route sees every change since (a version left
-    /// for the poller included), as for a webhook.
-    func plan(for record: EventRecord, since: Int64? = nil, planner: Planner, logger: Logger) async -> DeliveryPlan? {
-        let current = current
-        guard let pipeline = current.projects[record.project] else { return nil }
-        return await planner.plan(
-            record.version, since: since, project: record.project, pipeline: pipeline, settings: current.settings, logger: logger)
-    }
 }
 
 /// Whether a stop has begun: readiness turns false and new webhooks are refused.

@@ -59,7 +59,7 @@ public enum RelayApplication {
             engine = DeliveryEngine(
                 settings: engineSettings, spool: storage.spool, metrics: metrics.factory, clock: clock, logger: logger,
                 journal: storage.journal, fence: storage.fence,
-                replan: { await store.plan(for: $0, since: relayed.newest($0.project), planner: planner, logger: logger) })
+                replan: { await planner.plan($0, since: relayed.newest($0.project), in: store.current, logger: logger) })
         } catch {
             try? await httpClient.shutdown()
             throw error

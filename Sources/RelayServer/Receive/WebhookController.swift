@@ -108,8 +108,11 @@ struct WebhookController: Sendable {
             throw conflict(key, logger: logger)
         }
         let started = ContinuousClock.now
-        let plan = await planner.plan(
-            record.version, since: relayed.newest(project), project: project, pipeline: pipeline, settings: configuration.settings, logger: logger)
+        // The project is in this configuration (its pipeline was found above), so a plan is always made; none would
+        // be an event with nothing to send.
+        let plan =
+            await planner.plan(record, since: relayed.newest(project), in: configuration, logger: logger)
+            ?? DeliveryPlan(pings: [], send: pipeline.send)
         // The answer's wait counts from the request, not from the end of routing.
         let wait = max(configuration.settings.answerWithin - (ContinuousClock.now - started), configuration.settings.answerWithin / 10)
         switch await engine.deliver(record, plan: plan, wait: wait, onDisk: committed, logger: logger) {

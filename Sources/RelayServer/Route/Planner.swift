@@ -23,15 +23,16 @@ struct Planner: Sendable {
     let clock: any DeliveryClock
     let metrics: RelayMetrics
 
-    /// What delivering `version` means for the project: its pings, and how they are sent. `since`: the newest version
+    /// The one entry point that plans, whoever brought the event (a webhook, a poll, a kept event swept or replayed):
+    /// what delivering `record` means under `configuration` (the one in force when it came, or now for a kept event),
+    /// its pings and how they are sent; nil when its project is not configured there. `since`: the newest version
     /// relayed before it, if known (a change-aware route then sees every change since, skipped versions included).
-    func plan(
-        _ version: TemplateVersion, since: Int64? = nil, project: String, pipeline: ProjectDirectory.Pipeline, settings: RelaySettings,
-        within: Duration? = nil, logger: Logger
-    ) async -> DeliveryPlan {
+    func plan(_ record: EventRecord, since: Int64?, in configuration: RelayConfiguration, logger: Logger) async -> DeliveryPlan? {
+        guard let pipeline = configuration.projects[record.project] else { return nil }
+        let (version, project, settings) = (record.version, record.project, configuration.settings)
         // A span (`plan`); a change-aware route's template fetches are its children.
-        await Traces.withSpan("plan") { span in
-            let change = await change(version, since: since, project: project, pipeline: pipeline, settings: settings, within: within, logger: logger)
+        return await Traces.withSpan("plan") { span in
+            let change = await change(version, since: since, project: project, pipeline: pipeline, settings: settings, logger: logger)
             let plan = pipeline.plan(for: version, project: project, change: change)
             span?.attributes["rc_relay.project"] = project
             span?.attributes["rc_relay.version"] = version.versionNumber

@@ -90,7 +90,7 @@ final class CatchUpPoller: Service {
                 logger[metadataKey: "project"] = "\(id)"
                 if let trace = Traces.traceID(of: span?.context) { logger[metadataKey: "trace_id"] = "\(trace)" }
                 span?.attributes["rc_relay.project"] = id
-                let outcome = await poll(id, pipeline, claim: claim, settings: current.settings, logger: logger)
+                let outcome = await poll(id, pipeline, claim: claim, in: current, logger: logger)
                 span?.attributes["rc_relay.poll"] = outcome.rawValue
                 metrics.poll(outcome: outcome.rawValue)
             }
@@ -104,8 +104,9 @@ final class CatchUpPoller: Service {
     }
 
     private func poll(
-        _ project: String, _ pipeline: ProjectDirectory.Pipeline, claim: PollClaim, settings current: RelaySettings, logger: Logger
+        _ project: String, _ pipeline: ProjectDirectory.Pipeline, claim: PollClaim, in configuration: RelayConfiguration, logger: Logger
     ) async -> Outcome {
+        let current = configuration.settings
         let calls = RemoteConfigCalls(client: pipeline.remoteConfig, policy: current.retryPolicy, clock: clock, metrics: metrics)
         var known = relayed.newest(project)
         // The poll is decided under its claim (with a shared store, the epoch of the hold), from the newest version anyone
@@ -152,7 +153,7 @@ final class CatchUpPoller: Service {
         logger.notice(
             "poll: relaying a version no webhook announced",
             metadata: ["missed": "\(versions.count)", "last_relayed": "\(known)"])
-        return await relay(newest, since: known, project: project, claim: claim, pipeline: pipeline, settings: current, logger: logger)
+        return await relay(newest, since: known, project: project, claim: claim, in: configuration, logger: logger)
     }
 
     /// The versions newer than `known`, newest first, from as many pages as it takes (bounded, and never a page
@@ -194,9 +195,10 @@ final class CatchUpPoller: Service {
 
     /// Delivers `version` as a `poll` event; true once it is delivered or safely kept (then it counts as relayed).
     private func relay(
-        _ version: TemplateVersion, since known: Int64, project: String, claim: PollClaim, pipeline: ProjectDirectory.Pipeline,
-        settings: RelaySettings, logger: Logger
+        _ version: TemplateVersion, since known: Int64, project: String, claim: PollClaim, in configuration: RelayConfiguration,
+        logger: Logger
     ) async -> Outcome {
+        let settings = configuration.settings
         var record = EventRecord(
             keys: EventRecord.keys(project: project, version: version.versionNumber), project: project, eventID: nil, format: "poll",
             version: version,
@@ -216,7 +218,7 @@ final class CatchUpPoller: Service {
         case .leave:
             return .pending
         }
-        let plan = await planner.plan(version, since: known, project: project, pipeline: pipeline, settings: settings, logger: logger)
+        guard let plan = await planner.plan(record, since: known, in: configuration, logger: logger) else { return .failed }
         switch await engine.deliver(record, plan: plan, origin: .poll, wait: settings.answerWithin, onDisk: admission.keepsAdmitted, logger: logger) {
         case .settled(let reports, let duplicate):
             guard !reports.contains(where: \.unfinished) else {
