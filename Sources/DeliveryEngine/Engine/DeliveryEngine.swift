@@ -75,6 +75,7 @@ package final class DeliveryEngine: Service {
             batch.outlier = record.outlier == true
             batch.standDown = plan.standDown
             batch.traceID = Traces.traceID(of: trace)
+            batch.storeRow = record.storeRow
             return batch
         }()
         return await recent.deliver(record, wait: wait, onDisk: onDisk) { routes, control in

@@ -109,7 +109,7 @@ package final class DeliveryHistory: Sendable {
         let keep = journal != nil
         let (id, recorded): (String, Entry?) = state.withLockedValue { state in
             state.next += 1
-            let id = "\(prefix)-\(state.next)"
+            let id = Self.pingID(prefix: prefix, number: state.next, row: batch.storeRow)
             var entry = Entry(
                 id: id, project: ping.project, route: ping.route, version: batch.version, eventID: batch.eventID,
                 origin: batch.origin, retryOf: batch.retryOf, toDevice: toDevice, validateOnly: validateOnly,
@@ -135,6 +135,18 @@ package final class DeliveryHistory: Sendable {
         }
         if let recorded { journal?.record(recorded) }
         return id
+    }
+
+    /// A ping's id: unique across restarts (the process's random prefix, then a counter), and naming its event's row in
+    /// a shared store when it has one, so the store can keep the ping's history in that row and find it there by id.
+    static func pingID(prefix: String, number: Int, row: Int64?) -> String {
+        row.map { "\(prefix)-\(number)-e\($0)" } ?? "\(prefix)-\(number)"
+    }
+
+    /// The shared store's row of the event a ping was sent for, read from its id (``pingID(prefix:number:row:)``).
+    package static func row(ofPing id: String) -> Int64? {
+        guard let dash = id.lastIndex(of: "-"), id[dash...].hasPrefix("-e") else { return nil }
+        return Int64(id[id.index(dash, offsetBy: 2)...]).flatMap { $0 > 0 ? $0 : nil }
     }
 
     func settle(_ id: String, _ report: DeliveryReport) {
@@ -201,6 +213,8 @@ package struct DeliveryBatch: Sendable {
     package var standDown: Set<String> = []
     /// The trace its pings' spans join (``Traces/traceID(of:)``), when tracing is on.
     package var traceID: String? = nil
+    /// The event's row in a shared store (``EventRecord/storeRow``): its pings' ids name it.
+    package var storeRow: Int64? = nil
 
     package init(
         version: TemplateVersion, eventID: String? = nil, origin: DeliveryHistory.Origin, receivedAt: Date, retryOf: String? = nil,

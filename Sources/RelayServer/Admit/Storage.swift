@@ -36,7 +36,9 @@ struct Storage {
             leaseLogger[metadataKey: "replica"] = .string(replica)
             let claims = LeaseClaims(confirmation: shared, lease: store.lease, clock: clock, metrics: metrics, logger: leaseLogger, planted: planted)
             (self.shared, self.claims) = (shared, claims)
-            (spool, journal, fence, deliveryLog) = (shared.outbox, shared.outbox, claims, SharedDeliveryLog(store: shared))
+            (spool, journal, fence, deliveryLog) = (
+                shared.outbox, shared.outbox, claims, SharedDeliveryLog(store: shared, keep: settings.historySize)
+            )
         } else {
             (shared, claims, journal, fence, deliveryLog) = (nil, nil, nil, nil, nil)
             spool = try settings.spoolDirectory.map(Self.fileSpool)

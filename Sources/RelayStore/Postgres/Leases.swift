@@ -205,14 +205,15 @@ extension PostgresStore {
 
     /// The newest pings FCM accepted for the project, from the shared history: a replica that takes the lease over
     /// lets an older version's ping stand down where a newer one went already (``DeliveryEngine/noteAccepted(_:)``).
+    /// Read from both of the history's places (``pings(_:keep:)``).
     package func acceptedPings(project: String, limit: Int = 1000) async throws(StoreError) -> [DeliveryHistory.Entry] {
-        try await run("pings") { client, logger in
+        let apart = try await run("pings") { client, logger in
             let rows = try await client.query(
                 """
                 SELECT entry FROM rc_relay_pings
                 WHERE project = \(project) AND status = 'accepted'
                     AND updated_at > coalesce((SELECT reset_at FROM rc_relay_marks WHERE project = \(project)), '-infinity')
-                ORDER BY seq DESC LIMIT \(limit)
+                ORDER BY received_at DESC NULLS LAST, seq DESC LIMIT \(limit)
                 """,
                 logger: logger)
             var found: [DeliveryHistory.Entry] = []
@@ -221,5 +222,9 @@ extension PostgresStore {
             }
             return found
         }
+        let inRows = try await eventPings(project: project, version: nil, keep: nil, sinceReset: true, limit: limit) { entry in
+            entry.report?.status == .accepted
+        }
+        return Self.merged(apart, inRows, limit: limit)
     }
 }

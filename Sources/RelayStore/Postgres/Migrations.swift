@@ -239,6 +239,7 @@ enum Migrations {
             ]),
         oneRowPerEvent,
         heartbeats,
+        pingsInTheirEvent,
     ]
 
     static var latest: Int { steps.map(\.version).max() ?? 0 }

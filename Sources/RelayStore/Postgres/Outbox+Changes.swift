@@ -31,32 +31,46 @@ extension PostgresStore {
     /// Applies the engine's changes in order, consecutive settlements in one statement; a change the database does not
     /// take is retried until it is applied or the relay is stopping (then it is logged: the row keeps its older state).
     func applyChanges() async {
-        for await _ in outbox.wakes { await apply(outbox.take()) }
-        await apply(outbox.take())  // queued before the end
+        var copies = HistoryCopies()
+        for await _ in outbox.wakes {
+            await apply(outbox.take(), copies: &copies)
+            // A copy held for its event's settlement waits one round at most: if none comes soon, this one writes it.
+            if !copies.held.entries.isEmpty { _ = clock.schedule(after: Self.holdCopies) { [outbox] in outbox.poke() } }
+        }
+        copies.holding = false
+        await apply(outbox.take(), copies: &copies)  // queued before the end
     }
 
-    func apply(_ changes: [OutboxSpool.Change]) async {
-        var settlements: [(EventRecord, [DeliveryReport])] = []
-        var entries = JournalBatch()
+    /// How long a ping's history copy may wait for its event's settlement to ride it.
+    static let holdCopies = Duration.milliseconds(50)
+
+    func apply(_ changes: [OutboxSpool.Change], copies: inout HistoryCopies) async {
+        var settlements: [Settling] = []
+        // What was held last round comes first: it is older.
+        var entries = copies.held
+        let heldBefore = Set(entries.entries.map(\.id))
+        copies.held = JournalBatch()
         let moot = OutboxSpool.mootUpdates(changes)
         for (index, change) in changes.enumerated() where !moot.contains(index) {
             switch change {
             case .settle(let record, let reports):
-                settlements.append((record, reports))
+                settlements.append(Settling(record: record, reports: reports))
                 continue
             case .journal(let entry):
                 entries.add(entry)
                 continue
-            case .flush, .update: break
+            case .update: break
+            case .flush: break
             }
-            await settleAll(settlements)
+            await settleAll(settlements, entries: &entries, copies: &copies)
             settlements = []
-            await journalAll(entries)
-            entries = JournalBatch()
             switch change {
             // Whether every change since the last flush was written, in this round or an earlier one (one given up
             // means the stop leaves its leases to expire rather than hand over what the database does not have).
             case .flush(let waiter):
+                // What a flush waits for includes the history: nothing is held past it.
+                await journalAll(entries, copies: &copies)
+                entries = JournalBatch()
                 waiter.settle(
                     !givenUp.withLockedValue { given in
                         defer { given = false }
@@ -66,68 +80,126 @@ extension PostgresStore {
             case .settle, .journal: break
             }
         }
-        await settleAll(settlements)
-        await journalAll(entries)
-    }
-
-    /// Settles the events in one statement; if the database refuses it, one by one (so only the refused one is lost).
-    func settleAll(_ settlements: [(EventRecord, [DeliveryReport])]) async {
-        guard !settlements.isEmpty else { return }
-        if settlements.count > 1 {
-            do {
-                try await settle(settlements)
-                return
-            } catch {
-                if case .unavailable = error {
-                    await applying("settle") { () throws(StoreError) in try await self.settle(settlements) }
-                    return
-                }
+        await settleAll(settlements, entries: &entries, copies: &copies)
+        // A copy of a ping whose event has a row, and that did not wait yet, waits one round for the event's settlement
+        // (its pending copy then is never written, its settled one rides the settlement); the others are written now.
+        var now = JournalBatch()
+        for entry in entries.entries {
+            if copies.holding, !heldBefore.contains(entry.id), DeliveryHistory.row(ofPing: entry.id) != nil {
+                copies.held.add(entry)
+            } else {
+                now.add(entry)
             }
         }
-        for (record, reports) in settlements {
-            await applying("settle") { () throws(StoreError) in try await self.settle(record, reports: reports) }
+        await journalAll(now, copies: &copies)
+    }
+
+    /// Settles the events in one statement, each with the settled history copies of its pings that are in `entries`
+    /// (taken out of them); if the database refuses the statement, one by one (so only the refused one is lost).
+    func settleAll(_ settlements: [Settling], entries: inout JournalBatch, copies: inout HistoryCopies) async {
+        guard !settlements.isEmpty else { return }
+        var settlements = settlements
+        var rows: [Int64: Int] = [:]
+        for (index, settling) in settlements.enumerated() {
+            if let row = settling.record.storeRow { rows[row] = index }
+        }
+        entries.remove { entry in
+            guard entry.report != nil, let row = DeliveryHistory.row(ofPing: entry.id), let index = rows[row] else { return false }
+            settlements[index].pings.append(entry)
+            if copies.written.remove(entry.id) != nil { settlements[index].written.append(entry.id) }
+            return true
+        }
+        var unsettled: [Settling] = []
+        if settlements.count > 1 {
+            do {
+                unsettled = try await settle(settlements)
+            } catch {
+                if case .unavailable = error {
+                    await applying("settle") { () throws(StoreError) in unsettled = try await self.settle(settlements) }
+                } else {
+                    unsettled = []
+                    for settling in settlements {
+                        await applying("settle") { () throws(StoreError) in unsettled += try await self.settle([settling]) }
+                    }
+                }
+            }
+        } else {
+            await applying("settle") { () throws(StoreError) in unsettled = try await self.settle(settlements) }
+        }
+        // An event settled already (by another replica, or before a take-over): its pings' copies go apart.
+        for settling in unsettled {
+            for entry in settling.pings { entries.add(entry) }
+            for id in settling.written { copies.written.insert(id) }
         }
     }
 
-    /// Settles several events in one statement, each by its row (a HOT update: no index reads what it changes).
-    func settle(_ settlements: [(EventRecord, [DeliveryReport])]) async throws(StoreError) {
+    /// An event to settle, with its reports and the settled history copies of its pings that ride the settlement (and
+    /// the ids of those whose earlier copies are in `rc_relay_pings`, deleted in the same statement).
+    struct Settling: Sendable {
+        var record: EventRecord
+        var reports: [DeliveryReport]
+        var pings: [DeliveryHistory.Entry] = []
+        var written: [String] = []
+    }
+
+    /// Settles several events in one statement, each by its row (a HOT update: no index reads what it changes), with
+    /// the history copies of their pings. Returns the ones it did not settle (settled already).
+    @discardableResult
+    func settle(_ settlements: [Settling]) async throws(StoreError) -> [Settling] {
         var ids: [Int64] = []
         var keys: [String] = []
         var reports: [String] = []
         var marks: [Bool] = []
-        for (record, settled) in settlements {
-            ids.append(record.storeRow ?? 0)
-            keys.append(record.keys.first ?? "")
-            reports.append(DeliveryReport.jsonText(settled))
-            marks.append(record.outlier != true)
+        var pings: [String] = []
+        var written: [String] = []
+        for settling in settlements {
+            ids.append(settling.record.storeRow ?? 0)
+            keys.append(settling.record.keys.first ?? "")
+            reports.append(DeliveryReport.jsonText(settling.reports))
+            marks.append(settling.record.outlier != true)
+            pings.append(settling.pings.isEmpty ? "" : "[" + settling.pings.map(\.jsonText).joined(separator: ",") + "]")
+            written.append(settling.written.joined(separator: " "))
         }
-        let (batchIDs, batchKeys, batchReports, batchMarks) = (ids, keys, reports, marks)
+        let (batchIDs, batchKeys, batchReports, batchMarks, batchPings, batchWritten) = (ids, keys, reports, marks, pings, written)
         // The project's newest version relayed advances with the settlement, whoever delivered it (an outlier moves
         // nothing). A record without its row (none should be) is found by its version key.
-        try await run("settle") { client, logger in
-            try await client.query(
+        let settled = try await run("settle") { client, logger in
+            let rows = try await client.query(
                 """
                 WITH v AS (
                     SELECT coalesce(nullif(v.id, 0), (SELECT id FROM rc_relay_outbox WHERE key_version = rc_relay_key(v.key))) AS id,
-                        v.reports, v.marks
-                    FROM unnest(\(batchIDs)::bigint[], \(batchKeys)::text[], \(batchReports)::text[], \(batchMarks)::boolean[])
-                        AS v(id, key, reports, marks)),
+                        v.reports, v.marks, nullif(v.pings, '') AS pings, v.written, v.item
+                    FROM unnest(\(batchIDs)::bigint[], \(batchKeys)::text[], \(batchReports)::text[], \(batchMarks)::boolean[],
+                        \(batchPings)::text[], \(batchWritten)::text[]) WITH ORDINALITY AS v(id, key, reports, marks, pings, written, item)),
                 settled AS (
-                    UPDATE rc_relay_outbox o SET settled = true, settled_at = now(), reports = v.reports, record = NULL
+                    UPDATE rc_relay_outbox o SET settled = true, settled_at = now(), reports = v.reports, record = NULL, pings = v.pings
                     FROM v WHERE o.id = v.id AND NOT o.settled
-                    RETURNING o.project, o.version, v.marks)
-                INSERT INTO rc_relay_marks (project, relayed) SELECT project, max(version) FROM settled WHERE marks GROUP BY project
-                ON CONFLICT (project) DO UPDATE SET relayed = EXCLUDED.relayed, updated_at = now()
-                WHERE rc_relay_marks.relayed IS NULL OR rc_relay_marks.relayed < EXCLUDED.relayed
+                    RETURNING o.project, o.version, v.marks, v.written, v.item),
+                marked AS (
+                    INSERT INTO rc_relay_marks (project, relayed) SELECT project, max(version) FROM settled WHERE marks GROUP BY project
+                    ON CONFLICT (project) DO UPDATE SET relayed = EXCLUDED.relayed, updated_at = now()
+                    WHERE rc_relay_marks.relayed IS NULL OR rc_relay_marks.relayed < EXCLUDED.relayed),
+                moved AS (
+                    DELETE FROM rc_relay_pings WHERE id IN (
+                        SELECT unnest(string_to_array(written, ' ')) FROM settled WHERE written <> ''))
+                SELECT item::integer FROM settled
                 """, logger: logger)
+            var items: Set<Int> = []
+            for try await item in rows.decode(Int.self) { items.insert(item) }
+            return items
         }
+        return settlements.enumerated().filter { !settled.contains($0.offset + 1) }.map(\.element)
     }
 
     /// Writes the history copies in one statement; if the database refuses it, they are logged and dropped (the
-    /// history is for reading: it never holds up the outbox).
-    func journalAll(_ batch: JournalBatch) async {
+    /// history is for reading: it never holds up the outbox). Notes the pending copies written, whose rows a
+    /// settlement that carries their settled copies deletes.
+    func journalAll(_ batch: JournalBatch, copies: inout HistoryCopies) async {
         guard !batch.entries.isEmpty else { return }
         await applying("journal") { () throws(StoreError) in try await self.journal(batch.entries) }
+        for entry in batch.entries where DeliveryHistory.row(ofPing: entry.id) != nil {
+            if entry.report == nil { copies.noteWritten(entry.id) } else { copies.written.remove(entry.id) }
+        }
     }
 
     /// Runs one change until the database takes it, refuses it for good, or the relay stops while it is away; one not

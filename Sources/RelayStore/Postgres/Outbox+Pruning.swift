@@ -5,9 +5,11 @@ import PostgresNIO
 /// What the store forgets, and when.
 extension PostgresStore {
     /// Forgets what no guarantee needs any more, on one replica at a time (an advisory lock; the others skip the round):
-    /// settled events past their own deduplication window, the pending events of a project no replica has held for
-    /// ``abandonedAfter`` (its configuration is gone), and all but the newest `keepPings` entries of the delivery
-    /// history. Only rows received more than `window` ago are looked at, oldest first. Returns how many rows went.
+    /// settled events past their own deduplication window, unless they are among the newest `keepPings` events (their
+    /// rows hold their pings' history; past its window such a row deduplicates nothing, see ``forget(_:)``), the
+    /// pending events of a project no replica has held for ``abandonedAfter`` (its configuration is gone), and all but
+    /// the newest `keepPings` history copies kept apart. Only rows received more than `window` ago are looked at, oldest
+    /// first. Returns how many rows went.
     @discardableResult
     package func prune(window: Duration, keepPings: Int = 1000) async throws(StoreError) -> Int {
         let seconds = Self.seconds(window)
@@ -24,10 +26,11 @@ extension PostgresStore {
                     WITH bound AS (
                         SELECT coalesce(
                             (SELECT id FROM rc_relay_outbox WHERE received_at >= now() - make_interval(secs => \(seconds)) ORDER BY id LIMIT 1),
-                            9223372036854775807) AS id)
+                            9223372036854775807) AS id,
+                        coalesce((SELECT id FROM rc_relay_outbox ORDER BY id DESC OFFSET \(keepPings) LIMIT 1), 0) AS history)
                     DELETE FROM rc_relay_outbox o USING bound
                     WHERE o.id < bound.id AND (
-                        (o.settled AND o.settled_at < now() - make_interval(secs => o.window_seconds))
+                        (o.settled AND o.id <= bound.history AND o.settled_at < now() - make_interval(secs => o.window_seconds))
                         OR (NOT o.settled AND o.received_at < now() - make_interval(secs => \(abandoned)) AND NOT EXISTS (
                             SELECT 1 FROM rc_relay_held l WHERE l.name = 'project/' || o.project)))
                     RETURNING o.settled, o.project, o.version

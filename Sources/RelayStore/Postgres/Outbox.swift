@@ -72,7 +72,7 @@ extension PostgresStore {
     /// Marks the event delivered (or given up by an operator), with its reports for duplicates. Its record goes: only
     /// a delivery reads it, and the settled row version is smaller without it (less WAL: docs/performance.md).
     package func settle(_ record: EventRecord, reports: [DeliveryReport]) async throws(StoreError) {
-        try await settle([(record, reports)])
+        try await settle([Settling(record: record, reports: reports)])
     }
 
     /// The project's events still to deliver, oldest first, in pages (so rows already under way, or that this relay

@@ -51,6 +51,9 @@ package final class OutboxSpool: Spool, DeliveryJournal {
         return queued
     }
 
+    /// Wakes the consumer with nothing queued (it writes the history copies it held).
+    func poke() { wake.yield() }
+
     /// Everything queued so far, oldest first.
     func take() -> [Change] {
         queue.withLockedValue { queue in

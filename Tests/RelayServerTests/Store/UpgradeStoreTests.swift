@@ -53,7 +53,7 @@ extension PostgresCluster {
                     data: {CONFIG_STATE: STALE, CONFIG_VERSION: "{{version}}"}
                 """
             try await withLiveRelay(.standard.routes(routes).extraYAML { _ in store }) { relay in
-                // Migrated to step 8 at start, then delivered by the replica that took the project's lease.
+                // Migrated to step 9 at start, then delivered by the replica that took the project's lease.
                 try await eventually("the relay settled the upgraded database's pending events") {
                     (try? await cluster.sql("SELECT count(*) FROM rc_relay_outbox WHERE settled")) == "2"
                 }
@@ -61,7 +61,7 @@ extension PostgresCluster {
                     "\($0["topic"] ?? "?") \(($0["data"] as? [String: String])?["CONFIG_VERSION"] ?? "?")"
                 }
                 #expect(sent == ["RC_SECOND 42"])
-                #expect(try await cluster.sql("SELECT max(version) FROM rc_relay_schema") == "8")
+                #expect(try await cluster.sql("SELECT max(version) FROM rc_relay_schema") == "9")
                 #expect(try await cluster.sql("SELECT count(*) FROM pg_class WHERE relname = 'rc_relay_events'") == "0")
                 // The settled events still answer their redeliveries, on the upgraded store.
                 let again = try await relay.post(#"{"versionNumber": "41"}"#, headers: binaryHeaders(id: "evt-41"))
