@@ -59,8 +59,7 @@ extension PostgresStore {
             case .journal(let entry):
                 entries.add(entry)
                 continue
-            case .update: break
-            case .flush: break
+            case .flush, .update: break
             }
             await settleAll(settlements, entries: &entries, copies: &copies)
             settlements = []
@@ -109,28 +108,30 @@ extension PostgresStore {
             if copies.written.remove(entry.id) != nil { settlements[index].written.append(entry.id) }
             return true
         }
-        var unsettled: [Settling] = []
-        if settlements.count > 1 {
-            do {
-                unsettled = try await settle(settlements)
-            } catch {
-                if case .unavailable = error {
-                    await applying("settle") { () throws(StoreError) in unsettled = try await self.settle(settlements) }
-                } else {
-                    unsettled = []
-                    for settling in settlements {
-                        await applying("settle") { () throws(StoreError) in unsettled += try await self.settle([settling]) }
-                    }
-                }
-            }
-        } else {
-            await applying("settle") { () throws(StoreError) in unsettled = try await self.settle(settlements) }
+        var unsettled: [Settling]
+        do {
+            unsettled = try await settle(settlements)
+        } catch {
+            // Refused as a whole: one by one, so only the refused one is lost; the database away: all again.
+            var parts = settlements.map { [$0] }
+            if case .unavailable = error { parts = [settlements] }
+            unsettled = []
+            for part in parts { unsettled += await settling(part) }
         }
-        // An event settled already (by another replica, or before a take-over): its pings' copies go apart.
+        // An event settled already (by another replica, or before a take-over), or whose settlement was given up: its
+        // pings' copies go apart.
         for settling in unsettled {
             for entry in settling.pings { entries.add(entry) }
             for id in settling.written { copies.written.insert(id) }
         }
+    }
+
+    /// Settles `batch` once the database takes it (``applying(_:_:)``); returns what it did not settle (all of it when
+    /// the settlement was given up).
+    func settling(_ batch: [Settling]) async -> [Settling] {
+        var left = batch
+        await applying("settle") { () throws(StoreError) in left = try await self.settle(batch) }
+        return left
     }
 
     /// An event to settle, with its reports and the settled history copies of its pings that ride the settlement (and

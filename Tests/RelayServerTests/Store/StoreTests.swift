@@ -669,7 +669,10 @@ import Testing
             try await withReplicas(cluster, count: 1) { stores in
                 let store = stores[0]
                 try await store.migrate()
-                for version in Int64(1)...2 { _ = try await store.admit(record(version: version, id: nil), window: .seconds(600)) }
+                var rows: [Int64] = []
+                for version in Int64(1)...2 {
+                    if case .admitted(let row) = try await store.admit(record(version: version, id: nil), window: .seconds(600)) { rows.append(row) }
+                }
                 // A row the database refuses to change (a trigger stands for any refusal that retrying cannot cure).
                 _ = try await cluster.sql(
                     """
@@ -677,12 +680,21 @@ import Testing
                     BEGIN IF NEW.version = 1 THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END $$;
                     CREATE TRIGGER refuse BEFORE UPDATE ON rc_relay_outbox FOR EACH ROW EXECUTE FUNCTION refuse();
                     """)
-                store.outbox.settle(record(version: 1, id: nil), reports: [])
-                store.outbox.settle(record(version: 2, id: nil), reports: [])
+                // Each with its ping's settled copy, which would ride the settlement.
+                let accepted = DeliveryReport(route: "default", status: .accepted, attempts: [])
+                for (version, row) in zip(Int64(1)...2, rows) {
+                    var event = record(version: version, id: nil)
+                    event.storeRow = row
+                    store.outbox.record(entry("p-\(version)-e\(row)", version: version, report: accepted))
+                    store.outbox.settle(event, reports: [])
+                }
                 await store.flush()
                 #expect(
                     try await cluster.sql("SELECT string_agg(version::text || ':' || settled::text, ',' ORDER BY version) FROM rc_relay_outbox")
                         == "1:false,2:true")
+                // The refused settlement's ping keeps its history, apart; the other's rode its settlement.
+                #expect(try await cluster.sql("SELECT string_agg(version::text, ',') FROM rc_relay_pings") == "1")
+                #expect(try await cluster.sql("SELECT string_agg(version::text, ',') FROM rc_relay_outbox WHERE pings IS NOT NULL") == "2")
             }
         }
     }
