@@ -40,22 +40,43 @@ enum DevelopmentProfile {
                     project: "demo-project", template: Data(#"{"parameters": {"welcome": {"defaultValue": {"value": "v\#(number)"}}}}"#.utf8),
                     origin: "CONSOLE")
             }
+            // An HTTP target when RC_RELAY_DEV_TARGET_URL names one (docs/targets.md): each version is described to it,
+            // signed with RC_RELAY_DEV_TARGET_SECRET (made here and shown once when unset) for the standard format.
+            let target = environment["RC_RELAY_DEV_TARGET_URL"].flatMap { $0.isEmpty ? nil : $0 }
+            let targetFormat = environment["RC_RELAY_DEV_TARGET_FORMAT"].flatMap { $0.isEmpty ? nil : $0 } ?? "standard"
+            let targetSecret = environment["RC_RELAY_DEV_TARGET_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
+            let madeTargetSecret = target != nil && targetFormat == "standard" && targetSecret == nil ? WebhookSecret.generate() : nil
+            var routes = ""
+            if target != nil {
+                let secrets =
+                    targetFormat != "standard" ? "" : targetSecret != nil ? ", secrets: [{env: RC_RELAY_DEV_TARGET_SECRET}]" : ", secrets: [\"\(madeTargetSecret!)\"]"
+                routes = """
+
+                    routes:
+                      - {name: default, topic: PUSH_RC, data: {CONFIG_STATE: STALE, CONFIG_VERSION: "{{version}}"}}
+                      - {name: notify, webhook: {url: {env: RC_RELAY_DEV_TARGET_URL}, format: "\(targetFormat)"\(secrets)}}
+                    """
+            }
             let yaml = """
                 fcm: {project: demo-project, credentialsFile: "\(keyFile.path)", baseURL: "\(emulatorURL)"}
                 remoteConfig: {baseURL: "\(emulatorURL)"}
                 poll: {intervalSeconds: 10, graceSeconds: 5}
                 webhook: {secrets: ["\(secret)"]}
                 admin: {tokens: ["\(adminToken)"]}
-                log: {pings: true}
+                log: {pings: true}\(routes)
                 """
             let settings = try ConfigurationLoader(environment: environment).load(yaml: yaml)
             let tracing = try RelayTracing.bootstrap(settings.tracing, logger: logger)
             let relay = try await RelayApplication.build(
                 settings: settings, logger: logger,
                 onServerRunning: { port in
-                    let text = banner(
+                    var text = banner(
                         relayURL: "http://\(settings.host):\(port)", emulatorURL: emulatorURL,
                         secret: ownSecrets ? nil : secret, adminToken: ownTokens ? nil : adminToken)
+                    if target != nil {
+                        text += "HTTP target (route notify, \(targetFormat)): each version is described to RC_RELAY_DEV_TARGET_URL"
+                            + (madeTargetSecret.map { ", signed with (shown once): \($0)" } ?? "") + "\n"
+                    }
                     FileHandle.standardOutput.write(Data((text + "\n").utf8))
                 })
             try await relay.runService(after: tracing.map { [$0] } ?? [])

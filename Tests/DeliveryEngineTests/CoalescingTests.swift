@@ -42,7 +42,8 @@ private final class HoldingSender: MessageSender {
     init(holding version: String) { held = version }
     var accepted: [String] { state.withLockedValue { $0 } }
 
-    func send(project: String, message: ByteBuffer, validateOnly: Bool, beforeRequest: RequestGate) async throws(SendFailure) -> String {
+    func send(_ payload: PingPayload, project: String, validateOnly: Bool, beforeRequest: RequestGate) async throws(SendFailure) -> String {
+        let message = ByteBuffer(bytes: payload.encoded)
         if let reason = await beforeRequest() { throw .withheld(reason) }
         let version = versions([String(buffer: message)])[0]
         if version == held {

@@ -35,7 +35,8 @@ private final class TimedSender: MessageSender {
 
     var sent: [Sent] { state.withLockedValue { $0.sent } }
 
-    func send(project: String, message: ByteBuffer, validateOnly: Bool, beforeRequest: RequestGate) async throws(SendFailure) -> String {
+    func send(_ payload: PingPayload, project: String, validateOnly: Bool, beforeRequest: RequestGate) async throws(SendFailure) -> String {
+        let message = ByteBuffer(bytes: payload.encoded)
         if let reason = await beforeRequest() { throw .withheld(reason) }
         let object = try! JSONSerialization.jsonObject(with: Data(String(buffer: message).utf8)) as! [String: Any]
         let topic = object["topic"] as? String ?? "?"

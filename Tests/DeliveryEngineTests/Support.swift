@@ -58,7 +58,8 @@ final class ScriptedSender: MessageSender {
 
     var sent: [String] { state.withLockedValue { $0.sent } }
 
-    func send(project: String, message: ByteBuffer, validateOnly: Bool, beforeRequest: RequestGate) async throws(SendFailure) -> String {
+    func send(_ payload: PingPayload, project: String, validateOnly: Bool, beforeRequest: RequestGate) async throws(SendFailure) -> String {
+        let message = ByteBuffer(bytes: payload.encoded)
         if let reason = await beforeRequest() { throw .withheld(reason) }
         let failure = state.withLockedValue { state -> SendFailure? in
             state.sent.append(String(buffer: message))

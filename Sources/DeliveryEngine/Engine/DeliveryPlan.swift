@@ -1,9 +1,13 @@
 import Foundation
 import RelayCore
 
-/// How one project's pings are sent: its sender (its credentials, and its rules for what a failure means) and the retry policy as configured.
+/// How one project's pings are sent: its senders (each with its credentials, and its rules for what a failure means),
+/// picked by what a ping carries (``PingPayload/sender``), and the retry policy as configured.
 package struct SendPlan: Sendable {
+    /// The sender of any ping whose own is not in ``senders``.
     package var sender: any MessageSender
+    /// Senders by ``PingPayload/sender``: each HTTP target's.
+    package var senders: [String: any MessageSender] = [:]
     package var policy: RetryPolicy
     /// Ask the destination to check every message without delivering it (a dry run).
     package var validateOnly: Bool
@@ -13,6 +17,9 @@ package struct SendPlan: Sendable {
     package init(sender: any MessageSender, policy: RetryPolicy, validateOnly: Bool = false, logPings: Bool = false) {
         (self.sender, self.policy, self.validateOnly, self.logPings) = (sender, policy, validateOnly, logPings)
     }
+
+    /// The sender of a ping that carries `payload`.
+    package func sender(for payload: PingPayload) -> any MessageSender { senders[payload.sender] ?? sender }
 }
 
 /// What delivering one event means: the pings its routes make of it, and how to send them.

@@ -9,7 +9,7 @@ import Tracing
 extension Dispatcher {
     /// One request, within the outbound limit: asked of the fence and the versions accepted right before it starts.
     func attempt(
-        _ ping: Ping, _ version: Int64, _ message: ByteBuffer, _ validateOnly: Bool, _ supersedes: Bool,
+        _ ping: Ping, _ version: Int64, _ sender: any MessageSender, _ validateOnly: Bool, _ supersedes: Bool,
         _ fence: (@Sendable (String) async -> String?)?, _ logger: Logger
     ) async -> Attempt {
         await limit.run { () async -> Attempt in
@@ -35,7 +35,7 @@ extension Dispatcher {
             let gate: RequestGate
             if let fence { gate = { await fence(project) } } else { gate = { nil } }
             do throws(SendFailure) {
-                return .sent(.success(try await sender.send(project: project, message: message, validateOnly: validateOnly, beforeRequest: gate)))
+                return .sent(.success(try await sender.send(ping.payload, project: project, validateOnly: validateOnly, beforeRequest: gate)))
             } catch {
                 if error.kind == .withheld { return .fenced(error.description) }
                 return .sent(.failure(error))

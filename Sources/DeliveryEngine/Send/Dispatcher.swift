@@ -34,7 +34,6 @@ struct Dispatcher: Sendable {
     /// Asked right before each request (``DeliveryFence``): nil, or why none may start.
     var fence: (@Sendable (_ project: String) async -> String?)? = nil
 
-    var sender: any MessageSender { plan.sender }
     var policy: RetryPolicy { plan.policy }
 
     func deliver(_ pings: [Ping], batch: DeliveryBatch, control: DeliveryControl, logger: Logger) async -> [DeliveryReport] {
@@ -158,13 +157,13 @@ struct Dispatcher: Sendable {
         } else {
             fence = nil
         }
-        let body = ping.payload.encoded
+        // The ping's own sender: FCM's, or its route's HTTP target's.
+        let sender = plan.sender(for: ping.payload)
         if plan.logPings { logger.info("ping", metadata: ["message": "\(ping.payload.loggable)"]) }
-        let message = ByteBuffer(bytes: body)
         let deadline = clock.instant() + policy.deadline
         var attempts: [DeliveryReport.Attempt] = []
         var lastError: DeliveryReport.ErrorDetail?
-        let pacer = pacers.pacer(for: ping.project)
+        let pacer = sender.pace.map { pacers.pacer(for: $0.key, rate: $0.rate) } ?? pacers.pacer(for: ping.project)
         let sends = metrics.sends(sender)
         while true {
             // Stopped (a shutdown's hand-over): no attempt starts now; the event is spooled with this route still due.
@@ -185,7 +184,7 @@ struct Dispatcher: Sendable {
             let attemptSpan = Traces.startSpan(sender.service + " send", ofKind: .client)
             attemptSpan?.attributes["rc_relay.attempt"] = attempts.count + 1
             let outcome = await Traces.within(attemptSpan?.context) {
-                await attempt(ping, version, message, validateOnly, supersedes, fence, logger)
+                await attempt(ping, version, sender, validateOnly, supersedes, fence, logger)
             }
             let result: Result<String, SendFailure>
             switch outcome {

@@ -1,4 +1,5 @@
 import NIOCore
+import RelayCore
 
 /// The seam between the engine and a destination: send one encoded message, get its name back, or why not, already
 /// classified by the sender's own rules (``SendFailure/Kind``). The engine knows the destination by this alone;
@@ -10,9 +11,13 @@ public protocol MessageSender: Sendable {
     /// The error codes the destination documents: a metric's `error_code` label names these and counts any other as
     /// `other`, so a destination cannot grow the label's values.
     var errorCodes: Set<String> { get }
-    /// `beforeRequest` is asked right before each request leaves (after credentials are in hand, and again before a
-    /// retry the sender makes of its own): a reason not to send ends the send with a ``SendFailure/Kind/withheld``.
-    func send(project: String, message: ByteBuffer, validateOnly: Bool, beforeRequest: RequestGate) async throws(SendFailure) -> String
+    /// Where its requests are paced: nil for the project's pace (`delivery.messagesPerSecond`), else a key and a rate
+    /// of its own (an HTTP target's host).
+    var pace: (key: String, rate: Double)? { get }
+    /// Sends what a ping carries, encoded by the sender's own rules. `beforeRequest` is asked right before each request
+    /// leaves (after credentials are in hand, and again before a retry the sender makes of its own): a reason not to
+    /// send ends the send with a ``SendFailure/Kind/withheld``.
+    func send(_ payload: PingPayload, project: String, validateOnly: Bool, beforeRequest: RequestGate) async throws(SendFailure) -> String
 }
 
 /// Asked right before a request leaves: nil to send it, or why it must not.
@@ -20,10 +25,11 @@ public typealias RequestGate = @Sendable () async -> String?
 
 extension MessageSender {
     public var errorCodes: Set<String> { [] }
+    public var pace: (key: String, rate: Double)? { nil }
 
     /// A send that nothing holds back.
-    public func send(project: String, message: ByteBuffer, validateOnly: Bool) async throws(SendFailure) -> String {
-        try await send(project: project, message: message, validateOnly: validateOnly, beforeRequest: { nil })
+    public func send(_ payload: PingPayload, project: String, validateOnly: Bool) async throws(SendFailure) -> String {
+        try await send(payload, project: project, validateOnly: validateOnly, beforeRequest: { nil })
     }
 
     /// The service as metric names and log keys have it: lowercased, letters, digits and `_` only (`Google Chat` →

@@ -69,7 +69,7 @@ package final class Pacer: Sendable {
     }
 }
 
-/// One ``Pacer`` per project, kept across reloads.
+/// One ``Pacer`` per project, and per HTTP target's host, kept across reloads.
 package final class Pacers: Sendable {
     private let pacers = NIOLockedValueBox([String: Pacer]())
     package let rate: Double
@@ -82,11 +82,15 @@ package final class Pacers: Sendable {
         pacers.withLockedValue { $0.map { ($0.key, $0.value) } }.sorted { $0.project < $1.project }
     }
 
-    package func pacer(for project: String) -> Pacer {
+    package func pacer(for project: String) -> Pacer { pacer(for: project, rate: rate) }
+
+    /// The pacer of a destination of its own (an HTTP target's host, keyed `host:<name>`), at its own rate; the first
+    /// rate asked for a key is its rate until the process restarts.
+    package func pacer(for key: String, rate: Double) -> Pacer {
         pacers.withLockedValue { pacers in
-            if let pacer = pacers[project] { return pacer }
+            if let pacer = pacers[key] { return pacer }
             let pacer = Pacer(rate: rate, clock: clock)
-            pacers[project] = pacer
+            pacers[key] = pacer
             return pacer
         }
     }

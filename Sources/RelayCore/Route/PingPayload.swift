@@ -44,18 +44,30 @@ extension PingAudience: Codable {
     }
 }
 
-/// What a ping carries, which its target's sender sends as it is encoded here. Today an FCM message; a second kind
-/// of target is a second case, and the engine, which reads only ``encoded``, ``loggable`` and ``audience``, does not
-/// change.
+/// What a ping carries, which its target's sender sends: an FCM message, or a call to a route's HTTP target. The
+/// engine reads only ``sender``, ``loggable`` and ``audience``; the sender it picks by ``sender`` encodes the rest.
 public enum PingPayload: Sendable, Equatable {
     case fcm(FCMMessage)
+    case http(HTTPCall)
 
     /// The request's body.
     public var encoded: [UInt8] {
         switch self {
         case .fcm(let message): message.json
+        case .http(let call): call.body
         }
     }
+
+    /// Which sender sends it: `fcm`, or `http:<route>` (each HTTP target has its own, with its URL and secrets).
+    public var sender: String {
+        switch self {
+        case .fcm: "fcm"
+        case .http(let call): Self.sender(route: call.route)
+        }
+    }
+
+    /// The sender of a route's HTTP target.
+    public static func sender(route: String) -> String { "http:\(route)" }
 
     /// The body as a log may show it: a device's registration token is personal data and is redacted.
     public var loggable: String {
@@ -65,6 +77,9 @@ public enum PingPayload: Sendable, Equatable {
             var redacted = message
             redacted.target = .token("<redacted>")
             return String(decoding: redacted.json, as: UTF8.self)
+        case .http(let call):
+            // The body: the target's URL and secrets are the sender's, never here.
+            return String(decoding: call.body, as: UTF8.self)
         }
     }
 
@@ -72,6 +87,7 @@ public enum PingPayload: Sendable, Equatable {
     public var audience: PingAudience {
         switch self {
         case .fcm(let message): PingAudience(message.target)
+        case .http(let call): PingAudience(kind: "webhook", name: call.route)
         }
     }
 }

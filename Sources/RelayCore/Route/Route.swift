@@ -1,7 +1,11 @@
-/// A validated route: which template versions it takes, and the FCM ping it makes of them.
+/// A validated route: which template versions it takes, and the FCM ping or the HTTP call it makes of them.
 public struct Route: Sendable {
     public let name: String
+    /// An FCM route's topic or condition. A route with an HTTP target (``webhook``) sends to no FCM audience: this is
+    /// then the topic named after the route, never sent to.
     public let target: FCMMessage.Target
+    /// The route's HTTP target (`webhook:`), instead of an FCM message.
+    public let webhook: HTTPTarget?
     public let data: [(key: String, value: DataTemplate)]
     public let updateTypes: Set<String>?
     public let origins: Set<String>?
@@ -35,11 +39,20 @@ public struct Route: Sendable {
             throw RouteError(key: "name", problem: "'\(name.prefix(100))' is empty or holds '#' or '@'", fix: "use letters, digits, - and _")
         }
         self.definition = definition
-        self.waves = try Self.waves(definition)
-        if let waves {
-            self.target = .topic(waves.topic(shard: 0))
+        if let webhook = definition.webhook {
+            if let key = HTTPTarget.fcmKey(in: definition) {
+                throw RouteError(
+                    key: key, problem: "the route has a webhook target, and \(key) describes an FCM message",
+                    fix: "drop \(key), or make a route of its own for the FCM ping")
+            }
+            self.webhook = try HTTPTarget(webhook)
+            self.waves = nil
+            self.target = .topic(name)
         } else {
-            self.target = try Self.target(definition)
+            self.webhook = nil
+            let waves = try Self.waves(definition)
+            self.waves = waves
+            if let waves { self.target = .topic(waves.topic(shard: 0)) } else { self.target = try Self.target(definition) }
         }
         self.quiet = .seconds(try Self.debounce(definition.debounceSeconds))
         self.data = try Self.data(definition.data ?? [:])

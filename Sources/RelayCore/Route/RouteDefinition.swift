@@ -15,6 +15,27 @@ public struct RouteDefinition: Sendable, Equatable, Codable {
     public var debounceSeconds: Int?
     /// Staged waves: the audience split over shard topics, sent evenly across a spread.
     public var waves: WavesDefinition?
+    /// An HTTP target instead of an FCM one: a signed call or a chat message describing each version
+    /// (``HTTPTarget``, docs/targets.md).
+    public var webhook: Webhook?
+
+    /// `webhook`: the receiver's URL, the body's format (`standard`, `slack`, `googleChat`), and a standard target's
+    /// signing secrets.
+    public struct Webhook: Sendable, Equatable, Codable {
+        public var url: SecretSource?
+        public var format: String?
+        public var secrets: [SecretSource]?
+        public var caFile: String?
+        public var timeoutSeconds: Int?
+        public var messagesPerSecond: Double?
+        public init(
+            url: SecretSource? = nil, format: String? = nil, secrets: [SecretSource]? = nil, caFile: String? = nil, timeoutSeconds: Int? = nil,
+            messagesPerSecond: Double? = nil
+        ) {
+            (self.url, self.format, self.secrets, self.caFile) = (url, format, secrets, caFile)
+            (self.timeoutSeconds, self.messagesPerSecond) = (timeoutSeconds, messagesPerSecond)
+        }
+    }
 
     /// `waves`: `shards` topics named by `topic` (which holds `{shard}`), sent evenly across `spreadSeconds`.
     public struct WavesDefinition: Sendable, Equatable, Codable {
@@ -74,8 +95,9 @@ public struct RouteDefinition: Sendable, Equatable, Codable {
     public init(
         name: String? = nil, topic: String? = nil, condition: String? = nil, data: [String: String]? = nil,
         when: Filter? = nil, audience: [String: String]? = nil, android: Android? = nil, apns: APNs? = nil, webpush: WebPush? = nil,
-        debounceSeconds: Int? = nil, waves: WavesDefinition? = nil
+        debounceSeconds: Int? = nil, waves: WavesDefinition? = nil, webhook: Webhook? = nil
     ) {
+        self.webhook = webhook
         self.debounceSeconds = debounceSeconds
         self.waves = waves
         self.audience = audience

@@ -5,11 +5,12 @@ public struct Ping: Sendable, Equatable {
     public var route: String
     public var project: String
     public var payload: PingPayload
-    /// The FCM message it carries.
+    /// The FCM message it carries; for a call to an HTTP target, an empty message to the route's name (never sent).
     public var message: FCMMessage {
         get {
             switch payload {
             case .fcm(let message): message
+            case .http(let call): FCMMessage(target: .topic(call.route), data: [:], android: .init(priority: "normal", collapse_key: "", ttl: "0s"), apns: .init(headers: [:], payload: .init(aps: .init())), webpush: .init(headers: [:]))
             }
         }
         set { payload = .fcm(newValue) }
@@ -25,9 +26,13 @@ public struct Ping: Sendable, Equatable {
     public var narrowedTopics: Set<String>? = nil
 
     public init(route: String, project: String, message: FCMMessage, decision: String? = nil, schedule: PingSchedule = .immediate) {
+        self.init(route: route, project: project, payload: .fcm(message), decision: decision, schedule: schedule)
+    }
+
+    public init(route: String, project: String, payload: PingPayload, decision: String? = nil, schedule: PingSchedule = .immediate) {
         self.route = route
         self.project = project
-        self.payload = .fcm(message)
+        self.payload = payload
         self.decision = decision
         self.schedule = schedule
     }
@@ -99,7 +104,22 @@ public struct RouteTable: Sendable {
     /// The pings for one version knowing what it changed: a change-aware route fires only for the changes it is for,
     /// to its narrowed audience where the change allows, and to its whole audience when the change is unknown.
     public func pings(for version: TemplateVersion, project: String, change: TemplateChange) -> [Ping] {
-        routes.filter { $0.matches(version) }.flatMap { route -> [Ping] in
+        let matching = routes.filter { $0.matches(version) }
+        let pings = matching.filter { $0.webhook == nil }.flatMap { fcmPings(route: $0, version: version, project: project, change: change) }
+        // HTTP targets describe the version, with the FCM audiences its pings go to, and come after them.
+        let audiences = pings.compactMap { $0.payload.audience.isDevice ? nil : $0.payload.audience.key }
+        let calls = matching.compactMap { route -> Ping? in
+            let decision = route.decide(change)
+            guard decision.fires, let call = route.call(for: version, project: project, change: change, audiences: audiences) else { return nil }
+            return Ping(
+                route: route.name, project: project, payload: .http(call), decision: route.changeRule == nil ? nil : decision.reason,
+                schedule: PingSchedule(quiet: route.quiet))
+        }
+        let byRoute = Dictionary(grouping: pings + calls) { Ping.routeName($0.route) }
+        return matching.flatMap { byRoute[$0.name] ?? [] }
+    }
+
+    private func fcmPings(route: Route, version: TemplateVersion, project: String, change: TemplateChange) -> [Ping] {
             guard route.isChangeAware else {
                 return route.pings(of: route.message(for: version, project: project), project: project)
             }
@@ -121,7 +141,6 @@ public struct RouteTable: Sendable {
                 }
                 return ping
             }
-        }
     }
 }
 

@@ -29,6 +29,8 @@ public struct TemplateDiff: Sendable, Equatable {
     public var conditions: [ConditionChange]
     /// The conditions both templates have are in another order: what any parameter using them resolves to may differ.
     public var conditionsReordered: Bool
+    /// The version it is measured from, when its template said (the older one, for two merged).
+    public var since: Int64? = nil
 
     public var isEmpty: Bool { parameters.isEmpty && conditions.isEmpty && !conditionsReordered }
 
@@ -71,6 +73,7 @@ public struct TemplateDiff: Sendable, Equatable {
         self.conditions = conditions.sorted { $0.name < $1.name }
         let kept = Set(before.keys).intersection(after.keys)
         conditionsReordered = old.conditions.map(\.name).filter(kept.contains) != new.conditions.map(\.name).filter(kept.contains)
+        since = old.versionNumber
     }
 
     /// What either diff changed, as one: a version measured from two versions its devices may have heard of last
@@ -98,6 +101,7 @@ public struct TemplateDiff: Sendable, Equatable {
         let known = Set(conditions.map(\.name))
         merged.conditions = (conditions + other.conditions.filter { !known.contains($0.name) }).sorted { $0.name < $1.name }
         merged.conditionsReordered = conditionsReordered || other.conditionsReordered
+        merged.since = [since, other.since].compactMap { $0 }.min()
         return merged
     }
 

@@ -51,7 +51,10 @@ struct AdminController: Sendable {
             return .init(
                 id: id,
                 credentials: .init(kind: .init(rawValue: pipeline.credentials.kind) ?? .keyFile, source: pipeline.credentials.source),
-                routes: pipeline.routes.routes.map(Components.Schemas.RouteView.init))
+                routes: pipeline.routes.routes.map { route in
+                    let sender = pipeline.send.senders[PingPayload.sender(route: route.name)] as? HTTPTargetSender
+                    return Components.Schemas.RouteView(route, disabled: sender?.disabledReason)
+                })
         }
         return .init(
             webhook: .init(
@@ -65,30 +68,23 @@ struct AdminController: Sendable {
     struct Preview: Encodable {
         struct Request: Encodable {
             var route: String
+            /// An HTTP target's URL shows its scheme and host only: its path and query can be its key.
             var url: String
-            var body: [String: FCMMessage]
+            var body: Body
         }
-        struct Change: Encodable {
-            struct Parameter: Encodable {
-                var name: String
-                var kind: String
-                var defaultChanged: Bool
-                var valueTypeChanged: Bool
-                var conditions: [String]
+        /// FCM's `{"message": …}`, or an HTTP target's call as it would be sent.
+        enum Body: Encodable {
+            case fcm(FCMMessage)
+            case http(any Encodable & Sendable)
+
+            func encode(to encoder: any Encoder) throws {
+                switch self {
+                case .fcm(let message): try ["message": message].encode(to: encoder)
+                case .http(let message): try message.encode(to: encoder)
+                }
             }
-            struct Condition: Encodable {
-                var name: String
-                var kind: String
-            }
-            var known: Bool
-            var since: String?
-            var reason: String?
-            var parameters: [Parameter] = []
-            var conditions: [Condition] = []
-            var conditionsReordered = false
-            /// What `{{changedParameters}}` lists; absent when anything may have changed.
-            var changedParameters: [String]?
         }
+        typealias Change = ChangeSummary
         struct Decision: Encodable {
             var route: String
             var fires: Bool
@@ -117,13 +113,21 @@ struct AdminController: Sendable {
             }
             let decision = route.decide(change)
             var targets = decision.targets.map(\.key)
+            if route.webhook != nil { targets = decision.fires ? ["webhook:\(route.name)"] : [] }
             if let waves = route.waves, decision.targets == [route.target] {
                 targets = (0..<waves.shards).map { FCMMessage.Target.topic(waves.topic(shard: $0)).key }  // each shard, in waves
             }
             return Preview.Decision(route: route.name, fires: decision.fires, reason: decision.reason, targets: targets)
         }
         let requests = pipeline.routes.pings(for: version, project: project, change: change).map { ping in
-            Preview.Request(route: ping.route, url: "\(settings.fcmBaseURL)/v1/projects/\(project)/messages:send", body: ["message": ping.message])
+            switch ping.payload {
+            case .fcm(let message):
+                return Preview.Request(route: ping.route, url: "\(settings.fcmBaseURL)/v1/projects/\(project)/messages:send", body: .fcm(message))
+            case .http(let call):
+                let target = pipeline.routes.routes.first { $0.name == call.route }?.webhook
+                let url = target.map { "\($0.url.scheme ?? "https")://\($0.host)/…" } ?? "-"
+                return Preview.Request(route: ping.route, url: url, body: .http(call.notice.message(call.format)))
+            }
         }
         return Preview(
             project: project, versionNumber: String(version.versionNumber), change: Self.change(change, of: version.versionNumber, since: ask.since),
@@ -131,23 +135,7 @@ struct AdminController: Sendable {
     }
 
     static func change(_ change: TemplateChange, of number: Int64, since: Int64?) -> Preview.Change? {
-        let base = since.map(String.init) ?? (number > 1 ? String(TemplateChanges.base(of: number, since: nil)) : nil)
-        switch change {
-        case .notNeeded:
-            return nil
-        case .unknown(let why):
-            return .init(known: false, since: base, reason: why)
-        case .known(let diff):
-            return .init(
-                known: true, since: base,
-                parameters: diff.parameters.map {
-                    .init(
-                        name: $0.name, kind: $0.kind.rawValue, defaultChanged: $0.defaultChanged, valueTypeChanged: $0.valueTypeChanged,
-                        conditions: $0.conditions.sorted())
-                },
-                conditions: diff.conditions.map { .init(name: $0.name, kind: $0.kind.rawValue) }, conditionsReordered: diff.conditionsReordered,
-                changedParameters: change.changedParameters)
-        }
+        ChangeSummary(change, of: number, since: since)
     }
 
     func send(_ request: AdminBodyRoutes.SendAsk) async throws(Refusal) -> Components.Schemas.DeliveryList {

@@ -14,9 +14,9 @@ import ServiceLifecycle
 /// Each project's credentials, token cache, sender and Remote Config client; and the ID-token verifier.
 extension RelayApplication {
     /// Each project's routes and sender; projects with the same credentials share one token cache.
-    static func makeProjects(_ settings: RelaySettings, httpClient: HTTPClient, metrics: RelayMetrics, logger: Logger) async throws
-        -> ProjectDirectory
-    {
+    static func makeProjects(
+        _ settings: RelaySettings, httpClient: HTTPClient, targetClients: HTTPTargetClients, metrics: RelayMetrics, logger: Logger
+    ) async throws -> ProjectDirectory {
         var sources: [String: CachingTokenSource] = [:]
         var pipelines: [(String, ProjectDirectory.Pipeline)] = []
         for project in settings.projects {
@@ -43,9 +43,16 @@ extension RelayApplication {
                 }
             }
             let sender = FCMSender(httpClient: httpClient, baseURL: settings.fcmBaseURL, tokenSource: source, timeout: settings.fcmTimeout)
-            let send = SendPlan(
+            var send = SendPlan(
                 sender: FCMMessageSender(sender: sender), policy: settings.retryPolicy, validateOnly: settings.validateOnly,
                 logPings: settings.logPings)
+            // Each HTTP target its own sender, with its URL, secrets and client (a new one per reload: a 410's disabling
+            // lasts until then).
+            for route in project.routes.routes {
+                guard let target = route.webhook else { continue }
+                send.senders[PingPayload.sender(route: route.name)] = HTTPTargetSender(
+                    route: route.name, target: target, client: targetClients.client(caFile: target.caFile), logger: logger)
+            }
             let credentials: (String, String) =
                 switch project.credentials {
                 case .keyFile(let path, _): ("keyFile", path)

@@ -41,9 +41,10 @@ public enum RelayApplication {
         sleep: @escaping @Sendable (Duration) async -> Void, clock: any DeliveryClock, planted: PlantedBugs
     ) async throws -> RelayProcess {
         let httpClient = makeHTTPClient(settings)
+        let targetClients = HTTPTargetClients()
         let metrics = RelayMetrics()
         let rebuild: @Sendable (RelaySettings) async throws -> RelayConfiguration = { settings in
-            try await makeConfiguration(settings, httpClient: httpClient, metrics: metrics, logger: logger)
+            try await makeConfiguration(settings, httpClient: httpClient, targetClients: targetClients, metrics: metrics, logger: logger)
         }
         let store: ConfigurationStore
         let engine: DeliveryEngine
@@ -62,6 +63,7 @@ public enum RelayApplication {
                 replan: { await planner.plan($0, since: relayed.newest($0.project), in: store.current, logger: logger) })
         } catch {
             try? await httpClient.shutdown()
+            try? await targetClients.run()
             throw error
         }
         let drain = DrainState()
@@ -88,7 +90,7 @@ public enum RelayApplication {
             server: server, address: .hostname(settings.host, port: settings.port), serverName: "rc-relay",
             // Shut down in reverse: the engine drains while the HTTP client is still up, and while the storage still
             // runs; the storage stops once the engine's hand-overs are written.
-            services: stored + [HTTPClientService(client: httpClient), engine]
+            services: stored + [HTTPClientService(client: httpClient), targetClients, engine]
                 + poller(settings, store, engine, planner, relayed, clock, metrics, admission, logger),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? settings.port) },
             logger: logger)
@@ -164,7 +166,9 @@ public enum RelayApplication {
         engine.parkedRetryInterval = settings.retryPolicy.maximumDelay
         engine.supersedeWindow = settings.retryPolicy.deadline
         engine.drainGrace = settings.drainGrace
-        engine.services = [FCMMessageSender.service]
+        // FCM's, and each HTTP target format's in use, exported at zero from the start.
+        let formats = Set(settings.projects.flatMap { $0.routes.routes.compactMap { $0.webhook?.format } })
+        engine.services = [FCMMessageSender.service] + HTTPTarget.Format.allCases.filter(formats.contains).map(\.service)
         return engine
     }
 
@@ -178,11 +182,12 @@ public enum RelayApplication {
     }
 
     /// What a reload rebuilds: each project's pipeline and the ID-token verifier.
-    static func makeConfiguration(_ settings: RelaySettings, httpClient: HTTPClient, metrics: RelayMetrics, logger: Logger) async throws
-        -> RelayConfiguration
-    {
+    static func makeConfiguration(
+        _ settings: RelaySettings, httpClient: HTTPClient, targetClients: HTTPTargetClients, metrics: RelayMetrics, logger: Logger
+    ) async throws -> RelayConfiguration {
         RelayConfiguration(
-            settings: settings, projects: try await makeProjects(settings, httpClient: httpClient, metrics: metrics, logger: logger),
+            settings: settings,
+            projects: try await makeProjects(settings, httpClient: httpClient, targetClients: targetClients, metrics: metrics, logger: logger),
             idTokens: try await makeIDTokenVerifier(settings.oidc, httpClient: httpClient), loadedAt: Date())
     }
 

@@ -154,7 +154,11 @@ struct ConfigurationFile: Decodable {
         "log": ["level", "format", "pings"],
         "routes[]": [
             "name", "topic", "condition", "data", "when", "audience", "android", "apns", "webpush", "debounceSeconds", "waves",
+            "webhook",
         ],
+        "routes[].webhook": ["url", "format", "secrets", "caFile", "timeoutSeconds", "messagesPerSecond"],
+        "routes[].webhook.url": ["value", "env", "file"],
+        "routes[].webhook.secrets[]": ["value", "env", "file"],
         "routes[].waves": ["shards", "spreadSeconds", "topic"],
         "routes[].when": ["updateTypes", "origins", "changed"],
         "routes[].when.changed": ["parameters", "conditions"],
@@ -163,28 +167,4 @@ struct ConfigurationFile: Decodable {
         "routes[].webpush": ["ttlSeconds", "urgency"],
         "webhook.secrets[]": ["value", "env", "file"],
     ]
-}
-
-/// A secret given by value, by the name of an environment variable, or by a file path (as mounted secrets are).
-enum SecretSource: Decodable, Equatable {
-    case value(String)
-    case environment(String)
-    case file(String)
-
-    private enum CodingKeys: String, CodingKey { case value, env, file }
-
-    init(from decoder: any Decoder) throws {
-        if let text = try? decoder.singleValueContainer().decode(String.self) {
-            self = .value(text)
-            return
-        }
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        if let name = try c.decodeIfPresent(String.self, forKey: .env) {
-            self = .environment(name)
-        } else if let path = try c.decodeIfPresent(String.self, forKey: .file) {
-            self = .file(path)
-        } else {
-            self = .value(try c.decode(String.self, forKey: .value))
-        }
-    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import RelayCore
 
 /// The `admin` section and the proxy-facing `server` keys.
 extension ConfigurationLoader {

@@ -2,6 +2,7 @@ import DeliveryEngine
 import FCMClient
 import Foundation
 import NIOCore
+import RelayCore
 
 /// The FCM client as the engine's ``MessageSender``: FCM's answers classified by FCM's retry rules
 /// (``SendFailure/init(_:now:)``), which live here and nowhere in the engine.
@@ -20,9 +21,13 @@ struct FCMMessageSender: MessageSender {
     ]
     var errorCodes: Set<String> { Self.errorCodes }
 
-    func send(project: String, message: ByteBuffer, validateOnly: Bool, beforeRequest: RequestGate) async throws(SendFailure) -> String {
+    func send(_ payload: PingPayload, project: String, validateOnly: Bool, beforeRequest: RequestGate) async throws(SendFailure) -> String {
+        guard case .fcm(let message) = payload else {
+            throw SendFailure(.permanent, "FCM sends FCM messages only, and this ping carries a call to route \(payload.audience.name)'s HTTP target")
+        }
         do {
-            return try await sender.send(project: project, message: message, validateOnly: validateOnly, beforeRequest: beforeRequest)
+            return try await sender.send(
+                project: project, message: ByteBuffer(bytes: message.json), validateOnly: validateOnly, beforeRequest: beforeRequest)
         } catch {
             throw SendFailure(error, now: now())
         }

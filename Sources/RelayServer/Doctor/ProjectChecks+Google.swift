@@ -17,7 +17,8 @@ extension ProjectChecks {
             versionNumber: 1, updateTime: ISO8601DateFormatter().string(from: Date()), updateUser: .init(email: "doctor@rc-relay.invalid"),
             description: "rc-relay doctor", updateOrigin: "CONSOLE", updateType: "INCREMENTAL_UPDATE")
         var out: [(String, Route, FCMMessage)] = []
-        for route in project.routes.routes {
+        // An HTTP target's route sends no FCM message: the doctor calls no receiver.
+        for route in project.routes.routes where route.webhook == nil {
             let message = route.message(for: version, project: id)
             if let waves = route.waves {
                 var first = message

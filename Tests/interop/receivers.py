@@ -1,0 +1,68 @@
+"""A receiver of HTTP targets' calls on loopback: it records each request and answers from a script (status,
+headers, a delay, or no answer at all), over HTTP or HTTPS."""
+import ssl
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class Receiver:
+    """`script`: answers in order, each `(status, headers)` or `"hang"` (read the request, never answer); when it runs
+    out, 200. `tls`: a `(cert, key)` pair of PEM paths to serve HTTPS with."""
+
+    def __init__(self, script=(), tls=None):
+        self.script = list(script)
+        self.calls = []
+        self.changed = threading.Condition()
+        self.release = threading.Event()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with receiver.changed:
+                    receiver.calls.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
+                                           "body": body, "at": time.monotonic()})
+                    answer = receiver.script.pop(0) if receiver.script else (200, {})
+                    receiver.changed.notify_all()
+                if answer == "hang":
+                    receiver.release.wait(120)
+                    return
+                status, headers = answer
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        scheme = "http"
+        if tls:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://{'localhost' if tls else '127.0.0.1'}:{self.server.server_address[1]}/hooks/rc"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def wait_for_calls(self, count, timeout=30):
+        """The first `count` calls, once they came (a failure if they did not within `timeout` seconds)."""
+        deadline = time.monotonic() + timeout
+        with self.changed:
+            while len(self.calls) < count:
+                left = deadline - time.monotonic()
+                assert left > 0, f"{len(self.calls)} calls came, not {count}"
+                self.changed.wait(left)
+            return list(self.calls[:count])
+
+    def stop(self):
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
