@@ -179,6 +179,23 @@ def test_a_429_waits_its_retry_after_and_a_4xx_is_not_retried(emulator, tmp_path
         bad = [d for d in refused if d["versionNumber"] == "3"][0]
         assert bad["status"] == "failed" and len(bad["attempts"]) == 1 and bad["attempts"][0]["httpStatus"] == 400
         assert len(receiver.calls) == 3
+        # An operator's retry makes the call again, the same call (its id), describing the change again.
+        retried = requests.post(f"{relay['url']}/admin/deliveries/{bad['id']}/retry",
+                                headers={"Authorization": f"Bearer {ADMIN}"}, timeout=30)
+        assert retried.ok and retried.json()["status"] == "accepted", retried.text
+        assert until(lambda: len(receiver.calls) >= 4, 30), (retried.json()["messageName"], [l for l in relay["proc"].output.splitlines() if "7e3" in l or "retry" in l][-6:])
+        again = receiver.calls[3]
+        assert again["headers"]["webhook-id"] == receiver.calls[2]["headers"]["webhook-id"]
+        described = json.loads(again["body"])["data"]
+        assert described["change"]["parameters"][0]["name"] == "a" and described["audiences"] == ["topic:PUSH_RC"]
+        # And an operator's send to the route alone; a device token is refused for it.
+        sent = requests.post(f"{relay['url']}/admin/send", json={"version": {"versionNumber": "3"}, "route": "notify"},
+                             headers={"Authorization": f"Bearer {ADMIN}"}, timeout=30)
+        assert sent.ok and [d["route"] for d in sent.json()["deliveries"]] == ["notify"], sent.text
+        assert json.loads(receiver.wait_for_calls(5)[4]["body"])["data"]["versionNumber"] == "3"
+        token = requests.post(f"{relay['url']}/admin/send", json={"version": {"versionNumber": "3"}, "route": "notify", "token": "device-token"},
+                              headers={"Authorization": f"Bearer {ADMIN}"}, timeout=30)
+        assert token.status_code == 400 and token.headers["content-type"].startswith("application/problem+json")
     finally:
         stop_relay(relay)
         receiver.stop()

@@ -80,11 +80,18 @@ extension AdminController {
             ])
         // The route as configured now (a fix to it is why one retries), to the audience the ping went to; what the
         // version changed is not kept, so {{changedParameters}} is `*`.
-        var message = route.message(for: entry.version, project: project)
-        if route.isChangeAware || route.waves != nil, let audience = entry.audience.flatMap(FCMMessage.Target.init) {
-            message.target = audience
+        // An HTTP target's call is made again, with what the version changed fetched again.
+        var ping: Ping
+        if let call = route.call(for: entry.version, project: project, change: .notNeeded, audiences: []) {
+            ping = Ping(route: entry.route, project: project, payload: .http(call), decision: entry.decision)
+            ping = await described([ping], version: entry.version, project: project, pipeline: pipeline)[0]
+        } else {
+            var message = route.message(for: entry.version, project: project)
+            if route.isChangeAware || route.waves != nil, let audience = entry.audience.flatMap(FCMMessage.Target.init) {
+                message.target = audience
+            }
+            ping = Ping(route: entry.route, project: project, message: message, decision: entry.decision)
         }
-        let ping = Ping(route: entry.route, project: project, message: message, decision: entry.decision)
         let batch = DeliveryBatch(
             version: entry.version, eventID: entry.eventID, origin: .retry, receivedAt: Date(), retryOf: id, validateOnly: entry.validateOnly)
         let reports = await engine.send([ping], batch: batch, plan: pipeline.send, logger: logger)

@@ -149,13 +149,21 @@ struct AdminController: Sendable {
             guard let route = pipeline.routes.routes.first(where: { $0.name == name }) else {
                 throw Refusal(kind: .notFound, detail: "project '\(project)' has no route named '\(name)'; GET /admin/routes lists them")
             }
-            // Every shard of a waved route, at once: an operator's send does not wait for turns.
-            pings = route.pings(of: route.message(for: version, project: project), project: project).map {
-                Ping(route: $0.route, project: $0.project, message: $0.message)
+            if let call = route.call(for: version, project: project, change: .notNeeded, audiences: []) {
+                guard request.token == nil else {
+                    throw Refusal(kind: .invalidRequest, detail: "route '\(name)' has an HTTP target; a token is for an FCM route's ping")
+                }
+                pings = [Ping(route: route.name, project: project, payload: .http(call))]
+            } else {
+                // Every shard of a waved route, at once: an operator's send does not wait for turns.
+                pings = route.pings(of: route.message(for: version, project: project), project: project).map {
+                    Ping(route: $0.route, project: $0.project, message: $0.message)
+                }
             }
         } else {
             pings = pipeline.routes.pings(for: version, project: project)
         }
+        pings = await described(pings, version: version, project: project, pipeline: pipeline)
         if let token = request.token {
             // As openapi.yaml says: 1 to 4096 characters, none of them whitespace (ECMAScript's \s, as JSON Schema reads it).
             guard (1...4096).contains(token.count), !token.unicodeScalars.contains(where: Self.isSchemaWhitespace) else {
@@ -172,6 +180,28 @@ struct AdminController: Sendable {
         let batch = DeliveryBatch(version: version, origin: .send, receivedAt: Date(), validateOnly: request.validateOnly ?? false)
         let reports = await engine.send(pings, batch: batch, plan: pipeline.send, logger: logger)
         return .init(deliveries: reports.map { Self.record($0, project: project, batch: batch, toDevice: request.token != nil) })
+    }
+
+    /// An operator's pings with each HTTP target's call describing what the version changed (fetched now; FCM's pings
+    /// stay as they were made): a call says what a publish changed, whoever sends it.
+    func described(_ pings: [Ping], version: TemplateVersion, project: String, pipeline: ProjectDirectory.Pipeline) async -> [Ping] {
+        guard pings.contains(where: { $0.payload.sender != "fcm" }) else { return pings }
+        let change = await planner.change(
+            version, project: project, pipeline: pipeline, settings: configuration.current.settings, always: true, preview: true, logger: logger)
+        // The FCM audiences the version's routes ping: those of the pings sent with it, or (a call sent alone) the plan's.
+        let fcm = pings.contains { $0.payload.sender == "fcm" } ? pings : pipeline.routes.pings(for: version, project: project, change: change)
+        let audiences = fcm.compactMap { ping -> String? in
+            guard case .fcm = ping.payload, !ping.payload.audience.isDevice else { return nil }
+            return ping.payload.audience.key
+        }
+        return pings.map { ping in
+            guard case .http(let call) = ping.payload, let route = pipeline.routes.routes.first(where: { $0.name == call.route }),
+                let described = route.call(for: version, project: project, change: change, audiences: audiences)
+            else { return ping }
+            var ping = ping
+            ping.payload = .http(described)
+            return ping
+        }
     }
 
     func reload() async throws(Refusal) -> Components.Schemas.Reloaded {
