@@ -197,13 +197,15 @@ def test_one_place_builds_an_events_keys():
     assert built == {"Sources/DeliveryEngine/Spool/Spool.swift"}
 
 
-def test_the_engine_mentions_fcm_nowhere():
+def test_the_engine_mentions_no_target_by_name():
     # Issue #51: FCM's retry rules, error codes, log words, span and metric names are FCM's sender's
-    # (RelayServer/Deliver/FCMMessageSender.swift), which classifies its own failures (SendFailure.Kind) and names its
-    # service; a ping carries a PingPayload that the engine reads only as bytes, a loggable text and an audience.
+    # (RelayServer/Deliver/FCMMessageSender.swift), an HTTP target's its own (HTTPTargetSender.swift); each classifies
+    # its own failures (SendFailure.Kind) and names its service; a ping carries a PingPayload that the engine reads only
+    # as its sender's name, a loggable text and an audience.
     mentions = [f"{source.relative_to(ROOT).as_posix()}: {line.strip()}"
                 for source in sorted((ROOT / "Sources/DeliveryEngine").rglob("*.swift"))
-                for line in source.read_text().splitlines() if re.search(r"fcm", line, re.I)]
+                for line in source.read_text().splitlines()
+                if re.search(r"fcm|slack|google ?chat|standard ?webhook|HTTPCall|HTTPTarget", line, re.I)]
     assert mentions == []
 
 

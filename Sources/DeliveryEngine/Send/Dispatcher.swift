@@ -157,7 +157,7 @@ struct Dispatcher: Sendable {
         } else {
             fence = nil
         }
-        // The ping's own sender: FCM's, or its route's HTTP target's.
+        // The ping's own sender, by what it carries (PingPayload/sender).
         let sender = plan.sender(for: ping.payload)
         if plan.logPings { logger.info("ping", metadata: ["message": "\(ping.payload.loggable)"]) }
         let deadline = clock.instant() + policy.deadline

@@ -32,8 +32,8 @@ extension MessageSender {
         try await send(payload, project: project, validateOnly: validateOnly, beforeRequest: { nil })
     }
 
-    /// The service as metric names and log keys have it: lowercased, letters, digits and `_` only (`Google Chat` →
-    /// `googlechat`).
+    /// The service as metric names and log keys have it: lowercased, letters, digits and `_` only (`Push Service` →
+    /// `pushservice`).
     var keyName: String { DeliveryMetrics.keyName(service) }
 }
 
