@@ -49,7 +49,8 @@ enum DevelopmentProfile {
             var routes = ""
             if target != nil {
                 let secrets =
-                    targetFormat != "standard" ? "" : targetSecret != nil ? ", secrets: [{env: RC_RELAY_DEV_TARGET_SECRET}]" : ", secrets: [\"\(madeTargetSecret!)\"]"
+                    targetFormat != "standard"
+                    ? "" : targetSecret != nil ? ", secrets: [{env: RC_RELAY_DEV_TARGET_SECRET}]" : ", secrets: [\"\(madeTargetSecret!)\"]"
                 routes = """
 
                     routes:
@@ -74,7 +75,8 @@ enum DevelopmentProfile {
                         relayURL: "http://\(settings.host):\(port)", emulatorURL: emulatorURL,
                         secret: ownSecrets ? nil : secret, adminToken: ownTokens ? nil : adminToken)
                     if target != nil {
-                        text += "HTTP target (route notify, \(targetFormat)): each version is described to RC_RELAY_DEV_TARGET_URL"
+                        text +=
+                            "HTTP target (route notify, \(targetFormat)): each version is described to RC_RELAY_DEV_TARGET_URL"
                             + (madeTargetSecret.map { ", signed with (shown once): \($0)" } ?? "") + "\n"
                     }
                     FileHandle.standardOutput.write(Data((text + "\n").utf8))

@@ -78,7 +78,8 @@ public struct HTTPTarget: Sendable {
         case .standard:
             guard (1...Self.maximumSecrets).contains(secrets.count) else {
                 throw RouteError(
-                    key: "webhook.secrets", problem: secrets.isEmpty ? "a standard target signs its calls, and none is given" : "it lists \(secrets.count)",
+                    key: "webhook.secrets",
+                    problem: secrets.isEmpty ? "a standard target signs its calls, and none is given" : "it lists \(secrets.count)",
                     fix: "give 1 to \(Self.maximumSecrets) whsec_… secrets (rc-relay secret makes one); during a rotation list the new one first")
             }
         case .slack, .googleChat:

@@ -114,7 +114,9 @@ extension PublishNotice {
         ]
         let lines = changeLines
         if !lines.isEmpty {
-            blocks.append(SlackBlock(type: "section", text: SlackText(type: "mrkdwn", text: Self.cut(lines.map(Self.slackEscaped).joined(separator: "\n"), 3000))))
+            blocks.append(
+                SlackBlock(
+                    type: "section", text: SlackText(type: "mrkdwn", text: Self.cut(lines.map(Self.slackEscaped).joined(separator: "\n"), 3000))))
         }
         blocks.append(SlackBlock(type: "context", elements: [SlackText(type: "mrkdwn", text: Self.cut(Self.slackEscaped(audienceLine), 3000))]))
         return SlackMessage(text: Self.cut(Self.slackEscaped(summary), 3000), blocks: blocks)
@@ -173,7 +175,8 @@ extension PublishNotice {
         let lines = changeLines
         if !lines.isEmpty {
             sections.append(
-                Section(header: "What changed", widgets: [Widget(textParagraph: Paragraph(text: lines.map(Self.htmlEscaped).joined(separator: "<br>")))]))
+                Section(
+                    header: "What changed", widgets: [Widget(textParagraph: Paragraph(text: lines.map(Self.htmlEscaped).joined(separator: "<br>")))]))
         }
         sections.append(Section(header: "Apps", widgets: [Widget(textParagraph: Paragraph(text: Self.htmlEscaped(audienceLine)))]))
         let card = Card(

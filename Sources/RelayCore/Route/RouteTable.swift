@@ -10,7 +10,10 @@ public struct Ping: Sendable, Equatable {
         get {
             switch payload {
             case .fcm(let message): message
-            case .http(let call): FCMMessage(target: .topic(call.route), data: [:], android: .init(priority: "normal", collapse_key: "", ttl: "0s"), apns: .init(headers: [:], payload: .init(aps: .init())), webpush: .init(headers: [:]))
+            case .http(let call):
+                FCMMessage(
+                    target: .topic(call.route), data: [:], android: .init(priority: "normal", collapse_key: "", ttl: "0s"),
+                    apns: .init(headers: [:], payload: .init(aps: .init())), webpush: .init(headers: [:]))
             }
         }
         set { payload = .fcm(newValue) }
@@ -120,27 +123,27 @@ public struct RouteTable: Sendable {
     }
 
     private func fcmPings(route: Route, version: TemplateVersion, project: String, change: TemplateChange) -> [Ping] {
-            guard route.isChangeAware else {
-                return route.pings(of: route.message(for: version, project: project), project: project)
+        guard route.isChangeAware else {
+            return route.pings(of: route.message(for: version, project: project), project: project)
+        }
+        let decision = route.decide(change)
+        guard decision.fires else { return [] }
+        let template = route.message(for: version, project: project, changedParameters: change.changedParameters)
+        // The whole audience goes in waves when the route has them; a narrowed audience is a part of it already.
+        if decision.targets == [route.target] { return route.pings(of: template, project: project, decision: decision.reason) }
+        return decision.targets.enumerated().map { index, target in
+            var message = template
+            message.target = target
+            let name = decision.targets.count == 1 ? route.name : "\(route.name)#\(index + 1)"
+            var ping = Ping(
+                route: name, project: project, message: message, decision: decision.reason, schedule: PingSchedule(quiet: route.quiet))
+            switch target {
+            case .topic(let topic): ping.narrowedTopics = [topic]
+            case .condition(let condition): ping.narrowedTopics = (try? TopicRules.conditionTopics(condition)).map(Set.init)
+            case .token: break
             }
-            let decision = route.decide(change)
-            guard decision.fires else { return [] }
-            let template = route.message(for: version, project: project, changedParameters: change.changedParameters)
-            // The whole audience goes in waves when the route has them; a narrowed audience is a part of it already.
-            if decision.targets == [route.target] { return route.pings(of: template, project: project, decision: decision.reason) }
-            return decision.targets.enumerated().map { index, target in
-                var message = template
-                message.target = target
-                let name = decision.targets.count == 1 ? route.name : "\(route.name)#\(index + 1)"
-                var ping = Ping(
-                    route: name, project: project, message: message, decision: decision.reason, schedule: PingSchedule(quiet: route.quiet))
-                switch target {
-                case .topic(let topic): ping.narrowedTopics = [topic]
-                case .condition(let condition): ping.narrowedTopics = (try? TopicRules.conditionTopics(condition)).map(Set.init)
-                case .token: break
-                }
-                return ping
-            }
+            return ping
+        }
     }
 }
 

@@ -22,7 +22,8 @@ extension ConfigurationLoader {
         let prefix = key.dropLast("routes".count)
         for error in errors { problems.note(ConfigurationError(key: prefix + error.key, problem: error.error.problem, fix: error.error.fix)) }
         for (index, route) in zip(definitions.indices, definitions) {
-            guard let caFile = route.webhook?.caFile, !caFile.isEmpty, BoundedFile.text(caFile)?.contains("-----BEGIN CERTIFICATE-----") != true else {
+            guard let caFile = route.webhook?.caFile, !caFile.isEmpty, BoundedFile.text(caFile)?.contains("-----BEGIN CERTIFICATE-----") != true
+            else {
                 continue
             }
             problems.note(
@@ -38,7 +39,8 @@ extension ConfigurationLoader {
         guard var webhook = definition.webhook else { return definition }
         var definition = definition
         if let url = webhook.url {
-            webhook.url = problems.check(nil) { () throws(ConfigurationError) in SecretSource.value(try read(url, key: key + ".url")) }
+            webhook.url =
+                problems.check(nil) { () throws(ConfigurationError) in SecretSource.value(try read(url, key: key + ".url")) }
                 ?? .value("")
         }
         webhook.secrets = webhook.secrets?.enumerated().map { index, source in

@@ -51,7 +51,8 @@ final class HTTPTargetSender: MessageSender {
             let timestamp = String(Int64(now().timeIntervalSince1970))
             request.headers.add(name: "webhook-id", value: call.id)
             request.headers.add(name: "webhook-timestamp", value: timestamp)
-            request.headers.add(name: "webhook-signature", value: Self.signature(id: call.id, timestamp: timestamp, body: call.body, secrets: target.secrets))
+            request.headers.add(
+                name: "webhook-signature", value: Self.signature(id: call.id, timestamp: timestamp, body: call.body, secrets: target.secrets))
         }
         request.body = .bytes(ByteBuffer(bytes: call.body))
         let status: Int
