@@ -33,7 +33,7 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -44,6 +44,8 @@ from cloudevents.core.v1.event import CloudEvent  # noqa: E402
 
 from conftest import LINES, SECRET, signed_headers, until  # noqa: E402
 from postgres import Cluster, Missing, free_port  # noqa: E402
+from receivers import Receiver  # noqa: E402
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError  # noqa: E402
 
 BINARY = os.environ.get("RC_RELAY_BIN") or str(Path(__file__).resolve().parents[2] / ".build" / "debug" / "rc-relay")
 # The test-only `rc-relay serve` with bugs planted on purpose (Tests/PlantedRelay; docs/replicas.md, "Planted bugs"),
@@ -112,12 +114,14 @@ PROGRESS = 1.0
 MILLISECOND = 0.001
 # The log line a replica prints right before each request to FCM, the lines that end an attempt (with the outcome
 # each names), and the line of a lease taken.
-SENDING = "sending ping to FCM"
+SENDING = "sending ping to "
 OUTCOMES = {"ping accepted by FCM": "accepted", "ping validated by FCM": "validated", "ping will be retried": "retried",
-            "ping refused by FCM for good": "refused", "ping is dead: retries ran out": "dead"}
+            "ping refused by FCM for good": "refused", "ping is dead: retries ran out": "dead",
+            "ping accepted by webhook": "accepted", "ping validated by webhook": "validated",
+            "ping refused by webhook for good": "refused"}
 LEASE_TAKEN = "project lease taken"
 # How an outcome line's `error` says no answer came (a connection lost, a read timeout): FCM may have accepted it.
-NO_ANSWER = "FCM could not be reached"
+NO_ANSWER = "could not be reached"
 # The line an operator's `POST /admin/send` logs first, with its project and version: its pings' `sending ping to FCM`
 # lines carry its request_id but neither of those, so a send of it takes them from this line.
 ADMIN_SEND = "admin send"
@@ -137,7 +141,13 @@ ROUTES = [
     {"name": "aware", "topic": "RC_ALL", "audience": {"ios_ja": "lang_ja", "ios_ko": "lang_ko"}},
     {"name": "quiet", "topic": "RC_QUIET", "debounceSeconds": 2},
     {"name": "waved", "waves": {"shards": 4, "spreadSeconds": 4, "topic": "RC_WAVE_{shard}"}},
+    # An HTTP target (docs/targets.md): a signed call per version to the campaign's receiver, which answers 503 or 429
+    # now and then (HOOK_FAULTS). Its calls are the route's pings, its audience the route's name.
+    {"name": "notice", "webhook": True},
 ]
+# The receiver's storm, drawn per call by its own seeded generator: 503, or 429 with a Retry-After of a second.
+HOOK_FAULTS = [(0.08, (503, {})), (0.04, (429, {"Retry-After": "1"}))]
+HOOK_SECRET = "whsec_" + __import__("base64").b64encode(b"the campaign's HTTP target secret").decode()
 # How long the stream may go on past --minutes to deal the plan's decks (a campaign thread that died would otherwise
 # hold the other one up for ever); what is still missing then fails the `campaign` check.
 OVERTIME = 300
@@ -176,6 +186,19 @@ def parse_pings(messages):
             "targets": targets_of(audience), "version": as_version(data.get("CONFIG_VERSION")),
             "time": epoch(recorded["receivedAt"]), "name": recorded.get("name"), "seq": seq, "send": None,
         })
+    return pings
+
+
+def parse_calls(calls, first_seq):
+    """The receiver's record of an HTTP target's calls as pings: each call it accepted (2xx), by the project, route and
+    version its body names, its webhook-id as its name, seq after the emulators' records (the receiver's order)."""
+    pings = []
+    for index, call in enumerate(calls):
+        if call.get("status") is None or not 200 <= call["status"] < 300:
+            continue
+        pings.append({"project": call["project"], "route": call["route"], "audience": call["route"],
+                      "targets": frozenset([call["route"]]), "version": as_version(call["version"]), "time": call["time"],
+                      "name": call["name"], "seq": first_seq + index, "send": None, "signed": call["signed"]})
     return pings
 
 
@@ -222,7 +245,7 @@ def parse_log(process, pid, lines):
         elif said == ADOPTED:
             adoptions.append({"process": process, "pid": pid, "project": entry.get("project"),
                               "version": as_version(entry.get("version")), "time": at})
-        elif said == SENDING:
+        elif said.startswith(SENDING):
             admin = asked.get(entry.get("request_id"), {})
             entry = {**admin, **entry}
             send = {"process": process, "pid": pid, "replica": entry.get("replica", ""), "project": entry.get("project"),
@@ -235,7 +258,7 @@ def parse_log(process, pid, lines):
         elif said in OUTCOMES:
             send = under_way.pop((entry.get("delivery_id"), as_version(entry.get("attempt"))), None)
             if send:
-                send.update(outcome=OUTCOMES[said], end=at, fcm_message=entry.get("fcm_message"),
+                send.update(outcome=OUTCOMES[said], end=at, fcm_message=entry.get("fcm_message") or entry.get("webhook_message"),
                             answer_lost=NO_ANSWER in entry.get("error", ""))
         elif said.startswith(LEASE_TAKEN):
             leases.append({"process": process, "pid": pid, "replica": entry.get("replica", ""),
@@ -253,11 +276,17 @@ def match_sends(pings, sends):
     (their process ended with the request under way) or whose answer was lost (`FCM could not be reached`: a read
     timeout after a pause, say, when FCM had accepted it) with the ping's project, route, audience and version, the
     latest that started before the ping (to the millisecond). A send is matched to one ping at most."""
-    named = {s["fcm_message"]: s for s in sends if s["outcome"] == "accepted" and s["fcm_message"]}
+    named = collections.defaultdict(list)
+    for s in sends:
+        if s["outcome"] == "accepted" and s["fcm_message"]:
+            named[s["fcm_message"]].append(s)
     unfinished = [s for s in sends if s["outcome"] is None or s.get("answer_lost")]
     matched = set()
     for ping in sorted(pings, key=lambda p: p["seq"]):
-        send = named.get(ping["name"])
+        # FCM names each message once; an HTTP target's call keeps its webhook-id on every attempt: the latest
+        # accepted attempt that started before the call came and is not another call's.
+        send = max((s for s in named.get(ping["name"], []) if id(s) not in matched and s["start"] <= ping["time"] + MILLISECOND),
+                   key=lambda s: (s["start"], s["line"]), default=None)
         if send is None:
             send = max((s for s in unfinished if id(s) not in matched and s["project"] == ping["project"]
                         and route_name(s["route"]) == ping["route"] and s["audience"] == ping["audience"]
@@ -282,6 +311,8 @@ def required_targets(route, changed):
     whole topic; any other route its topic."""
     if "waves" in route:
         return set(shard_topics(route))
+    if "webhook" in route:
+        return {route["name"]}  # an HTTP target: its receiver
     audience = route.get("audience")
     if audience and changed and all(c in audience for c in changed):
         return {audience[c] for c in changed}
@@ -542,7 +573,7 @@ def check(record):
     sender got, every publish, the fault log (kind, start, end, detail with the pid a kill, pause or term stopped), the
     `plan` ("seeded" or "script") and the `outcome` (whether the end was quiet, the campaign's own errors)."""
     routes = record.get("routes") or ROUTES
-    pings = parse_pings(record["messages"])
+    pings = parse_pings(record["messages"]) + parse_calls(record.get("calls") or [], len(record["messages"]))
     match_sends(pings, record.get("sends") or [])
     faults, leases, answers = record["faults"], record.get("leases") or [], record["answers"]
     acked = {(a["project"], a["version"]) for a in answers if a.get("status") in (200, 202)}
@@ -719,6 +750,9 @@ def check_known(project, route, routed, versions):
         if ping["send"] is None:
             result.fail(ping["time"], f"version {ping['version']} to {ping['audience']} ({ping['name']}): no replica "
                                       f"logged sending it")
+        if ping.get("signed") is False:
+            result.fail(ping["time"], f"version {ping['version']}'s call to {ping['audience']} ({ping['name']}) does not "
+                                      f"verify with the route's secret")
     return result
 
 
@@ -1221,7 +1255,7 @@ class Campaign:
         self.initial = {p: dict(values) for p, values in self.values.items()}  # version 1's
         self.publishing = threading.Lock()
         self.operator = []  # what operators and odd senders did (OPERATOR_ACTS), as the record's `operator` list
-        self.cluster = self.front = self.google = self.proxy = None
+        self.cluster = self.front = self.google = self.proxy = self.receiver = None
         self.emulators, self.replicas = {}, []
         self.injected = collections.Counter()  # faults queued per (project, endpoint), to drain at the end
         self.errors = []  # what went wrong in the campaign itself (a fault that could not be carried out)
@@ -1240,6 +1274,18 @@ class Campaign:
         return self.options.storage == "postgres"
 
     def start(self):
+        # The HTTP target's receiver, with its own seeded storm (HOOK_FAULTS).
+        storm = random.Random(f"{self.seed}/receiver")
+
+        def answer():
+            draw = storm.random()
+            for chance, fault in HOOK_FAULTS:
+                if draw < chance:
+                    return fault
+                draw -= chance
+            return (200, {})
+
+        self.receiver = Receiver(answer=answer)
         if self.shared:
             self.cluster = Cluster()
         for project in self.projects:
@@ -1266,7 +1312,8 @@ class Campaign:
 
     def relay_config(self, google_url):
         data = {"CONFIG_STATE": "STALE", "CONFIG_VERSION": "{{version}}"}
-        routes = [{**{k: v for k, v in r.items()}, "data": {**data, "ROUTE": r["name"]}} for r in ROUTES]
+        routes = [{"name": r["name"], "webhook": {"url": self.receiver.url, "secrets": [HOOK_SECRET]}} if "webhook" in r
+                  else {**{k: v for k, v in r.items()}, "data": {**data, "ROUTE": r["name"]}} for r in ROUTES]
         return {
             "server": {"host": "127.0.0.1", "trustedProxies": ["127.0.0.1/32"]},
             "fcm": {"credentialsFile": str(self.emulators[self.projects[0]].key_file), "baseURL": google_url},
@@ -2075,6 +2122,7 @@ class Campaign:
         messages, sends, leases, adoptions = [], [], [], []
         for project in self.projects:
             messages += self.emulators[project].messages()
+        calls = [call_of(call) for call in (self.receiver.calls if self.receiver else [])]
         for replica in self.replicas:
             more_sends, more_leases, more_adoptions = replica.logs()
             sends += more_sends
@@ -2082,7 +2130,7 @@ class Campaign:
             adoptions += more_adoptions
         return {"seed": self.seed, "replay": self.options.replay(), "plan": plan, "storage": self.options.storage, "routes": ROUTES,
                 "projects": self.projects, "publishes": self.publishes,
-                "answers": sorted(self.answers, key=lambda a: a["time"]), "faults": self.faults, "messages": messages,
+                "answers": sorted(self.answers, key=lambda a: a["time"]), "faults": self.faults, "messages": messages, "calls": calls,
                 "sends": sorted(sends, key=lambda s: s["start"]), "leases": sorted(leases, key=lambda l: l["time"]),
                 "adoptions": sorted(adoptions, key=lambda a: a["time"]), "initial": self.initial, "operator": self.operator, "outcome": outcome, "directory": str(self.directory)}
 
@@ -2099,8 +2147,30 @@ class Campaign:
             self.google.child.end()
         for emulator in self.emulators.values():
             emulator.child.end()
+        if self.receiver:
+            self.receiver.stop()
         if self.cluster:
             self.cluster.destroy()
+
+
+def call_of(call):
+    """A receiver's call as the record keeps it: the project, route and version its body names, its webhook-id, when
+    it came (the epoch), the status it was answered, and whether it verifies with the route's secret (standardwebhooks)."""
+    try:
+        data = json.loads(call["body"])["data"]
+    except (ValueError, KeyError, TypeError):
+        data = {}
+    # Verified as a receiver would, by the reference library, at the time the call was signed: its signature is one the
+    # library makes of the same id, timestamp and body (`verify` itself would refuse a call older than 5 minutes).
+    headers = call["headers"]
+    try:
+        stamp = datetime.fromtimestamp(int(headers["webhook-timestamp"]), tz=timezone.utc)
+        expected = Webhook(HOOK_SECRET).sign(headers["webhook-id"], stamp, call["body"].decode())
+        signed = expected in headers["webhook-signature"].split(" ")
+    except (WebhookVerificationError, ValueError, KeyError):
+        signed = False
+    return {"project": data.get("project", "?"), "route": data.get("route", "?"), "version": data.get("versionNumber"),
+            "name": call["headers"].get("webhook-id"), "time": call["time"], "status": call["status"], "signed": signed}
 
 
 def run(options, script=None, out=sys.stdout):

@@ -8,10 +8,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 class Receiver:
     """`script`: answers in order, each `(status, headers)` or `"hang"` (read the request, never answer); when it runs
-    out, 200. `tls`: a `(cert, key)` pair of PEM paths to serve HTTPS with."""
+    out, `answer()` decides (default: 200). `tls`: a `(cert, key)` pair of PEM paths to serve HTTPS with. Each call is
+    recorded with its path, headers, body, the answer's status, and when it came (`at`, monotonic; `time`, the epoch)."""
 
-    def __init__(self, script=(), tls=None):
+    def __init__(self, script=(), tls=None, answer=lambda: (200, {})):
         self.script = list(script)
+        self.answer = answer
         self.calls = []
         self.changed = threading.Condition()
         self.release = threading.Event()
@@ -23,9 +25,10 @@ class Receiver:
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 with receiver.changed:
+                    answer = receiver.script.pop(0) if receiver.script else receiver.answer()
                     receiver.calls.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
-                                           "body": body, "at": time.monotonic()})
-                    answer = receiver.script.pop(0) if receiver.script else (200, {})
+                                           "body": body, "at": time.monotonic(), "time": time.time(),
+                                           "status": None if answer == "hang" else answer[0]})
                     receiver.changed.notify_all()
                 if answer == "hang":
                     receiver.release.wait(120)

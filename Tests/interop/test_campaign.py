@@ -141,6 +141,8 @@ def test_a_paused_holder_woken_after_a_take_over_sends_nothing_more(tmp_path):
 # ---------------------------------------------------------------------------------------------------------------
 
 PROJECT = "p"
+# The campaign's FCM routes: a synthetic history leaves the HTTP target out unless it says so (`with_calls`).
+FCM_ROUTES = [r for r in ROUTES if "webhook" not in r]
 # Replica processes, as the fault log and the sends name them: replica-N and its pid (a restart is another process).
 R0, R1, R2 = ("replica-0", 100), ("replica-1", 200), ("replica-2", 300)
 NUMBERS = itertools.count(1)
@@ -201,7 +203,7 @@ def history(messages, publishes, answers=None, faults=(), sends=None, leases=(),
     volume minimum)."""
     answers = answers if answers is not None else [answer(p["version"], (p["time"] - T0) + 0.5) for p in publishes]
     sends = sends if sends is not None else [send(m) for m in messages]
-    return {"seed": 0, "plan": plan, "routes": ROUTES, "projects": [PROJECT], "messages": messages, "publishes": publishes,
+    return {"seed": 0, "plan": plan, "routes": FCM_ROUTES, "projects": [PROJECT], "messages": messages, "publishes": publishes,
             "answers": answers, "faults": list(faults), "sends": sends, "leases": list(leases), "operator": [],
             "outcome": {"quiet": True}, **more}
 
@@ -559,8 +561,8 @@ def test_a_real_version_after_an_operators_far_send_that_never_reached_fcm_is_st
     record["sends"] = [send(m) for m in record["messages"]]
     record["operator"].append(operator_act("send", FAR, 11.9))
     failed, checks = failures(record)
-    assert {("lost", route["name"]) for route in ROUTES} <= failed
-    assert {("newest", route["name"]) for route in ROUTES} <= failed
+    assert {("lost", route["name"]) for route in FCM_ROUTES} <= failed
+    assert {("newest", route["name"]) for route in FCM_ROUTES} <= failed
     assert not {invariant for invariant, _ in failed} - {"lost", "newest", "waves"}
     assert "version 3 (acknowledged, changed ['default']) never reached PUSH_RC" in " / ".join(
         text for c in checks for _, text in c.problems)
@@ -575,7 +577,7 @@ def test_a_far_version_nobody_says_they_sent_is_unknown():
     # Nor is an outlier another project's: a bare version is the first project's.
     record = far_between()
     record["operator"][1]["project"] = "q"
-    assert {("known", route["name"]) for route in ROUTES} <= failures(record)[0]
+    assert {("known", route["name"]) for route in FCM_ROUTES} <= failures(record)[0]
 
 
 def test_an_operators_send_must_be_answered_and_reach_its_route():
@@ -630,7 +632,7 @@ def adopted_after_reset(adoptions, resets=(5.0,)):
 def test_a_version_the_first_poll_after_a_reset_adopted_need_not_reach_anything():
     record = adopted_after_reset([adoption(3, 8)])
     assert failures(record)[0] == set()
-    assert excused(record)["reset-adopted"] == len(ROUTES) - 1 + 4  # plain, aware, quiet, and the wave's four shards
+    assert excused(record)["reset-adopted"] == len(FCM_ROUTES) - 1 + 4  # plain, aware, quiet, and the wave's four shards
 
 
 def test_an_adoption_with_no_reset_before_it_or_not_the_first_after_it_excuses_nothing():
@@ -1040,3 +1042,58 @@ def test_a_ping_whose_answer_was_lost_is_matched_to_its_send():
     sends[0]["outcome"] = "retried"
     campaign.match_sends([ping], sends)
     assert ping["send"] is None
+
+
+# -- the HTTP target: its receiver's calls are its route's pings (docs/replicas.md, "The HTTP target") --------------
+
+
+def call(version, at, status=200, signed=True, name=None):
+    """A call the receiver recorded `at` seconds after T0, answered `status`."""
+    return {"project": PROJECT, "route": "notice", "version": str(version), "name": name or f"msg_{version:032x}",
+            "time": T0 + at, "status": status, "signed": signed}
+
+
+def call_send(the_call, by=R0, start=None, outcome="accepted"):
+    at = the_call["time"] - T0
+    return {"process": by[0], "pid": by[1], "replica": f"vm/{by[1]}/7", "project": PROJECT, "route": "notice",
+            "audience": "notice", "version": int(the_call["version"]), "delivery_id": f"d-{next(NUMBERS)}", "attempt": 1,
+            "start": T0 + (start if start is not None else at - 0.005), "line": next(NUMBERS), "outcome": outcome,
+            "end": T0 + at + 0.003 if outcome else None, "fcm_message": the_call["name"] if outcome == "accepted" else None}
+
+
+def with_calls(calls, publishes, sends=None, **more):
+    """A healthy FCM history of `publishes`, with the HTTP target's `calls` (each sent by R0 unless `sends` says)."""
+    messages = [m for p in publishes for m in full_delivery(p["version"], p["time"] - T0 + 1)]
+    sends = [send(m) for m in messages] + (sends if sends is not None else [call_send(c) for c in calls if c["status"] == 200])
+    record = history(messages, publishes, sends=sends, calls=calls, **more)
+    record["routes"] = ROUTES
+    return record
+
+
+def test_a_healthy_http_target_passes_even_after_a_refused_call():
+    publishes = [publish(2, 0), publish(3, 10)]
+    calls = [call(2, 1, status=503), call(2, 2), call(3, 11)]
+    failed, _ = failures(with_calls(calls, publishes))
+    assert failed == set()
+
+
+def test_a_lost_call_is_caught():
+    publishes = [publish(2, 0), publish(3, 10)]
+    # Version 3's call was refused and never made again: 2's does not cover it.
+    assert ("lost", "notice") in failures(with_calls([call(2, 1), call(3, 11, status=503)], publishes))[0]
+
+
+def test_a_call_accepted_twice_with_no_fault_is_a_duplicate():
+    publishes = [publish(2, 0)]
+    calls = [call(2, 1), call(2, 3)]
+    assert ("duplicates", "notice") in failures(with_calls(calls, publishes))[0]
+
+
+def test_an_older_call_after_a_newer_one_is_stale():
+    publishes = [publish(2, 0), publish(3, 10)]
+    assert ("stale", "notice") in failures(with_calls([call(3, 11), call(2, 12)], publishes))[0]
+
+
+def test_a_call_that_does_not_verify_is_unknown():
+    publishes = [publish(2, 0)]
+    assert ("known", "notice") in failures(with_calls([call(2, 1, signed=False)], publishes))[0]

@@ -63,7 +63,7 @@ public enum RelayApplication {
                 replan: { await planner.plan($0, since: relayed.newest($0.project), in: store.current, logger: logger) })
         } catch {
             try? await httpClient.shutdown()
-            try? await targetClients.run()
+            await targetClients.shutdown()
             throw error
         }
         let drain = DrainState()

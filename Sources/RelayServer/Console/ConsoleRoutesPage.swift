@@ -26,7 +26,9 @@ extension ConsoleRoutes {
                         if let waves = route.waves { schedule.append("\(waves.shards) shards over \(waves.spreadSeconds) s (\(waves.topicPattern))") }
                         return [
                             "chart": route.waves.map { "/console/chart?shards=\($0.shards)&spread=\($0.spreadSeconds)" } ?? "",
-                            "name": route.name, "target": route.waves.map { "topics \($0.topicPattern)" } ?? route.target.key,
+                            "name": route.name,
+                            "target": route.webhook.map { "\($0.format.rawValue) HTTP target at \($0.host)" } ?? route.waves.map { "topics \($0.topicPattern)" }
+                                ?? route.target.key,
                             "when": when.isEmpty ? "every version" : when.joined(separator: "; "),
                             "data": route.data.map { "\($0.key)=\($0.value)" }.joined(separator: " "),
                             "schedule": schedule.isEmpty ? "at once" : schedule.joined(separator: "; "),

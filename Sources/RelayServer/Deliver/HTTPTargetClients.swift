@@ -31,6 +31,11 @@ final class HTTPTargetClients: Service {
 
     func run() async throws {
         try? await gracefulShutdown()
+        await shutdown()
+    }
+
+    /// Shuts every client down (a start that failed, or the end of `run`).
+    func shutdown() async {
         for client in clients.withLockedValue({ Array($0.values) }) { try? await client.shutdown() }
     }
 }
