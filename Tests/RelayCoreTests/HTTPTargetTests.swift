@@ -56,7 +56,9 @@ private let version7 = TemplateVersion(
 @Test func aStandardTargetSignsAndAChatTargetCannot() {
     #expect(refusal(RouteDefinition(name: "n", webhook: webhook("https://e.com/x", secrets: nil)))?.key == "webhook.secrets")
     #expect(refusal(RouteDefinition(name: "n", webhook: webhook("https://e.com/x", secrets: ["short"])))?.key == "webhook.secrets[0]")
-    #expect(refusal(RouteDefinition(name: "n", webhook: webhook("https://e.com/x", secrets: Array(repeating: secret, count: 11))))?.key == "webhook.secrets")
+    #expect(
+        refusal(RouteDefinition(name: "n", webhook: webhook("https://e.com/x", secrets: Array(repeating: secret, count: 11))))?.key
+            == "webhook.secrets")
     #expect(refusal(RouteDefinition(name: "n", webhook: webhook("https://hooks.slack.com/x", format: "slack")))?.key == "webhook.secrets")
     #expect(refusal(RouteDefinition(name: "n", webhook: webhook("https://hooks.slack.com/x", format: "slack", secrets: nil))) == nil)
     #expect(refusal(RouteDefinition(name: "n", webhook: webhook("https://chat.googleapis.com/x", format: "googleChat", secrets: []))) == nil)
@@ -87,7 +89,8 @@ private let version7 = TemplateVersion(
         RouteDefinition(name: "ja", topic: "PUSH_JA", audience: ["lang_ja": "PUSH_JA"]),
     ])
     let diff = TemplateDiff(
-        from: template(["a": "1", "gone": "x"], version: 6), to: template(["a": "2", "b": "3"], conditional: ["welcome": ["lang_ja": "ja"]], version: 7))
+        from: template(["a": "1", "gone": "x"], version: 6),
+        to: template(["a": "2", "b": "3"], conditional: ["welcome": ["lang_ja": "ja"]], version: 7))
     let pings = table.pings(for: version7, project: "demo-project", change: .known(diff))
     // In route order, the call where its route is.
     #expect(pings.map(\.route) == ["hook", "default", "ja"])
@@ -123,7 +126,8 @@ private let version7 = TemplateVersion(
     #expect(call.notice.change?.known == false && call.notice.change?.reason == "template 6 could not be fetched")
     #expect(call.notice.changeLines == ["What changed is unknown: template 6 could not be fetched."])
     definition.debounceSeconds = 30
-    #expect(try RouteTable([definition]).pings(for: version7, project: "p", change: .known(mine)).first?.schedule == PingSchedule(quiet: .seconds(30)))
+    #expect(
+        try RouteTable([definition]).pings(for: version7, project: "p", change: .known(mine)).first?.schedule == PingSchedule(quiet: .seconds(30)))
 }
 
 @Test func aNoticeSaysWhoDidWhatInWordsCutToEachChatsLimits() throws {
@@ -143,8 +147,9 @@ private let version7 = TemplateVersion(
     #expect(said.contains("&lt;b&gt; &amp; more") && !said.contains("<b>"))
     var long = version7
     long.updateUser = .init(email: String(repeating: "a", count: 300) + "@example.com")
-    let header = try JSONSerialization.jsonObject(
-        with: Data(PublishNotice(version: long, project: "p", change: .notNeeded, audiences: [], route: "r").body(.slack))) as! [String: Any]
+    let header =
+        try JSONSerialization.jsonObject(
+            with: Data(PublishNotice(version: long, project: "p", change: .notNeeded, audiences: [], route: "r").body(.slack))) as! [String: Any]
     #expect((((header["blocks"] as! [[String: Any]])[0]["text"] as! [String: Any])["text"] as! String).count == 150)
     let chat = try JSONSerialization.jsonObject(with: Data(notice.body(.googleChat))) as! [String: Any]
     #expect((chat["text"] as? String)?.hasPrefix("release@example.com rolled demo-project back") == true)

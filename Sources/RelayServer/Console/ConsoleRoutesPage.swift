@@ -27,7 +27,9 @@ extension ConsoleRoutes {
                         return [
                             "chart": route.waves.map { "/console/chart?shards=\($0.shards)&spread=\($0.spreadSeconds)" } ?? "",
                             "name": route.name,
-                            "target": route.webhook.map { "\($0.format.rawValue) HTTP target at \($0.host)" } ?? route.waves.map { "topics \($0.topicPattern)" }
+                            "target": route.webhook.map { "\($0.format.rawValue) HTTP target at \($0.host)" } ?? route.waves.map {
+                                "topics \($0.topicPattern)"
+                            }
                                 ?? route.target.key,
                             "when": when.isEmpty ? "every version" : when.joined(separator: "; "),
                             "data": route.data.map { "\($0.key)=\($0.value)" }.joined(separator: " "),
