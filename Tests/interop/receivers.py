@@ -7,7 +7,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class Receiver:
-    """`script`: answers in order, each `(status, headers)` or `"hang"` (read the request, never answer); when it runs
+    """`script`: answers in order, each `(status, headers)`, `(status, headers, body)` or `"hang"` (read the request, never answer); when it runs
     out, `answer()` decides (default: 200). `tls`: a `(cert, key)` pair of PEM paths to serve HTTPS with. Each call is
     recorded with its path, headers, body, the answer's status, and when it came (`at`, monotonic; `time`, the epoch)."""
 
@@ -33,13 +33,17 @@ class Receiver:
                 if answer == "hang":
                     receiver.release.wait(120)
                     return
-                status, headers = answer
+                status, headers, *rest = answer
+                body = rest[0] if rest else b"ok"
                 self.send_response(status)
                 for name, value in headers.items():
                     self.send_header(name, value)
-                self.send_header("Content-Length", "2")
+                self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(b"ok")
+                try:
+                    self.wfile.write(body)
+                except OSError:
+                    pass  # the relay read what it keeps of an answer and closed the connection
 
             def log_message(self, *args):
                 pass

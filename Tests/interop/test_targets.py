@@ -201,6 +201,24 @@ def test_a_429_waits_its_retry_after_and_a_4xx_is_not_retried(emulator, tmp_path
         receiver.stop()
 
 
+def test_a_huge_answer_leaves_200_characters_in_the_log_and_the_history(emulator, tmp_path):
+    # A 503 with 20 MB of body, then a 200 with as much: the relay keeps 200 characters of the refusal for its history
+    # and log, and the call is accepted at the second attempt (the rest of each body is not read: HTTPTargetSender).
+    huge = b"<html>" + b"x" * (20 * 1024 * 1024)
+    receiver = Receiver(script=[(503, {}, huge), (200, {}, huge)])
+    relay = relay_with(emulator, tmp_path, f'{{url: "{receiver.url}", secrets: ["{TARGET_SECRET}"]}}')
+    try:
+        publish(emulator, {"a": "1"})
+        announce(relay, publish(emulator, {"a": "2"}))
+        [delivery] = settled(relay, "notify")
+        assert delivery["status"] == "accepted" and [a["httpStatus"] for a in delivery["attempts"]] == [503, 200]
+        assert relay["proc"].saw("127.0.0.1 answered 503: <html>xxx")
+        assert "x" * 300 not in relay["proc"].output
+    finally:
+        stop_relay(relay)
+        receiver.stop()
+
+
 def test_a_410_disables_the_target_until_the_configuration_is_reloaded(emulator, tmp_path):
     receiver = Receiver(script=[(410, {})])
     relay = relay_with(emulator, tmp_path, f'{{url: "{receiver.url}", secrets: ["{TARGET_SECRET}"]}}')

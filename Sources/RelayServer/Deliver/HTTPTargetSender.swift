@@ -83,12 +83,13 @@ final class HTTPTargetSender: MessageSender {
         secrets.map { StandardWebhookVerifier.sign(id: id, timestamp: Int64(timestamp) ?? 0, body: Data(body), secret: $0) }.joined(separator: " ")
     }
 
-    /// Reads a body up to `limit` bytes and drops the rest as it comes.
+    /// Reads a body up to `limit` bytes; the rest is never read (the connection is closed instead), so a receiver that
+    /// answers without end costs nothing more.
     static func collect(_ body: HTTPClientResponse.Body, upTo limit: Int) async throws -> ByteBuffer {
         var kept = ByteBuffer()
-        for try await var part in body where kept.readableBytes < limit {
-            let take = min(part.readableBytes, limit - kept.readableBytes)
-            if let slice = part.readSlice(length: take) { kept.writeImmutableBuffer(slice) }
+        for try await var part in body {
+            if let slice = part.readSlice(length: min(part.readableBytes, limit - kept.readableBytes)) { kept.writeImmutableBuffer(slice) }
+            if kept.readableBytes >= limit { break }
         }
         return kept
     }
