@@ -114,7 +114,7 @@ PROGRESS = 1.0
 MILLISECOND = 0.001
 # The log line a replica prints right before each request to FCM, the lines that end an attempt (with the outcome
 # each names), and the line of a lease taken.
-SENDING = "sending ping to "
+SENDING = "sending ping to "  # and the service: `FCM`, `webhook` (an HTTP target's)
 OUTCOMES = {"ping accepted by FCM": "accepted", "ping validated by FCM": "validated", "ping will be retried": "retried",
             "ping refused by FCM for good": "refused", "ping is dead: retries ran out": "dead",
             "ping accepted by webhook": "accepted", "ping validated by webhook": "validated",
@@ -1689,7 +1689,7 @@ class Campaign:
     def wait_for_first_shard(self, holder, publish):
         """Until the holder starts the publish's wave (its first `sending ping to FCM` of a shard): the moment its
         other shards' turns are still to come. False when it does not within 15 s (another replica delivers it)."""
-        wanted = (f'"msg":"{SENDING}"', '"route":"waved@', f'"project":"{publish["project"]}"', f'"version":"{publish["version"]}"')
+        wanted = (f'"msg":"{SENDING}FCM"', '"route":"waved@', f'"project":"{publish["project"]}"', f'"version":"{publish["version"]}"')
         try:
             holder.child.wait_for(lambda line: all(part in line for part in wanted), timeout=15)
             return True
