@@ -43,3 +43,40 @@ def test_scripts_test_refuses_to_leave_out_what_every_test_needs():
     assert result.returncode == 64
     help = subprocess.run([str(ROOT / "scripts/test"), "--help"], capture_output=True, text=True, timeout=60)
     assert help.returncode == 0 and "--without nginx,caddy" in help.stdout
+
+
+def test_every_package_a_test_imports_is_in_requirements_txt():
+    """A fresh machine's virtual environment has only requirements.txt: a package installed here by hand and imported by
+    a test fails in CI (stop 61's slack_sdk and google-apps-chat did)."""
+    import ast
+    import importlib.metadata
+    import importlib.util
+    import sys
+
+    def canonical(name):
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    lines = (ROOT / "Tests/interop/requirements.txt").read_text().splitlines()
+    required = {canonical(re.split(r"[\[=<>~! ]", line.strip())[0]) for line in lines if line.strip()}
+    local = {path.stem for path in (ROOT / "Tests/interop").glob("*.py")}
+    owners = {}
+    for dist in importlib.metadata.distributions():
+        for file in dist.files or []:
+            if file.suffix == ".py":
+                owners[str(file.locate().resolve())] = canonical(dist.metadata["Name"])
+    missing = set()
+    for path in sorted((ROOT / "Tests/interop").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module]
+            for name in names:
+                top = name.split(".")[0]
+                if top in sys.stdlib_module_names or top in local:
+                    continue
+                spec = importlib.util.find_spec(name)
+                assert spec is not None and spec.origin, f"{path.name} imports {name}, which is not installed"
+                owner = owners.get(str(Path(spec.origin).resolve()))
+                if owner not in required:
+                    missing.add(f"{path.name}: {name} ({owner})")
+    assert not missing, f"imported but not in requirements.txt: {sorted(missing)}"
