@@ -6,7 +6,7 @@ import Logging
 /// `Spool/`: this process, events kept on its disk) and ``ProjectLeases`` (in `Postgres/Replicas/`: the replicas that
 /// share a database, with the SQL in `Postgres/`). Each is built from values and the small protocols beside this one
 /// (``StoreHost``, ``LeaseMetrics``), fails with ``StoreError``, and keeps its time on the engine's `DeliveryClock`.
-/// RelayServer wires one (`Admit/Storage.swift`); the webhook controller, catch-up polling and the admin API go through
+/// RelayServer wires one (`Admit/Storage.swift`); its event path, catch-up polling and the admin API go through
 /// it and never ask which one they have; no file outside `Admit/`, the configuration and `RelayStore` names a storage
 /// (Tests/interop/test_architecture.py).
 package protocol Admission: Sendable {

@@ -225,3 +225,38 @@ def test_one_entry_point_plans():
                            for text in sources.values() for line in text.splitlines() if "planner.plan(" in line)
     assert "planner.plan(for" not in "".join(sources.values())
     assert "func plan(for record" not in sources["Sources/RelayServer/Application/ConfigurationStore.swift"]
+
+
+def relay_server_sources():
+    return {source.relative_to(ROOT).as_posix(): source.read_text() for source in (ROOT / "Sources/RelayServer").rglob("*.swift")}
+
+
+def callers(sources, pattern):
+    return sorted(path for path, text in sources.items()
+                  if any(re.search(pattern, line) and not line.strip().startswith("//") for line in text.splitlines()))
+
+
+def test_one_function_admits_plans_delivers_and_keeps_an_event():
+    # Issue #51: the webhook and the catch-up poll each wrote admit → plan → deliver → keep themselves. EventPath.relay
+    # is the one; its bringers name none of those steps. (A kept outbox event, admitted already, is the store's sweep's:
+    # it plans through StoreHost, the planner's one entry point, and hands the engine the kept event.)
+    sources = relay_server_sources()
+    path = "Sources/RelayServer/Admit/EventPath.swift"
+    assert callers(sources, r"\.admit\(|\.admitPolled\(") == [path]
+    assert callers(sources, r"\bengine\.deliver\(|\.deliverKept\(") == [path]
+    assert callers(sources, r"admission\.keep\(") == [path]
+    assert callers(sources, r"\bplanner\.plan\(") == [path, "Sources/RelayServer/Admit/Storage.swift",
+                                                      "Sources/RelayServer/Application/RelayApplication.swift"]
+    assert callers(sources, r"\bpath\.relay\(") == ["Sources/RelayServer/Receive/Poll/CatchUpPoller.swift",
+                                                    "Sources/RelayServer/Receive/WebhookController.swift"]
+
+
+def test_the_newest_relayed_mark_lives_in_one_place():
+    # Issue #51: the webhook and the poll each noted the mark by hand, the poll in two places (here and in the store).
+    # RelayMarks is the one door: only the event path says a version was relayed, only the poll adopts one.
+    sources = relay_server_sources()
+    marks = "Sources/RelayServer/Admit/RelayMarks.swift"
+    assert callers(sources, r"\.note\(\w+, |\.noteRelayed\(") == [marks]
+    assert callers(sources, r"RelayedVersions\(") == ["Sources/RelayServer/Admit/Storage.swift"]
+    assert callers(sources, r"\bmarks\.relayed\(") == ["Sources/RelayServer/Admit/EventPath.swift"]
+    assert callers(sources, r"\bmarks\.adopt\(") == ["Sources/RelayServer/Receive/Poll/CatchUpPoller.swift"]

@@ -142,7 +142,7 @@ extension AdminController {
             throw Self.storeUnavailable(error, logger: logger)
         }
         engine.resetMarks(project: project)
-        relayed?.reset(project, logger: logger)
+        marks?.reset(project, logger: logger)
         logger.notice("admin reset of the project's version marks", metadata: ["project": "\(project)"])
         return .init(status: .reset, project: project)
     }

@@ -15,16 +15,16 @@ struct AdminController: Sendable {
     var log: any DeliveryLog
     /// Who delivers a project: asked to discard a ping another process delivers, and to reset shared marks.
     let admission: any Admission
-    /// The newest version relayed per project (catch-up polling's), reset with the marks.
-    let relayed: RelayedVersions?
+    /// The newest version relayed per project, reset with the marks.
+    let marks: RelayMarks?
 
     init(
         configuration: ConfigurationStore, engine: DeliveryEngine, planner: Planner, reloader: Reloader, log: (any DeliveryLog)? = nil,
-        admission: any Admission, relayed: RelayedVersions? = nil
+        admission: any Admission, marks: RelayMarks? = nil
     ) {
         (self.configuration, self.engine, self.planner, self.reloader) = (configuration, engine, planner, reloader)
         self.log = log ?? engine.history
-        (self.admission, self.relayed) = (admission, relayed)
+        (self.admission, self.marks) = (admission, marks)
     }
 
     var logger: Logger { RequestInfo.current?.logger ?? Logger(label: "rc-relay") }

@@ -68,18 +68,17 @@ public enum RelayApplication {
         }
         let drain = DrainState()
         let reloader = Reloader(configuration: store, reader: reader, rebuild: rebuild)
-        let relayed = storage.relayed
         let (admission, stored) = storage.admission(engine: engine, configuration: store, planner: planner)
+        let path = EventPath(engine: engine, planner: planner, admission: admission, marks: RelayMarks(local: storage.relayed, admission: admission))
         let probes = Probes(
             configuration: store, drain: drain, engine: engine, metrics: metrics, cacheFor: settings.readinessCache, admission: admission,
             clock: clock)
         let admin = AdminController(
             configuration: store, engine: engine, planner: planner, reloader: reloader, log: storage.deliveryLog,
-            admission: admission, relayed: relayed)
+            admission: admission, marks: path.marks)
         let api = RelayAPI(probes: probes, admin: admin)
         let controller = WebhookController(
-            configuration: store, engine: engine, planner: planner, relayed: relayed, metrics: metrics, admission: admission,
-            versions: VersionCheck(clock: clock, metrics: metrics))
+            configuration: store, path: path, metrics: metrics, versions: VersionCheck(clock: clock, metrics: metrics))
         let ingest = IngestRoutes(intake: WebhookIntake(configuration: store, drain: drain, metrics: metrics), controller: controller)
         let server = httpServer(settings)
         let console = ConsoleRoutes(
@@ -91,7 +90,7 @@ public enum RelayApplication {
             // Shut down in reverse: the engine drains while the HTTP client is still up, and while the storage still
             // runs; the storage stops once the engine's hand-overs are written.
             services: stored + [HTTPClientService(client: httpClient), targetClients, engine]
-                + poller(settings, store, engine, planner, relayed, clock, metrics, admission, logger),
+                + poller(settings, store, path, clock, metrics, logger),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? settings.port) },
             logger: logger)
         var services: [any Service] = [main]
@@ -115,14 +114,13 @@ public enum RelayApplication {
 
     /// Catch-up polling, when `poll.intervalSeconds` is set (stopped before the engine, which it feeds).
     static func poller(
-        _ settings: RelaySettings, _ store: ConfigurationStore, _ engine: DeliveryEngine, _ planner: Planner, _ relayed: RelayedVersions,
-        _ clock: any DeliveryClock,
-        _ metrics: RelayMetrics, _ admission: any Admission, _ logger: Logger
+        _ settings: RelaySettings, _ store: ConfigurationStore, _ path: EventPath, _ clock: any DeliveryClock, _ metrics: RelayMetrics,
+        _ logger: Logger
     ) -> [any Service] {
         guard let poll = settings.poll else { return [] }
         let poller = CatchUpPoller(
-            settings: .init(interval: poll.interval, grace: poll.grace), configuration: store, engine: engine, planner: planner, relayed: relayed,
-            clock: clock, metrics: metrics, admission: admission, logger: logger)
+            settings: .init(interval: poll.interval, grace: poll.grace), configuration: store, path: path, clock: clock, metrics: metrics,
+            logger: logger)
         return [poller]
     }
 

@@ -5,18 +5,13 @@ import RelayCore
 import RelayStore
 import Tracing
 
-/// Route → deliver → answer, for an event ``WebhookIntake`` verified and decoded. Failures are thrown as
-/// ``Refusal``s; the answer is 200 (settled), 202 (kept, still delivering) or a problem.
+/// An event ``WebhookIntake`` verified and decoded, sent down the ``EventPath`` and answered: 200 (settled), 202 (kept,
+/// still delivering) or a problem, thrown as a ``Refusal``.
 struct WebhookController: Sendable {
     let configuration: ConfigurationStore
-    let engine: DeliveryEngine
-    /// Routes the version (fetching what it changed when a route asks).
-    let planner: Planner
-    /// Told each version delivered or kept, so catch-up polling does not relay it again.
-    let relayed: RelayedVersions
+    /// Admit → plan → deliver → keep, and the newest-relayed mark.
+    let path: EventPath
     let metrics: RelayMetrics
-    /// Where the event is kept and who delivers its project (this process alone, or replicas sharing a store).
-    let admission: any Admission
     /// Tells a version Remote Config could not have published (relayed, but moving no mark).
     let versions: VersionCheck
 
@@ -62,103 +57,44 @@ struct WebhookController: Sendable {
         var record = EventRecord(
             keys: keys, project: project, eventID: eventID, format: event.format.rawValue, version: event.version,
             receivedAt: Date())
-        // The newest version known here; for a version far beyond it, the store's (what any replica relayed): a replica
-        // that just started knows nothing yet, and must not take a far-off number for a real one (issue #50).
-        var known = relayed.newest(project)
         let number = event.version.versionNumber
-        if number > VersionCheck.margin, number - VersionCheck.margin > known ?? 0, let shared = try? await admission.relayed(project) {
-            known = max(known ?? shared, shared)
+        let known = await path.marks.known(project, beside: number)
+        if await versions.isOutlier(number, known: known, project: project, pipeline: pipeline, settings: configuration.settings, logger: logger) {
+            record.outlier = true
         }
-        let outlier = await versions.isOutlier(
-            event.version.versionNumber, known: known, project: project, pipeline: pipeline, settings: configuration.settings, logger: logger)
-        if outlier { record.outlier = true }
-        let summary = IngestAnswer.EventSummary(
-            id: eventID, format: event.format.rawValue, project: project, versionNumber: event.version.versionNumber,
-            updateType: event.version.updateType)
-        let source = event.format.rawValue
-        let committed: Bool
         record.traceparent = Traces.traceparent(of: Traces.current)
-        let admitted = try await Self.inSpan("admit") { span throws(Refusal) in
-            span?.attributes["rc_relay.project"] = project
-            span?.attributes["rc_relay.version"] = event.version.versionNumber
-            let outcome: Admitted
-            do {
-                outcome = try await admission.admit(record, window: configuration.settings.dedupWindow, logger: logger)
-            } catch {
-                throw Refusal(
-                    kind: .notReady, detail: "the relay's shared store did not answer, so nothing was accepted; retry shortly", retryAfter: 5)
-            }
-            span?.attributes["rc_relay.admission"] = outcome.name
-            return outcome
-        }
-        switch admitted {
-        case .deliverHere(let kept, let row):
-            // This process delivers the project's events: deliver (or join) here, and answer with the outcome.
-            committed = kept
-            record.storeRow = row
-        case .elsewhere:
-            if !outlier { relayed.note(project, record.version.versionNumber, logger: logger) }
-            logger.info("event kept; the replica that delivers the project now delivers it")
+        let summary = IngestAnswer.EventSummary(
+            id: eventID, format: event.format.rawValue, project: project, versionNumber: number, updateType: event.version.updateType)
+        let source = event.format.rawValue
+        switch await path.relay(record, arriving: .request, in: configuration, logger: logger) {
+        case .settled(let reports, let duplicate):
+            return try settled(reports, duplicate: duplicate, source: source, requestID: requestID, summary: summary, logger: logger)
+        case .kept(let here):
+            logger.info(
+                here ? "delivery continues in the background; the event is kept" : "event kept; the replica that delivers the project now delivers it"
+            )
             metrics.webhook(source: source, outcome: "in-progress")
             return .inProgress(IngestAnswer.inProgress(requestID: requestID, event: summary))
-        case .settled(let reports):
-            return try settled(
-                reports, duplicate: true, source: source, requestID: requestID, summary: summary, marks: !outlier, logger: logger)
-        case .conflict(let key):
-            throw conflict(key, logger: logger)
-        }
-        let started = ContinuousClock.now
-        // The project is in this configuration (its pipeline was found above), so a plan is always made; none would
-        // be an event with nothing to send.
-        let plan =
-            await planner.plan(record, since: relayed.newest(project), in: configuration, logger: logger)
-            ?? DeliveryPlan(pings: [], send: pipeline.send)
-        // The answer's wait counts from the request, not from the end of routing.
-        let wait = max(configuration.settings.answerWithin - (ContinuousClock.now - started), configuration.settings.answerWithin / 10)
-        switch await engine.deliver(record, plan: plan, wait: wait, onDisk: committed, logger: logger) {
-        case .settled(let reports, let duplicate):
-            return try settled(
-                reports, duplicate: duplicate, source: source, requestID: requestID, summary: summary, marks: !outlier, logger: logger)
-        case .conflict(let key):
-            throw conflict(key, logger: logger)
-        case .saturated:
-            throw Refusal(kind: .notReady, detail: "too many deliveries are under way; retry shortly", retryAfter: 5)
-                .logged("webhook refused: too many deliveries under way", to: logger)
-        case .stopping:
-            throw Refusal(kind: .notReady, detail: "the relay is stopping; retry shortly", retryAfter: 5)
-                .logged("webhook refused: the relay is stopping", to: logger)
-        case .pending(let delivery, let retryAfter):
+        case .underWay(let retryAfter):
             let seconds = retryAfter.map { Int(($0 / .seconds(1)).rounded(.up)) } ?? Int(configuration.settings.answerWithin.components.seconds)
-            let inProgress = Refusal(
+            logger.info("delivery continues; the sender is asked to retry and join it", metadata: ["status": "503"])
+            throw Refusal(
                 kind: .deliveryInProgress, detail: "the pings are still being delivered; retry to join the delivery under way",
                 retryAfter: min(max(1, seconds), 3600))
-            switch admission.keep(delivery, logger: logger) {
-            case .notKept:
-                logger.info("delivery continues; the sender is asked to retry and join it", metadata: ["status": "503"])
-                throw inProgress
-            case .settled(let reports):
-                return try settled(
-                    reports, duplicate: false, source: source, requestID: requestID, summary: summary, marks: !outlier, logger: logger)
-            case .kept:
-                if !outlier { relayed.note(project, record.version.versionNumber, logger: logger) }
-                logger.info("delivery continues in the background; the event is kept")
-                metrics.webhook(source: source, outcome: "in-progress")
-                return .inProgress(IngestAnswer.inProgress(requestID: requestID, event: summary))
-            }
+        case .notStarted(.conflict(let key)):
+            throw conflict(key, logger: logger)
+        case .notStarted(.saturated):
+            throw Refusal(kind: .notReady, detail: "too many deliveries are under way; retry shortly", retryAfter: 5)
+                .logged("webhook refused: too many deliveries under way", to: logger)
+        case .notStarted(.stopping):
+            throw Refusal(kind: .notReady, detail: "the relay is stopping; retry shortly", retryAfter: 5)
+                .logged("webhook refused: the relay is stopping", to: logger)
+        case .notStarted(.storeUnavailable), .notStarted(.unplanned), .notStarted(.left):
+            // Unplanned and left cannot come of a request planned under the configuration its project was found in.
+            throw Refusal(
+                kind: .notReady, detail: "the relay's shared store did not answer, so nothing was accepted; retry shortly", retryAfter: 5
+            ).logged("webhook refused: the shared store did not answer", to: logger)
         }
-    }
-
-    /// `body` in a span of its own, a child of the current one; a refusal marks it an error.
-    static func inSpan<T: Sendable>(_ name: String, _ body: ((any Span)?) async throws(Refusal) -> T) async throws(Refusal) -> T {
-        let result: Result<T, Refusal> = await Traces.withSpan(name) { span in
-            do throws(Refusal) {
-                return .success(try await body(span))
-            } catch {
-                span?.setStatus(SpanStatus(code: .error, message: error.kind.rawValue))
-                return .failure(error)
-            }
-        }
-        return try result.get()
     }
 
     private func conflict(_ key: String, logger: Logger) -> Refusal {
@@ -170,8 +106,7 @@ struct WebhookController: Sendable {
     }
 
     private func settled(
-        _ reports: [DeliveryReport], duplicate: Bool, source: String, requestID: String, summary: IngestAnswer.EventSummary, marks: Bool,
-        logger: Logger
+        _ reports: [DeliveryReport], duplicate: Bool, source: String, requestID: String, summary: IngestAnswer.EventSummary, logger: Logger
     ) throws(Refusal) -> Answer {
         if duplicate { logger.info("duplicate event: answered from the first delivery, nothing sent again") }
         // A dead ping (retries ran out) is worth the sender's retry; a permanent refusal is not: it is answered 200,
@@ -184,7 +119,6 @@ struct WebhookController: Sendable {
                 deliveries: reports
             ).logged("webhook not delivered: a ping ran out of retries", to: logger)
         }
-        if marks { relayed.note(summary.project, summary.versionNumber, logger: logger) }
         let status = IngestAnswer.status(reports)
         if status == "superseded" {
             // The answer says it, and so does the log: nothing of this version reached FCM, and nothing needs to.

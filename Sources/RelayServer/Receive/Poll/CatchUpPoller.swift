@@ -25,26 +25,20 @@ final class CatchUpPoller: Service {
 
     let settings: Settings
     let configuration: ConfigurationStore
-    let engine: DeliveryEngine
-    let planner: Planner
-    let relayed: RelayedVersions
+    /// Admit → plan → deliver → keep, and the newest-relayed mark.
+    let path: EventPath
     let clock: any DeliveryClock
     let metrics: RelayMetrics
     let logger: Logger
     private let sightings = NIOLockedValueBox<[String: (version: Int64, at: Date)]>([:])
     /// Settled to poll before the interval is over (a project taken over, a stop); replaced after each wait.
     private let nudge = NIOLockedValueBox(Settlement<Bool>())
-    /// Who polls a project (with a shared store, the replica that holds it), and where what it relays is kept (like a
-    /// webhook's event).
-    let admission: any Admission
+    /// Who polls a project (with a shared store, the replica that holds it).
+    var admission: any Admission { path.admission }
+    var marks: RelayMarks { path.marks }
 
-    init(
-        settings: Settings, configuration: ConfigurationStore, engine: DeliveryEngine, planner: Planner, relayed: RelayedVersions,
-        clock: any DeliveryClock, metrics: RelayMetrics, admission: any Admission, logger: Logger
-    ) {
-        (self.settings, self.configuration, self.engine, self.planner, self.relayed, self.clock, self.metrics) =
-            (settings, configuration, engine, planner, relayed, clock, metrics)
-        self.admission = admission
+    init(settings: Settings, configuration: ConfigurationStore, path: EventPath, clock: any DeliveryClock, metrics: RelayMetrics, logger: Logger) {
+        (self.settings, self.configuration, self.path, self.clock, self.metrics) = (settings, configuration, path, clock, metrics)
         var logger = logger
         logger[metadataKey: "source"] = "poll"
         self.logger = logger
@@ -62,7 +56,7 @@ final class CatchUpPoller: Service {
                 repeat {
                     // A stop cancels a poll under way: its Remote Config call and any wait to retry end at once.
                     await cancelWhenGracefulShutdown { await self.pollOnce() }
-                    relayed.persist(logger: logger)
+                    marks.persist(logger: logger)
                     let wake = nudge.withLockedValue { $0 }
                     _ = await wake.value(within: settings.interval, on: clock)
                     nudge.withLockedValue { if $0 === wake { $0 = Settlement() } }
@@ -73,7 +67,7 @@ final class CatchUpPoller: Service {
             }
             group.cancelAll()
         }
-        relayed.persist(logger: logger)
+        marks.persist(logger: logger)
     }
 
     /// Ends the wait for the next poll now.
@@ -108,14 +102,11 @@ final class CatchUpPoller: Service {
     ) async -> Outcome {
         let current = configuration.settings
         let calls = RemoteConfigCalls(client: pipeline.remoteConfig, policy: current.retryPolicy, clock: clock, metrics: metrics)
-        var known = relayed.newest(project)
         // The poll is decided under its claim (with a shared store, the epoch of the hold), from the newest version anyone
         // relayed: a replica that just took the project over starts where the previous holder left off.
+        let known: Int64?
         do {
-            if let shared = try await admission.relayed(project) {
-                relayed.note(project, shared)
-                known = max(known ?? shared, shared)
-            }
+            known = try await marks.everyones(project)
         } catch {
             logger.warning("poll failed: the shared store did not say which version was relayed last; the next poll tries again")
             return .failed
@@ -130,15 +121,13 @@ final class CatchUpPoller: Service {
         }
         guard let newest = versions.max(by: { $0.versionNumber < $1.versionNumber }) else {
             if known == nil, listedNothing {  // nothing published yet: the first publish is news
-                relayed.note(project, 0)
-                await admission.noteRelayed(project, 0)
+                await marks.adopt(project, 0, logger: logger)
             }
             return .current
         }
         guard let known else {
             // Nothing relayed on record: adopt the current version without a ping (no ping storm on every start).
-            relayed.note(project, newest.versionNumber)
-            await admission.noteRelayed(project, newest.versionNumber)
+            await marks.adopt(project, newest.versionNumber, logger: logger)
             logger.info("poll: adopted the current version without a ping", metadata: ["version": "\(newest.versionNumber)"])
             return .current
         }
@@ -193,53 +182,32 @@ final class CatchUpPoller: Service {
         return (found, listed == 0)
     }
 
-    /// Delivers `version` as a `poll` event; true once it is delivered or safely kept (then it counts as relayed).
+    /// Sends `version` down the event path as a `poll` event: relayed once it is delivered or safely kept.
     private func relay(
         _ version: TemplateVersion, since known: Int64, project: String, claim: PollClaim, in configuration: RelayConfiguration,
         logger: Logger
     ) async -> Outcome {
-        let settings = configuration.settings
-        var record = EventRecord(
+        let record = EventRecord(
             keys: EventRecord.keys(project: project, version: version.versionNumber), project: project, eventID: nil, format: "poll",
-            version: version,
-            receivedAt: clock.now())
+            version: version, receivedAt: clock.now())
         // Fenced: a poll that outlived its claim (paused, or slow retries) admits nothing.
-        switch await admission.admitPolled(record, claim: claim, window: settings.dedupWindow, logger: logger) {
-        case .deliverHere(let row): record.storeRow = row  // this process delivers it, below
-        case .keptAlready:
-            // A webhook's event for the version is kept already, with what of it was sent: that event's delivery sends
-            // the rest (a poll event of its own would send it all again).
-            logger.info("poll: the version is kept already, with a webhook's event; delivering it from there")
-            return .pending
-        case .settled:
-            logger.info("poll: a webhook had announced the version already")
-            relayed.note(project, version.versionNumber)
-            return .relayed
-        case .leave:
-            return .pending
-        }
-        guard let plan = await planner.plan(record, since: known, in: configuration, logger: logger) else { return .failed }
-        switch await engine.deliver(record, plan: plan, origin: .poll, wait: settings.answerWithin, onDisk: admission.keepsAdmitted, logger: logger) {
-        case .settled(let reports, let duplicate):
-            guard !reports.contains(where: \.unfinished) else {
-                logger.warning("poll: the version's pings ran out of retries; the next poll tries again")
-                return .failed
-            }
+        switch await path.relay(record, arriving: .poll(claim, since: known), in: configuration, logger: logger) {
+        case .settled(let reports, _) where reports.contains(where: \.unfinished):
+            logger.warning("poll: the version's pings ran out of retries; the next poll tries again")
+            return .failed
+        case .settled(_, let duplicate):
             if duplicate { logger.info("poll: a webhook had announced the version already") }
-            relayed.note(project, version.versionNumber)
             return .relayed
-        case .pending(let delivery, _):
-            switch admission.keep(delivery, logger: logger) {
-            case .notKept:
-                logger.info("poll: the version's delivery continues; the next poll joins it")
-                return .pending
-            case .settled(let reports) where reports.contains(where: \.unfinished):
-                return .failed
-            case .settled, .kept:
-                relayed.note(project, version.versionNumber)
-                return .relayed
-            }
-        case .conflict, .saturated, .stopping:
+        case .kept:
+            return .relayed
+        case .underWay:
+            logger.info("poll: the version's delivery continues (or a webhook's kept event delivers it); the next poll joins it")
+            return .pending
+        case .notStarted(.unplanned):
+            return .failed
+        case .notStarted(.left):
+            return .pending
+        case .notStarted:
             logger.warning("poll: the delivery could not start now; the next poll tries again")
             return .pending
         }
