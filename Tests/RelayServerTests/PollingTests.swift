@@ -101,6 +101,25 @@ import Testing
         }
     }
 
+    /// Issue #51's one path: a webhook and a poll move the newest-relayed mark by one rule (``EventPath``), so a version
+    /// whose webhook's ping ran out of retries is not relayed, and the next poll relays it.
+    @Test func aVersionWhoseWebhookPingDiedIsRelayedByTheNextPoll() async throws {
+        let clock = ManualDeliveryClock()
+        try await withLiveRelay(Self.polling(clock).environment(["RC_RELAY_DELIVERY_MAX_ATTEMPTS": "1"])) { relay in
+            await Self.pollEnded(clock)
+            let version = try await Self.publish(relay.emulator)
+            await relay.emulator.inject(.init(status: 503, count: 1))
+            #expect(try await relay.post(#"{"versionNumber": "\#(version)"}"#).status == 502)  // delivery-failed: it died
+            #expect(await Self.pings(relay).isEmpty)
+            await Self.nextPoll(clock)
+            let pings = await Self.pings(relay)
+            #expect(pings.count == 1)
+            #expect(try await Self.polls(relay, "relayed") == 1)
+            await Self.nextPoll(clock)  // relayed now: the next poll finds nothing new
+            #expect(await Self.pings(relay).count == 1)
+        }
+    }
+
     @Test func aPollAndALateWebhookOfOneVersionMakeOnePing() async throws {
         let clock = ManualDeliveryClock()
         try await withLiveRelay(Self.polling(clock)) { relay in

@@ -58,7 +58,7 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         case .unknownEventType: "The event is not a Remote Config update"
         case .unknownProject: "The event's Firebase project is not configured"
         case .eventConflict: "The event's id belongs to another event"
-        case .deliveryFailed: "FCM did not accept every ping"
+        case .deliveryFailed: "Not every ping was accepted by its target"
         case .deliveryInProgress: "The pings are still being delivered"
         case .notReady: "The relay is not ready"
         case .unauthorized: "A valid admin bearer token is required"
@@ -66,7 +66,7 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         case .methodNotAllowed: "The path does not take this method"
         case .invalidRequest: "The request does not match the API"
         case .notRetryable: "Only dead or failed pings can be retried"
-        case .notDiscardable: "Only the dead ping of an acknowledged event still waiting for FCM can be discarded"
+        case .notDiscardable: "Only the dead ping of an acknowledged event still waiting for its target can be discarded"
         case .invalidConfiguration: "The configuration file is refused"
         case .internalError: "Something went wrong inside the relay"
         }
