@@ -17,10 +17,8 @@ struct RelayMarks: Sendable {
     /// for a real one: issue #50). Nil when none is known.
     func known(_ project: String, beside number: Int64) async -> Int64? {
         let known = local.newest(project)
-        guard number > VersionCheck.margin, number - VersionCheck.margin > known ?? 0, let shared = try? await admission.relayed(project) else {
-            return known
-        }
-        return max(known ?? shared, shared)
+        guard number > VersionCheck.margin, number - VersionCheck.margin > known ?? 0 else { return known }
+        return (try? await everyones(project)) ?? known
     }
 
     /// The newest version any replica relayed, read from the shared store and noted here (a poll starts from it, so a
