@@ -26,10 +26,10 @@ private final class PacedSender: MessageSender {
     let fcmRoute = try Route(RouteDefinition(name: "default", topic: "PUSH_RC"), index: 0)
     let hookRoute = try Route(
         RouteDefinition(name: "hook", webhook: .init(url: .value("https://hooks.example.com/x"), format: "slack")), index: 1)
-    let call = try #require(hookRoute.call(for: version, project: "p", change: .notNeeded, audiences: ["topic:PUSH_RC"]))
+    let call = try #require(hookRoute.targetMessage(for: version, project: "p", change: .notNeeded, audiences: ["topic:PUSH_RC"]))
     let pings = [
         Ping(route: "default", project: "p", message: fcmRoute.message(for: version, project: "p")),
-        Ping(route: "hook", project: "p", payload: .http(call)),
+        Ping(route: "hook", project: "p", payload: .target(call)),
     ]
     var plan = SendPlan(sender: fcm, policy: RetryPolicy())
     plan.senders[PingPayload.sender(route: "hook")] = hooks

@@ -29,8 +29,8 @@ private func template(_ parameters: [String: String], conditional: [String: [Str
 }
 
 private func httpCall(_ ping: Ping?) -> HTTPCall? {
-    guard case .http(let call) = ping?.payload else { return nil }
-    return call
+    guard case .target(let message) = ping?.payload else { return nil }
+    return message as? HTTPCall
 }
 
 private let version7 = TemplateVersion(
@@ -98,7 +98,7 @@ private let version7 = TemplateVersion(
     #expect(call.id == HTTPCall.id(project: "demo-project", version: 7, route: "hook"))
     #expect(call.id.hasPrefix("msg_") && call.id.count == 36)
     #expect(call.id != HTTPCall.id(project: "demo-project", version: 8, route: "hook"))
-    #expect(pings[0].payload.sender == "http:hook" && pings[1].payload.sender == "fcm")
+    #expect(pings[0].payload.sender == "route:hook" && pings[1].payload.sender == "fcm")
     #expect(pings[0].payload.audience == PingAudience(kind: "webhook", name: "hook"))
     let notice = call.notice
     #expect(notice.audiences == ["topic:PUSH_RC", "topic:PUSH_JA"])

@@ -260,3 +260,33 @@ def test_the_newest_relayed_mark_lives_in_one_place():
     assert callers(sources, r"RelayedVersions\(") == ["Sources/RelayServer/Admit/Storage.swift"]
     assert callers(sources, r"\bmarks\.relayed\(") == ["Sources/RelayServer/Admit/EventPath.swift"]
     assert callers(sources, r"\bmarks\.adopt\(") == ["Sources/RelayServer/Receive/Poll/CatchUpPoller.swift"]
+
+
+# The HTTP target's own files (issue #51): its definition, validation, call and bodies in RelayCore, its sender and its
+# serving (sender, admin view, file checks) in RelayServer. A third kind is files like these and one line in
+# TargetKinds.swift.
+HTTP_TARGET_FILES = {
+    "Sources/RelayCore/Route/HTTPTarget.swift", "Sources/RelayCore/Route/HTTPCall.swift",
+    "Sources/RelayCore/Route/HTTPTargetKind.swift", "Sources/RelayCore/Route/PublishNotice+Formats.swift",
+    "Sources/RelayServer/Deliver/HTTPTargetSender.swift", "Sources/RelayServer/Deliver/HTTPTargetKind+Serving.swift",
+}
+HTTP_TARGET_NAMES = r"\b(?:HTTPTarget|HTTPCall|HTTPTargetKind|HTTPTargetSender|PublishNotice)\b|RouteDefinition\.Webhook\b|\b(?:route|definition|\$0)\.webhook\b|routes\[\]\.webhook"
+
+
+def test_a_kind_of_target_is_its_own_files_and_one_line_of_wiring():
+    # Issue #51: an HTTP target once took six edits beside its files (a PingPayload case, RouteDefinition and the
+    # known keys, Route.init, RouteTable.pings, the senders' line, the admin views). Route, RouteTable, the loader,
+    # the senders, the admin API and the console now read the kinds TargetKinds.all lists, and nothing else names one.
+    named = [f"{source.relative_to(ROOT).as_posix()}: {line.strip()}"
+             for source in sorted((ROOT / "Sources").rglob("*.swift"))
+             if source.relative_to(ROOT).as_posix() not in HTTP_TARGET_FILES
+             for line in source.read_text().splitlines()
+             if re.search(HTTP_TARGET_NAMES, line) and not line.strip().startswith("///")]
+    assert named == ["Sources/RelayServer/Deliver/TargetKinds.swift: static let all: [any ServedTargetKind] = [HTTPTargetKind()]"], \
+        "\n".join(named)
+    for path in HTTP_TARGET_FILES:
+        assert (ROOT / path).is_file(), path
+    # The files a kind takes, as docs/development.md lists them.
+    development = (ROOT / "docs/development.md").read_text()
+    for path in HTTP_TARGET_FILES | {"Sources/RelayServer/Deliver/TargetKinds.swift"}:
+        assert path.removeprefix("Sources/") in development, path

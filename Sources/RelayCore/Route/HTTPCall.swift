@@ -61,13 +61,3 @@ public struct PublishNotice: Sendable, Equatable, Codable {
         self.route = route
     }
 }
-
-extension Route {
-    /// The call this route's HTTP target gets for a version; nil for an FCM route.
-    public func call(for version: TemplateVersion, project: String, change: TemplateChange, audiences: [String]) -> HTTPCall? {
-        guard let webhook else { return nil }
-        let notice = PublishNotice(version: version, project: project, change: change, audiences: audiences, route: name)
-        return HTTPCall(
-            route: name, format: webhook.format, id: HTTPCall.id(project: project, version: version.versionNumber, route: name), notice: notice)
-    }
-}

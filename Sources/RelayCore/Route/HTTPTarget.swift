@@ -115,14 +115,4 @@ public struct HTTPTarget: Sendable {
         (self.url, self.host, self.format, self.secrets) = (url, host, format, parsed)
         (self.caFile, self.timeout, self.messagesPerSecond) = (definition.caFile, .seconds(timeout), rate)
     }
-
-    /// The first route key an HTTP target's route cannot set (it describes an FCM message), if any is set.
-    static func fcmKey(in definition: RouteDefinition) -> String? {
-        let set: [(String, Bool)] = [
-            ("topic", definition.topic != nil), ("condition", definition.condition != nil), ("data", definition.data != nil),
-            ("audience", definition.audience != nil), ("android", definition.android != nil), ("apns", definition.apns != nil),
-            ("webpush", definition.webpush != nil), ("waves", definition.waves != nil),
-        ]
-        return set.first { $0.1 }?.0
-    }
 }

@@ -44,30 +44,31 @@ extension PingAudience: Codable {
     }
 }
 
-/// What a ping carries, which its target's sender sends: an FCM message, or a call to a route's HTTP target. The
-/// engine reads only ``sender``, ``loggable`` and ``audience``; the sender it picks by ``sender`` encodes the rest.
+/// What a ping carries, which its target's sender sends: an FCM message, or a message of a route's other target
+/// (``TargetMessage``: an HTTP target's call). The engine reads only ``sender``, ``loggable`` and ``audience``; the
+/// sender it picks by ``sender`` encodes the rest.
 public enum PingPayload: Sendable, Equatable {
     case fcm(FCMMessage)
-    case http(HTTPCall)
+    case target(any TargetMessage)
 
     /// The request's body.
     public var encoded: [UInt8] {
         switch self {
         case .fcm(let message): message.json
-        case .http(let call): call.body
+        case .target(let message): message.body
         }
     }
 
-    /// Which sender sends it: `fcm`, or `http:<route>` (each HTTP target has its own, with its URL and secrets).
+    /// Which sender sends it: `fcm`, or `route:<route>` (each route's target has its own, with its URL and secrets).
     public var sender: String {
         switch self {
         case .fcm: "fcm"
-        case .http(let call): Self.sender(route: call.route)
+        case .target(let message): Self.sender(route: message.route)
         }
     }
 
-    /// The sender of a route's HTTP target.
-    public static func sender(route: String) -> String { "http:\(route)" }
+    /// The sender of a route's target.
+    public static func sender(route: String) -> String { "route:\(route)" }
 
     /// The body as a log may show it: a device's registration token is personal data and is redacted.
     public var loggable: String {
@@ -77,9 +78,8 @@ public enum PingPayload: Sendable, Equatable {
             var redacted = message
             redacted.target = .token("<redacted>")
             return String(decoding: redacted.json, as: UTF8.self)
-        case .http(let call):
-            // The body: the target's URL and secrets are the sender's, never here.
-            return String(decoding: call.body, as: UTF8.self)
+        case .target(let message):
+            return String(decoding: message.body, as: UTF8.self)
         }
     }
 
@@ -87,7 +87,15 @@ public enum PingPayload: Sendable, Equatable {
     public var audience: PingAudience {
         switch self {
         case .fcm(let message): PingAudience(message.target)
-        case .http(let call): PingAudience(kind: "webhook", name: call.route)
+        case .target(let message): PingAudience(kind: message.kind, name: message.route)
+        }
+    }
+
+    public static func == (lhs: PingPayload, rhs: PingPayload) -> Bool {
+        switch (lhs, rhs) {
+        case (.fcm(let left), .fcm(let right)): left == right
+        case (.target(let left), .target(let right)): left.isEqual(to: right)
+        default: false
         }
     }
 }

@@ -1,11 +1,12 @@
-/// A validated route: which template versions it takes, and the FCM ping or the HTTP call it makes of them.
+/// A validated route: which template versions it takes, and the FCM ping or its other target's message
+/// (``RouteTarget``) it makes of them.
 public struct Route: Sendable {
     public let name: String
-    /// An FCM route's topic or condition. A route with an HTTP target (``webhook``) sends to no FCM audience: this is
-    /// then the topic named after the route, never sent to.
+    /// An FCM route's topic or condition. A route with another target (``destination``) sends to no FCM audience: this
+    /// is then the topic named after the route, never sent to.
     public let target: FCMMessage.Target
-    /// The route's HTTP target (`webhook:`), instead of an FCM message.
-    public let webhook: HTTPTarget?
+    /// The route's target of another kind (an HTTP target), instead of an FCM message.
+    public let destination: (any RouteTarget)?
     public let data: [(key: String, value: DataTemplate)]
     public let updateTypes: Set<String>?
     public let origins: Set<String>?
@@ -39,17 +40,21 @@ public struct Route: Sendable {
             throw RouteError(key: "name", problem: "'\(name.prefix(100))' is empty or holds '#' or '@'", fix: "use letters, digits, - and _")
         }
         self.definition = definition
-        if let webhook = definition.webhook {
-            if let key = HTTPTarget.fcmKey(in: definition) {
+        if let other = definition.targets.first {
+            if let second = definition.targets.dropFirst().first {
                 throw RouteError(
-                    key: key, problem: "the route has a webhook target, and \(key) describes an FCM message",
+                    key: second.key, problem: "the route has a \(other.key) target already", fix: "make a route of its own for each target")
+            }
+            if let key = definition.fcmKey {
+                throw RouteError(
+                    key: key, problem: "the route has a \(other.key) target, and \(key) describes an FCM message",
                     fix: "drop \(key), or make a route of its own for the FCM ping")
             }
-            self.webhook = try HTTPTarget(webhook)
+            self.destination = try other.target(route: name)
             self.waves = nil
             self.target = .topic(name)
         } else {
-            self.webhook = nil
+            self.destination = nil
             let waves = try Self.waves(definition)
             self.waves = waves
             if let waves { self.target = .topic(waves.topic(shard: 0)) } else { self.target = try Self.target(definition) }
@@ -90,6 +95,11 @@ public struct Route: Sendable {
             let schedule = PingSchedule(quiet: quiet, shard: .init(index: shard, count: waves.shards, spacing: waves.spacing))
             return Ping(route: "\(name)@\(shard)", project: project, message: message, decision: decision, schedule: schedule)
         }
+    }
+
+    /// The message its other target sends for a version; nil for an FCM route.
+    public func targetMessage(for version: TemplateVersion, project: String, change: TemplateChange, audiences: [String]) -> (any TargetMessage)? {
+        destination?.message(for: version, project: project, route: name, change: change, audiences: audiences)
     }
 
     /// Whether a data value uses `{{changedParameters}}`, so the route needs to know what a version changed.

@@ -1,5 +1,5 @@
 /// A route as written in the configuration file, before validation. ``Route/init(_:)`` checks it.
-public struct RouteDefinition: Sendable, Equatable, Codable {
+public struct RouteDefinition: Sendable {
     public var name: String?
     public var topic: String?
     public var condition: String?
@@ -15,27 +15,9 @@ public struct RouteDefinition: Sendable, Equatable, Codable {
     public var debounceSeconds: Int?
     /// Staged waves: the audience split over shard topics, sent evenly across a spread.
     public var waves: WavesDefinition?
-    /// An HTTP target instead of an FCM one: a signed call or a chat message describing each version
-    /// (``HTTPTarget``, docs/targets.md).
-    public var webhook: Webhook?
-
-    /// `webhook`: the receiver's URL, the body's format (`standard`, `slack`, `googleChat`), and a standard target's
-    /// signing secrets.
-    public struct Webhook: Sendable, Equatable, Codable {
-        public var url: SecretSource?
-        public var format: String?
-        public var secrets: [SecretSource]?
-        public var caFile: String?
-        public var timeoutSeconds: Int?
-        public var messagesPerSecond: Double?
-        public init(
-            url: SecretSource? = nil, format: String? = nil, secrets: [SecretSource]? = nil, caFile: String? = nil, timeoutSeconds: Int? = nil,
-            messagesPerSecond: Double? = nil
-        ) {
-            (self.url, self.format, self.secrets, self.caFile) = (url, format, secrets, caFile)
-            (self.timeoutSeconds, self.messagesPerSecond) = (timeoutSeconds, messagesPerSecond)
-        }
-    }
+    /// Another kind of target instead of an FCM one (``TargetKind``: an HTTP target's `webhook:`), each under its
+    /// kind's key; a valid route has at most one.
+    public var targets: [any TargetDefinition] = []
 
     /// `waves`: `shards` topics named by `topic` (which holds `{shard}`), sent evenly across `spreadSeconds`.
     public struct WavesDefinition: Sendable, Equatable, Codable {
@@ -95,9 +77,8 @@ public struct RouteDefinition: Sendable, Equatable, Codable {
     public init(
         name: String? = nil, topic: String? = nil, condition: String? = nil, data: [String: String]? = nil,
         when: Filter? = nil, audience: [String: String]? = nil, android: Android? = nil, apns: APNs? = nil, webpush: WebPush? = nil,
-        debounceSeconds: Int? = nil, waves: WavesDefinition? = nil, webhook: Webhook? = nil
+        debounceSeconds: Int? = nil, waves: WavesDefinition? = nil
     ) {
-        self.webhook = webhook
         self.debounceSeconds = debounceSeconds
         self.waves = waves
         self.audience = audience
@@ -114,6 +95,81 @@ public struct RouteDefinition: Sendable, Equatable, Codable {
     /// The route used when the configuration lists none: the documented Cloud Function, plus the version.
     public static let `default` = RouteDefinition(
         name: "default", topic: "PUSH_RC", data: ["CONFIG_STATE": "STALE", "CONFIG_VERSION": "{{version}}"])
+}
+
+extension RouteDefinition: Equatable, Codable {
+    /// The target kinds a decoder reads (`[any TargetKind]` in its `userInfo`): a route's key that is one's is read as
+    /// its definition. Without them, no route has another target.
+    public static let targetKinds = CodingUserInfoKey(rawValue: "rc-relay.targetKinds")!
+
+    private enum CodingKeys: String, CodingKey {
+        case name, topic, condition, data, when, audience, android, apns, webpush, debounceSeconds, waves
+    }
+
+    private struct TargetKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.name = try c.decodeIfPresent(String.self, forKey: .name)
+        self.topic = try c.decodeIfPresent(String.self, forKey: .topic)
+        self.condition = try c.decodeIfPresent(String.self, forKey: .condition)
+        self.data = try c.decodeIfPresent([String: DataValue].self, forKey: .data)
+        self.when = try c.decodeIfPresent(Filter.self, forKey: .when)
+        self.audience = try c.decodeIfPresent([String: String].self, forKey: .audience)
+        self.android = try c.decodeIfPresent(Android.self, forKey: .android)
+        self.apns = try c.decodeIfPresent(APNs.self, forKey: .apns)
+        self.webpush = try c.decodeIfPresent(WebPush.self, forKey: .webpush)
+        self.debounceSeconds = try c.decodeIfPresent(Int.self, forKey: .debounceSeconds)
+        self.waves = try c.decodeIfPresent(WavesDefinition.self, forKey: .waves)
+        let kinds = decoder.userInfo[Self.targetKinds] as? [any TargetKind] ?? []
+        let others = try decoder.container(keyedBy: TargetKey.self)
+        self.targets = try kinds.compactMap { kind in
+            let key = TargetKey(stringValue: kind.key)
+            guard others.contains(key), try !others.decodeNil(forKey: key) else { return nil }
+            return try kind.definition(from: others.superDecoder(forKey: key))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encodeIfPresent(name, forKey: .name)
+        try c.encodeIfPresent(topic, forKey: .topic)
+        try c.encodeIfPresent(condition, forKey: .condition)
+        try c.encodeIfPresent(data, forKey: .data)
+        try c.encodeIfPresent(when, forKey: .when)
+        try c.encodeIfPresent(audience, forKey: .audience)
+        try c.encodeIfPresent(android, forKey: .android)
+        try c.encodeIfPresent(apns, forKey: .apns)
+        try c.encodeIfPresent(webpush, forKey: .webpush)
+        try c.encodeIfPresent(debounceSeconds, forKey: .debounceSeconds)
+        try c.encodeIfPresent(waves, forKey: .waves)
+        var others = encoder.container(keyedBy: TargetKey.self)
+        for target in targets { try target.encode(to: others.superEncoder(forKey: TargetKey(stringValue: target.key))) }
+    }
+
+    public static func == (lhs: RouteDefinition, rhs: RouteDefinition) -> Bool {
+        (lhs.name, lhs.topic, lhs.condition, lhs.data, lhs.when, lhs.audience) == (
+            rhs.name, rhs.topic, rhs.condition, rhs.data, rhs.when, rhs.audience
+        )
+            && (lhs.android, lhs.apns, lhs.webpush, lhs.debounceSeconds, lhs.waves) == (
+                rhs.android, rhs.apns, rhs.webpush, rhs.debounceSeconds, rhs.waves
+            )
+            && lhs.targets.count == rhs.targets.count && zip(lhs.targets, rhs.targets).allSatisfy { $0.isEqual(to: $1) }
+    }
+
+    /// The first key the route sets that describes an FCM message, which a route with another target cannot set.
+    var fcmKey: String? {
+        let set: [(String, Bool)] = [
+            ("topic", topic != nil), ("condition", condition != nil), ("data", data != nil), ("audience", audience != nil),
+            ("android", android != nil), ("apns", apns != nil), ("webpush", webpush != nil), ("waves", waves != nil),
+        ]
+        return set.first { $0.1 }?.0
+    }
 }
 
 /// A `data` value as written: FCM data values are strings, so anything else is kept to be refused clearly.

@@ -5,14 +5,14 @@ public struct Ping: Sendable, Equatable {
     public var route: String
     public var project: String
     public var payload: PingPayload
-    /// The FCM message it carries; for a call to an HTTP target, an empty message to the route's name (never sent).
+    /// The FCM message it carries; for another target's message, an empty message to the route's name (never sent).
     public var message: FCMMessage {
         get {
             switch payload {
             case .fcm(let message): message
-            case .http(let call):
+            case .target(let other):
                 FCMMessage(
-                    target: .topic(call.route), data: [:], android: .init(priority: "normal", collapse_key: "", ttl: "0s"),
+                    target: .topic(other.route), data: [:], android: .init(priority: "normal", collapse_key: "", ttl: "0s"),
                     apns: .init(headers: [:], payload: .init(aps: .init())), webpush: .init(headers: [:]))
             }
         }
@@ -108,14 +108,18 @@ public struct RouteTable: Sendable {
     /// to its narrowed audience where the change allows, and to its whole audience when the change is unknown.
     public func pings(for version: TemplateVersion, project: String, change: TemplateChange) -> [Ping] {
         let matching = routes.filter { $0.matches(version) }
-        let pings = matching.filter { $0.webhook == nil }.flatMap { fcmPings(route: $0, version: version, project: project, change: change) }
-        // HTTP targets describe the version, with the FCM audiences its pings go to, and come after them.
+        let pings = matching.filter { $0.destination == nil }.flatMap {
+            fcmPings(route: $0, version: version, project: project, change: change)
+        }
+        // Other targets describe the version, with the FCM audiences its pings go to, and come after them.
         let audiences = pings.compactMap { $0.payload.audience.isDevice ? nil : $0.payload.audience.key }
         let calls = matching.compactMap { route -> Ping? in
             let decision = route.decide(change)
-            guard decision.fires, let call = route.call(for: version, project: project, change: change, audiences: audiences) else { return nil }
+            guard decision.fires, let message = route.targetMessage(for: version, project: project, change: change, audiences: audiences) else {
+                return nil
+            }
             return Ping(
-                route: route.name, project: project, payload: .http(call), decision: route.changeRule == nil ? nil : decision.reason,
+                route: route.name, project: project, payload: .target(message), decision: route.changeRule == nil ? nil : decision.reason,
                 schedule: PingSchedule(quiet: route.quiet))
         }
         let byRoute = Dictionary(grouping: pings + calls) { Ping.routeName($0.route) }

@@ -35,8 +35,8 @@ public struct RouteDecision: Sendable, Equatable {
 
 extension Route {
     /// Whether the route needs to know what changed: it has a change rule or an audience map, its data names the
-    /// changed parameters, or it has an HTTP target (whose call describes the change).
-    public var isChangeAware: Bool { changeRule != nil || !audience.isEmpty || rendersChanges || webhook != nil }
+    /// changed parameters, or it has another target (an HTTP target's call describes the change).
+    public var isChangeAware: Bool { changeRule != nil || !audience.isEmpty || rendersChanges || destination != nil }
 
     /// The decision for a version whose change is `diff`; nil `diff` means it could not be known (`unavailable` says
     /// why), and then the route fires to its whole audience: never fewer pings than needed.

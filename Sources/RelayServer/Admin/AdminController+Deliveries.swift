@@ -82,8 +82,8 @@ extension AdminController {
         // version changed is not kept, so {{changedParameters}} is `*`.
         // An HTTP target's call is made again, with what the version changed fetched again.
         var ping: Ping
-        if let call = route.call(for: entry.version, project: project, change: .notNeeded, audiences: []) {
-            ping = Ping(route: entry.route, project: project, payload: .http(call), decision: entry.decision)
+        if let message = route.targetMessage(for: entry.version, project: project, change: .notNeeded, audiences: []) {
+            ping = Ping(route: entry.route, project: project, payload: .target(message), decision: entry.decision)
             ping = await described([ping], version: entry.version, project: project, pipeline: pipeline)[0]
         } else {
             var message = route.message(for: entry.version, project: project)

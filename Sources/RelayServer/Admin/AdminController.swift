@@ -52,7 +52,7 @@ struct AdminController: Sendable {
                 id: id,
                 credentials: .init(kind: .init(rawValue: pipeline.credentials.kind) ?? .keyFile, source: pipeline.credentials.source),
                 routes: pipeline.routes.routes.map { route in
-                    let sender = pipeline.send.senders[PingPayload.sender(route: route.name)] as? HTTPTargetSender
+                    let sender = pipeline.send.senders[PingPayload.sender(route: route.name)] as? any TargetSender
                     return Components.Schemas.RouteView(route, disabled: sender?.disabledReason)
                 })
         }
@@ -72,15 +72,15 @@ struct AdminController: Sendable {
             var url: String
             var body: Body
         }
-        /// FCM's `{"message": …}`, or an HTTP target's call as it would be sent.
+        /// FCM's `{"message": …}`, or another target's message (an HTTP target's call) as it would be sent.
         enum Body: Encodable {
             case fcm(FCMMessage)
-            case http(any Encodable & Sendable)
+            case target(any Encodable & Sendable)
 
             func encode(to encoder: any Encoder) throws {
                 switch self {
                 case .fcm(let message): try ["message": message].encode(to: encoder)
-                case .http(let message): try message.encode(to: encoder)
+                case .target(let message): try message.encode(to: encoder)
                 }
             }
         }
@@ -113,7 +113,7 @@ struct AdminController: Sendable {
             }
             let decision = route.decide(change)
             var targets = decision.targets.map(\.key)
-            if route.webhook != nil { targets = decision.fires ? ["webhook:\(route.name)"] : [] }
+            if let other = route.destination { targets = decision.fires ? ["\(other.kind):\(route.name)"] : [] }
             if let waves = route.waves, decision.targets == [route.target] {
                 targets = (0..<waves.shards).map { FCMMessage.Target.topic(waves.topic(shard: $0)).key }  // each shard, in waves
             }
@@ -123,10 +123,9 @@ struct AdminController: Sendable {
             switch ping.payload {
             case .fcm(let message):
                 return Preview.Request(route: ping.route, url: "\(settings.fcmBaseURL)/v1/projects/\(project)/messages:send", body: .fcm(message))
-            case .http(let call):
-                let target = pipeline.routes.routes.first { $0.name == call.route }?.webhook
-                let url = target.map { "\($0.url.scheme ?? "https")://\($0.host)/…" } ?? "-"
-                return Preview.Request(route: ping.route, url: url, body: .http(call.notice.message(call.format)))
+            case .target(let message):
+                let url = pipeline.routes.routes.first { $0.name == message.route }?.destination?.shownURL ?? "-"
+                return Preview.Request(route: ping.route, url: url, body: .target(message.preview))
             }
         }
         return Preview(
@@ -149,11 +148,11 @@ struct AdminController: Sendable {
             guard let route = pipeline.routes.routes.first(where: { $0.name == name }) else {
                 throw Refusal(kind: .notFound, detail: "project '\(project)' has no route named '\(name)'; GET /admin/routes lists them")
             }
-            if let call = route.call(for: version, project: project, change: .notNeeded, audiences: []) {
+            if let message = route.targetMessage(for: version, project: project, change: .notNeeded, audiences: []) {
                 guard request.token == nil else {
-                    throw Refusal(kind: .invalidRequest, detail: "route '\(name)' has an HTTP target; a token is for an FCM route's ping")
+                    throw Refusal(kind: .invalidRequest, detail: "route '\(name)' has a \(message.kind) target; a token is for an FCM route's ping")
                 }
-                pings = [Ping(route: route.name, project: project, payload: .http(call))]
+                pings = [Ping(route: route.name, project: project, payload: .target(message))]
             } else {
                 // Every shard of a waved route, at once: an operator's send does not wait for turns.
                 pings = route.pings(of: route.message(for: version, project: project), project: project).map {
@@ -195,11 +194,11 @@ struct AdminController: Sendable {
             return ping.payload.audience.key
         }
         return pings.map { ping in
-            guard case .http(let call) = ping.payload, let route = pipeline.routes.routes.first(where: { $0.name == call.route }),
-                let described = route.call(for: version, project: project, change: change, audiences: audiences)
+            guard case .target(let message) = ping.payload, let route = pipeline.routes.routes.first(where: { $0.name == message.route }),
+                let described = route.targetMessage(for: version, project: project, change: change, audiences: audiences)
             else { return ping }
             var ping = ping
-            ping.payload = .http(described)
+            ping.payload = .target(described)
             return ping
         }
     }

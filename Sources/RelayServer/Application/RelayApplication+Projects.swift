@@ -46,12 +46,13 @@ extension RelayApplication {
             var send = SendPlan(
                 sender: FCMMessageSender(sender: sender), policy: settings.retryPolicy, validateOnly: settings.validateOnly,
                 logPings: settings.logPings)
-            // Each HTTP target its own sender, with its URL, secrets and client (a new one per reload: a 410's disabling
-            // lasts until then).
+            // Each route's other target its own sender, with its URL, secrets and client (a new one per reload: an HTTP
+            // target's 410 disables it until then).
             for route in project.routes.routes {
-                guard let target = route.webhook else { continue }
-                send.senders[PingPayload.sender(route: route.name)] = HTTPTargetSender(
-                    route: route.name, target: target, client: targetClients.client(caFile: target.caFile), logger: logger)
+                guard let target = route.destination,
+                    let sender = TargetKinds.kind(target.kind)?.sender(route: route.name, target: target, clients: targetClients, logger: logger)
+                else { continue }
+                send.senders[PingPayload.sender(route: route.name)] = sender
             }
             let credentials: (String, String) =
                 switch project.credentials {

@@ -164,9 +164,9 @@ public enum RelayApplication {
         engine.parkedRetryInterval = settings.retryPolicy.maximumDelay
         engine.supersedeWindow = settings.retryPolicy.deadline
         engine.drainGrace = settings.drainGrace
-        // FCM's, and each HTTP target format's in use, exported at zero from the start.
-        let formats = Set(settings.projects.flatMap { $0.routes.routes.compactMap { $0.webhook?.format } })
-        engine.services = [FCMMessageSender.service] + HTTPTarget.Format.allCases.filter(formats.contains).map(\.service)
+        // FCM's, and each service a route's other target sends to, exported at zero from the start.
+        let services = settings.projects.flatMap { $0.routes.routes.compactMap { $0.destination?.service } }
+        engine.services = [FCMMessageSender.service] + Set(services).sorted()
         return engine
     }
 

@@ -117,11 +117,15 @@ struct ConfigurationFile: Decodable {
         var pings: Bool?
     }
 
-    /// Every key the file may hold, to refuse typos instead of ignoring them. A project's routes take the same keys
-    /// as the top-level routes.
+    /// Every key the file may hold, to refuse typos instead of ignoring them: a route's targets of other kinds take
+    /// their kind's keys, and a project's routes the same keys as the top-level routes.
     static let knownKeys: [String: Set<String>] = {
         var keys = fileKeys
-        for (section, names) in fileKeys where section.hasPrefix("routes[]") { keys["projects[]." + section] = names }
+        for kind in TargetKinds.all {
+            keys["routes[]", default: []].insert(kind.key)
+            for (path, names) in kind.knownKeys { keys[path.isEmpty ? "routes[].\(kind.key)" : "routes[].\(kind.key).\(path)"] = names }
+        }
+        for (section, names) in keys where section.hasPrefix("routes[]") { keys["projects[]." + section] = names }
         return keys
     }()
 
@@ -154,11 +158,7 @@ struct ConfigurationFile: Decodable {
         "log": ["level", "format", "pings"],
         "routes[]": [
             "name", "topic", "condition", "data", "when", "audience", "android", "apns", "webpush", "debounceSeconds", "waves",
-            "webhook",
         ],
-        "routes[].webhook": ["url", "format", "secrets", "caFile", "timeoutSeconds", "messagesPerSecond"],
-        "routes[].webhook.url": ["value", "env", "file"],
-        "routes[].webhook.secrets[]": ["value", "env", "file"],
         "routes[].waves": ["shards", "spreadSeconds", "topic"],
         "routes[].when": ["updateTypes", "origins", "changed"],
         "routes[].when.changed": ["parameters", "conditions"],

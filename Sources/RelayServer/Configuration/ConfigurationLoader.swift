@@ -48,7 +48,7 @@ public struct ConfigurationLoader: Sendable {
         var kept = Node.Mapping([])
         for (key, value) in root.mapping ?? Node.Mapping([]) {
             do {
-                _ = try decoder.decode(ConfigurationFile.self, from: Node([(key, value)]))
+                _ = try decoder.decode(ConfigurationFile.self, from: Node([(key, value)]), userInfo: TargetKinds.userInfo)
                 kept[key] = value
             } catch let error as DecodingError {
                 problems.note(describe(error))
@@ -57,7 +57,7 @@ public struct ConfigurationLoader: Sendable {
             }
         }
         do {
-            return try decoder.decode(ConfigurationFile.self, from: Node.mapping(kept))
+            return try decoder.decode(ConfigurationFile.self, from: Node.mapping(kept), userInfo: TargetKinds.userInfo)
         } catch {
             problems.note(ConfigurationError(key: "(file)", problem: "it cannot be read", fix: "check it is valid YAML"))
             return ConfigurationFile()

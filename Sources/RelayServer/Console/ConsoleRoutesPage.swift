@@ -27,7 +27,7 @@ extension ConsoleRoutes {
                         return [
                             "chart": route.waves.map { "/console/chart?shards=\($0.shards)&spread=\($0.spreadSeconds)" } ?? "",
                             "name": route.name,
-                            "target": route.webhook.map { "\($0.format.rawValue) HTTP target at \($0.host)" } ?? route.waves.map {
+                            "target": route.destination?.summary ?? route.waves.map {
                                 "topics \($0.topicPattern)"
                             }
                                 ?? route.target.key,

@@ -10,7 +10,7 @@ import RelayCore
 /// A route's HTTP target as the engine's ``MessageSender``: one POST of the call's body, signed by Standard Webhooks
 /// for the `standard` format, its answer classified by HTTP's rules (``SendFailure/init(httpStatus:retryAfter:now:)``).
 /// Its URL and secrets live here only: no log line, error or history entry shows them.
-final class HTTPTargetSender: MessageSender {
+final class HTTPTargetSender: TargetSender {
     let route: String
     let target: HTTPTarget
     let client: HTTPClient
@@ -36,7 +36,7 @@ final class HTTPTargetSender: MessageSender {
     static let errorBodyLimit = 512
 
     func send(_ payload: PingPayload, project: String, validateOnly: Bool, beforeRequest: RequestGate) async throws(SendFailure) -> String {
-        guard case .http(let call) = payload else {
+        guard case .target(let message) = payload, let call = message as? HTTPCall else {
             throw SendFailure(.permanent, "route \(route)'s HTTP target sends its own calls only")
         }
         if let reason = disabledReason { throw SendFailure(.permanent, reason, errorCode: "TARGET_DISABLED") }

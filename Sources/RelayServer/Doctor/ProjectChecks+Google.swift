@@ -17,8 +17,8 @@ extension ProjectChecks {
             versionNumber: 1, updateTime: ISO8601DateFormatter().string(from: Date()), updateUser: .init(email: "doctor@rc-relay.invalid"),
             description: "rc-relay doctor", updateOrigin: "CONSOLE", updateType: "INCREMENTAL_UPDATE")
         var out: [(String, Route, FCMMessage)] = []
-        // An HTTP target's route sends no FCM message: the doctor calls no receiver.
-        for route in project.routes.routes where route.webhook == nil {
+        // A route with another target (an HTTP target) sends no FCM message: the doctor calls no receiver.
+        for route in project.routes.routes where route.destination == nil {
             let message = route.message(for: version, project: id)
             if let waves = route.waves {
                 var first = message

@@ -32,7 +32,7 @@ extension Components.Schemas.DeliveryRecord {
 }
 
 extension Components.Schemas.RouteView {
-    /// `disabled`: why its HTTP target is disabled, if it is.
+    /// `disabled`: why its other target is disabled, if it is.
     init(_ route: Route, disabled: String? = nil) {
         let definition = route.definition
         var data: [String: String] = [:]
@@ -51,12 +51,8 @@ extension Components.Schemas.RouteView {
             apns: definition.apns.map { .init(collapseId: $0.collapseId) },
             webpush: definition.webpush.map { .init(ttlSeconds: $0.ttlSeconds, urgency: $0.urgency) },
             debounceSeconds: definition.debounceSeconds,
-            waves: route.waves.map { .init(shards: $0.shards, spreadSeconds: $0.spreadSeconds, topic: $0.topicPattern) },
-            webhook: route.webhook.map {
-                .init(
-                    format: .init(rawValue: $0.format.rawValue) ?? .standard, host: $0.host, secrets: $0.secrets.count, caFile: $0.caFile,
-                    timeoutSeconds: Int($0.timeout.components.seconds), messagesPerSecond: $0.messagesPerSecond, disabled: disabled)
-            })
+            waves: route.waves.map { .init(shards: $0.shards, spreadSeconds: $0.spreadSeconds, topic: $0.topicPattern) })
+        if let target = route.destination { TargetKinds.kind(target.kind)?.describe(target, disabled: disabled, in: &self) }
     }
 }
 
