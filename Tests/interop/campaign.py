@@ -2037,24 +2037,32 @@ class Campaign:
         """A dead ping discarded by an operator: forty `503`s with `Retry-After: 3600` queued in the project's FCM (a
         wait past the retry deadline: each ping they answer is dead at once, its event kept and tried again), a real
         version announced by a CloudEvent; the newest dead ping of an event found within 60 s is discarded with
-        `POST /admin/deliveries/{id}/discard` on a random replica, the next one after a 409 (it came alive)."""
+        `POST /admin/deliveries/{id}/discard` on a random replica, the next one after a 409 (it came alive or settled
+        between the list and the discard: run 10), and the list read again, up to three times, when every one found
+        answered 409."""
         self.inject("fcm_dead", project, {"status": 503, "retryAfter": "3600", "count": 40})
         self.publish(project, rng.choice(CHANGES), rng.choice(["binary", "structured"]),
                      rng=random.Random(f"{self.seed}/send/{project}/{rng.random()}"))
-        dead = self.admin_deliveries(project, "dead", rng, 60, lambda d: d.get("origin") in ("webhook", "poll", "spool"))
-        for delivery in dead[:5]:
-            replica = rng.choice(self.replicas)
-            entry = self.act("operator_discard", "discard", project, version=int(delivery["versionNumber"]),
-                             route=route_name(delivery["route"]), target=replica.name, delivery_id=delivery["id"])
-            response = self.admin(entry, replica, "POST", f"/admin/deliveries/{delivery['id']}/discard")
-            if response is not None and response.status_code in (200, 202):
-                self.end_storm(project)
-                return
-            with self.lock:
-                self.operator.remove(entry)  # not discardable any more (a 409): the next one
+        tried = set()
+        for _ in range(3):
+            dead = self.admin_deliveries(project, "dead", rng, 60,
+                                         lambda d: d.get("origin") in ("webhook", "poll", "spool") and d["id"] not in tried)
+            for delivery in dead[:5]:
+                tried.add(delivery["id"])
+                replica = rng.choice(self.replicas)
+                entry = self.act("operator_discard", "discard", project, version=int(delivery["versionNumber"]),
+                                 route=route_name(delivery["route"]), target=replica.name, delivery_id=delivery["id"])
+                response = self.admin(entry, replica, "POST", f"/admin/deliveries/{delivery['id']}/discard")
+                if response is not None and response.status_code in (200, 202):
+                    self.end_storm(project)
+                    return
+                with self.lock:
+                    self.operator.remove(entry)  # not discardable any more (a 409): the next one
+            if not dead:
+                break
         self.end_storm(project)
         with self.lock:
-            self.errors.append(f"{clock(time.time())} operator_discard: no dead ping of {project} could be discarded ({len(dead)} found)")
+            self.errors.append(f"{clock(time.time())} operator_discard: no dead ping of {project} could be discarded ({len(tried)} tried)")
 
     # -- the end ---------------------------------------------------------------------------------------------------
 
