@@ -290,3 +290,16 @@ def test_a_kind_of_target_is_its_own_files_and_one_line_of_wiring():
     development = (ROOT / "docs/development.md").read_text()
     for path in HTTP_TARGET_FILES | {"Sources/RelayServer/Deliver/TargetKinds.swift"}:
         assert path.removeprefix("Sources/") in development, path
+
+
+def test_the_webhooks_walk_in_development_md_names_files_that_exist():
+    # Issue #51 asked the walk to shrink to match the code, and to count its files: each one it names is a file, and the
+    # count it gives is theirs.
+    development = (ROOT / "docs/development.md").read_text()
+    walk = development[development.index("A webhook's walk through RelayServer"):]
+    walk = walk[:walk.index("\n\n")]
+    crossed = walk[:walk.index("**")]
+    files = re.findall(r"`((?:Receive|Admit|Route)/\w+)`", crossed)
+    assert files and all((ROOT / "Sources/RelayServer" / f"{name}.swift").is_file() for name in files), files
+    count = re.search(r"\*\*(\d+) files\*\*", walk).group(1)
+    assert int(count) == len(set(files)), (count, files)

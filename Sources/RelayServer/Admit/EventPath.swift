@@ -15,6 +15,8 @@ struct EventPath: Sendable {
     /// Where the event is kept and who delivers its project (this process alone, or replicas sharing a store).
     let admission: any Admission
     let marks: RelayMarks
+    /// Tells a version Remote Config could not have published (relayed, but moving no mark).
+    let versions: VersionCheck
 
     /// How an event came: how it is admitted, what its change is measured from, how its history names it.
     enum Arrival: Sendable {
@@ -59,6 +61,7 @@ struct EventPath: Sendable {
         let (onDisk, since, origin): (Bool, Int64?, DeliveryHistory.Origin)
         switch arrival {
         case .request:
+            if await isOutlier(record, in: configuration, logger: logger) { record.outlier = true }
             switch await admit(record, window: settings.dedupWindow, logger: logger) {
             case nil: return .notStarted(.storeUnavailable)
             case .deliverHere(let committed, let row):
@@ -100,6 +103,15 @@ struct EventPath: Sendable {
                 return .kept(here: true)
             }
         }
+    }
+
+    /// Whether a request's version is far beyond any the project is known to have relayed, and not one Remote Config
+    /// lists (``VersionCheck``): relayed, but moving no mark.
+    private func isOutlier(_ record: EventRecord, in configuration: RelayConfiguration, logger: Logger) async -> Bool {
+        let number = record.version.versionNumber
+        guard let pipeline = configuration.projects[record.project] else { return false }
+        let known = await marks.known(record.project, beside: number)
+        return await versions.isOutlier(number, known: known, project: record.project, pipeline: pipeline, settings: configuration.settings, logger: logger)
     }
 
     /// Admission, in a span of its own (`admit`); nil when the store did not answer.

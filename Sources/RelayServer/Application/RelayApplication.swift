@@ -69,7 +69,9 @@ public enum RelayApplication {
         let drain = DrainState()
         let reloader = Reloader(configuration: store, reader: reader, rebuild: rebuild)
         let (admission, stored) = storage.admission(engine: engine, configuration: store, planner: planner)
-        let path = EventPath(engine: engine, planner: planner, admission: admission, marks: RelayMarks(local: storage.relayed, admission: admission))
+        let path = EventPath(
+            engine: engine, planner: planner, admission: admission, marks: RelayMarks(local: storage.relayed, admission: admission),
+            versions: VersionCheck(clock: clock, metrics: metrics))
         let probes = Probes(
             configuration: store, drain: drain, engine: engine, metrics: metrics, cacheFor: settings.readinessCache, admission: admission,
             clock: clock)
@@ -77,8 +79,7 @@ public enum RelayApplication {
             configuration: store, engine: engine, planner: planner, reloader: reloader, log: storage.deliveryLog,
             admission: admission, marks: path.marks)
         let api = RelayAPI(probes: probes, admin: admin)
-        let controller = WebhookController(
-            configuration: store, path: path, metrics: metrics, versions: VersionCheck(clock: clock, metrics: metrics))
+        let controller = WebhookController(configuration: store, path: path, metrics: metrics)
         let ingest = IngestRoutes(intake: WebhookIntake(configuration: store, drain: drain, metrics: metrics), controller: controller)
         let server = httpServer(settings)
         let console = ConsoleRoutes(

@@ -1,9 +1,52 @@
 import DeliveryEngine
 import Foundation
+import Hummingbird
 import Logging
 import RelayCore
 import RelayStore
 import Tracing
+
+/// `POST /webhooks/remote-config` and `POST /pubsub/remote-config`, served straight on Hummingbird: intake verifies
+/// the bytes as received, the controller routes and delivers, and the answer is written once. `openapi.yaml`
+/// documents both (the generator skips them, see `openapi-generator-config.yaml`); the conformance tests hold their
+/// answers to it. Each request is a span (``RequestSpan``), drawn once intake knows its parent.
+struct IngestRoutes: Sendable {
+    let intake: WebhookIntake
+    let controller: WebhookController
+
+    func register(on router: Router<RelayRequestContext>) {
+        router.post("/webhooks/remote-config") { request, _ in await answer(request, ingest: .webhook) }
+        router.post("/pubsub/remote-config") { request, _ in await answer(request, ingest: .pubSub) }
+    }
+
+    private func answer(_ request: Request, ingest: WebhookIntake.Ingest) async -> Response {
+        let info = RequestInfo.current
+        let requestID = info?.id ?? ""
+        var stages = IntakeStages()
+        var verified: VerifiedEvent
+        do throws(Refusal) {
+            verified = try await intake.verify(request, ingest: ingest, logger: info?.logger ?? Logger(label: "rc-relay"), stages: &stages)
+        } catch {
+            return await RequestSpan.run(request, stages: stages, refused: error) { _ in error.response(requestID: requestID) }
+        }
+        return await RequestSpan.run(request, stages: stages, event: verified) { span in
+            if let trace = Traces.traceID(of: span?.context) { verified.logger[metadataKey: "trace_id"] = "\(trace)" }
+            do throws(Refusal) {
+                switch try await controller.relay(verified, requestID: requestID) {
+                case .delivered(let body): return Self.json(body, status: .ok)
+                case .inProgress(let body): return Self.json(body, status: .accepted)
+                }
+            } catch {
+                span?.attributes["rc_relay.problem"] = error.kind.rawValue
+                return error.response(requestID: requestID)
+            }
+        }
+    }
+
+    private static func json(_ body: [UInt8], status: HTTPResponse.Status) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+}
 
 /// An event ``WebhookIntake`` verified and decoded, sent down the ``EventPath`` and answered: 200 (settled), 202 (kept,
 /// still delivering) or a problem, thrown as a ``Refusal``.
@@ -12,8 +55,6 @@ struct WebhookController: Sendable {
     /// Admit → plan → deliver → keep, and the newest-relayed mark.
     let path: EventPath
     let metrics: RelayMetrics
-    /// Tells a version Remote Config could not have published (relayed, but moving no mark).
-    let versions: VersionCheck
 
     /// The answer's JSON body (``IngestAnswer``): `200` when settled, `202` when kept and still delivering.
     enum Answer {
@@ -37,7 +78,7 @@ struct WebhookController: Sendable {
         let configuration = configuration.current
         let projects = configuration.projects
         let project = event.project ?? projects.defaultID
-        guard let pipeline = projects[project] else {
+        guard projects[project] != nil else {
             throw Refusal(
                 kind: .unknownProject,
                 detail: "project '\(project)' is not configured; this relay sends for " + projects.ids.map { "'\($0)'" }.joined(separator: ", ")
@@ -54,14 +95,10 @@ struct WebhookController: Sendable {
         // The same event by id, or the same version of the project by another way in, is one event; a signed request's
         // `webhook-id` is its identity whatever the unsigned headers say (``EventRecord/keys(project:version:eventID:webhookID:)``).
         let keys = EventRecord.keys(project: project, version: event.version.versionNumber, eventID: event.id, webhookID: webhookID)
-        var record = EventRecord(
+        let record = EventRecord(
             keys: keys, project: project, eventID: eventID, format: event.format.rawValue, version: event.version,
             receivedAt: Date())
         let number = event.version.versionNumber
-        let known = await path.marks.known(project, beside: number)
-        if await versions.isOutlier(number, known: known, project: project, pipeline: pipeline, settings: configuration.settings, logger: logger) {
-            record.outlier = true
-        }
         record.traceparent = Traces.traceparent(of: Traces.current)
         let summary = IngestAnswer.EventSummary(
             id: eventID, format: event.format.rawValue, project: project, versionNumber: number, updateType: event.version.updateType)
