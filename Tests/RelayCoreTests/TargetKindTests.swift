@@ -37,7 +37,8 @@ private struct QueueTarget: RouteTarget {
     func message(for version: TemplateVersion, project: String, route: String, change: TemplateChange, audiences: [String])
         -> any TargetMessage
     {
-        QueueMessage(route: route, line: "\(project) \(version.versionNumber) \(change.changedParameters?.joined(separator: ",") ?? "*") \(audiences)")
+        QueueMessage(
+            route: route, line: "\(project) \(version.versionNumber) \(change.changedParameters?.joined(separator: ",") ?? "*") \(audiences)")
     }
 }
 
@@ -60,12 +61,18 @@ private let version9 = TemplateVersion(
     updateOrigin: "CONSOLE", updateType: "INCREMENTAL_UPDATE")
 
 @Test func aThirdKindOfTargetIsReadValidatedAndRoutedWithoutRelayCoreNamingIt() throws {
-    let definitions = try routes(#"[{"name": "jobs", "queue": {"name": "rc-jobs", "token": {"env": "QUEUE_TOKEN"}}}, {"name": "default", "topic": "PUSH_RC"}]"#)
+    let definitions = try routes(
+        #"[{"name": "jobs", "queue": {"name": "rc-jobs", "token": {"env": "QUEUE_TOKEN"}}}, {"name": "default", "topic": "PUSH_RC"}]"#)
     #expect(definitions[0].targets.first?.isEqual(to: QueueDefinition(name: "rc-jobs", token: .environment("QUEUE_TOKEN"))) == true)
     // Its secrets are read by whoever loads the configuration, under the keys the kind names.
     var keys: [String] = []
     var read = definitions
-    read[0].targets = read[0].targets.map { $0.readingSecrets { _, key in keys.append(key); return "t0ken" } }
+    read[0].targets = read[0].targets.map {
+        $0.readingSecrets { _, key in
+            keys.append(key)
+            return "t0ken"
+        }
+    }
     #expect(keys == ["queue.token"] && read[0] != definitions[0])
     let table = try RouteTable(read)
     #expect(table.routes[0].destination?.summary == "queue rc-jobs" && table.routes[0].isChangeAware)

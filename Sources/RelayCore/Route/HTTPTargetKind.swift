@@ -53,7 +53,9 @@ extension RouteDefinition {
         when: Filter? = nil, audience: [String: String]? = nil, waves: WavesDefinition? = nil, debounceSeconds: Int? = nil,
         webhook: Webhook
     ) {
-        self.init(name: name, topic: topic, condition: condition, data: data, when: when, audience: audience, debounceSeconds: debounceSeconds, waves: waves)
+        self.init(
+            name: name, topic: topic, condition: condition, data: data, when: when, audience: audience, debounceSeconds: debounceSeconds, waves: waves
+        )
         self.targets = [webhook]
     }
 

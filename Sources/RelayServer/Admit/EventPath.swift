@@ -111,7 +111,8 @@ struct EventPath: Sendable {
         let number = record.version.versionNumber
         guard let pipeline = configuration.projects[record.project] else { return false }
         let known = await marks.known(record.project, beside: number)
-        return await versions.isOutlier(number, known: known, project: record.project, pipeline: pipeline, settings: configuration.settings, logger: logger)
+        return await versions.isOutlier(
+            number, known: known, project: record.project, pipeline: pipeline, settings: configuration.settings, logger: logger)
     }
 
     /// Admission, in a span of its own (`admit`); nil when the store did not answer.

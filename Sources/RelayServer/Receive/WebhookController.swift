@@ -95,7 +95,7 @@ struct WebhookController: Sendable {
         // The same event by id, or the same version of the project by another way in, is one event; a signed request's
         // `webhook-id` is its identity whatever the unsigned headers say (``EventRecord/keys(project:version:eventID:webhookID:)``).
         let keys = EventRecord.keys(project: project, version: event.version.versionNumber, eventID: event.id, webhookID: webhookID)
-        let record = EventRecord(
+        var record = EventRecord(
             keys: keys, project: project, eventID: eventID, format: event.format.rawValue, version: event.version,
             receivedAt: Date())
         let number = event.version.versionNumber
