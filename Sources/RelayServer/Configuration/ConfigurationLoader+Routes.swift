@@ -22,11 +22,10 @@ extension ConfigurationLoader {
         let prefix = key.dropLast("routes".count)
         for error in errors { problems.note(ConfigurationError(key: prefix + error.key, problem: error.error.problem, fix: error.error.fix)) }
         for (index, definition) in zip(definitions.indices, definitions) {
-            guard let route = table.routes.first(where: { $0.name == definition.name ?? "route-\(index)" }), let target = route.destination,
-                let kind = TargetKinds.kind(target.kind)
-            else { continue }
-            for error in kind.problems(target) {
-                problems.note(ConfigurationError(key: "\(key)[\(index)].\(error.key)", problem: error.problem, fix: error.fix))
+            for target in definition.targets {
+                for error in TargetKinds.kind(target.key)?.problems(target) ?? [] {
+                    problems.note(ConfigurationError(key: "\(key)[\(index)].\(error.key)", problem: error.problem, fix: error.fix))
+                }
             }
         }
         return table

@@ -18,8 +18,10 @@ extension HTTPTargetKind: ServedTargetKind {
             disabled: disabled)
     }
 
-    func problems(_ target: any RouteTarget) -> [RouteError] {
-        guard let caFile = (target as? HTTPTarget)?.caFile, BoundedFile.text(caFile)?.contains("-----BEGIN CERTIFICATE-----") != true else {
+    func problems(_ definition: any TargetDefinition) -> [RouteError] {
+        guard let caFile = (definition as? RouteDefinition.Webhook)?.caFile, !caFile.isEmpty,
+            BoundedFile.text(caFile)?.contains("-----BEGIN CERTIFICATE-----") != true
+        else {
             return []
         }
         return [

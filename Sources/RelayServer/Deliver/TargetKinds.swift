@@ -9,8 +9,9 @@ protocol ServedTargetKind: TargetKind {
     func sender(route: String, target: any RouteTarget, clients: HTTPTargetClients, logger: Logger) -> (any TargetSender)?
     /// Writes the target into `GET /admin/config`'s route view (the kind's own key of `RouteView` in `openapi.yaml`).
     func describe(_ target: any RouteTarget, disabled: String?, in view: inout Components.Schemas.RouteView)
-    /// What the target's files hold wrong, each error's key below the route (`webhook.caFile`): checked at load.
-    func problems(_ target: any RouteTarget) -> [RouteError]
+    /// What the files a definition names hold wrong, each error's key below the route (`webhook.caFile`): checked at
+    /// load, beside the route's validation, so a route's every problem is told at once.
+    func problems(_ definition: any TargetDefinition) -> [RouteError]
 }
 
 /// A route target's sender: a ``MessageSender`` that can be disabled until the next reload.
