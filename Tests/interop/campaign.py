@@ -460,6 +460,7 @@ class Operators:
         answered = [a for a in acts if any(x.get("status") in ANSWERED.get(a["kind"], (200,)) for x in a.get("answers") or [])]
         self.resets = sorted(a["time"] for a in answered if a["kind"] == "reset")
         self.discarded = {(a["route"], int(a["version"])) for a in answered if a["kind"] == "discard"}
+        self.discards = [(a["route"], int(a["version"]), a["time"]) for a in answered if a["kind"] == "discard"]
         self.adoptions = sorted((a for a in record.get("adoptions") or [] if a["project"] == project), key=lambda a: a["time"])
 
     def adopted(self, publish):
@@ -476,6 +477,11 @@ class Operators:
     def missing(self, route, publish):
         """The rule that excuses `publish` not reaching a target of `route`: "discarded", "reset-adopted" or None."""
         if (route["name"], publish["version"]) in self.discarded:
+            return "discarded"
+        # An older version published before the discard, which no newer ping reached (the caller's rule A found none):
+        # the discarded ping stood for it (superseding and catch-up polling fold older versions into the newest).
+        if any(name == route["name"] and publish["version"] < version and publish["time"] < time
+               for name, version, time in self.discards):
             return "discarded"
         if self.adopted(publish):
             return "reset-adopted"
