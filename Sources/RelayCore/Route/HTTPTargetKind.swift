@@ -3,7 +3,10 @@
 public struct HTTPTargetKind: TargetKind {
     public init() {}
 
-    public var key: String { "webhook" }
+    /// The route's key, and the kind its targets, calls and audiences (`webhook:<route>`) are named by.
+    static let name = "webhook"
+
+    public var key: String { Self.name }
 
     public var knownKeys: [String: Set<String>] {
         [
@@ -34,7 +37,7 @@ extension RouteDefinition {
             (self.timeoutSeconds, self.messagesPerSecond) = (timeoutSeconds, messagesPerSecond)
         }
 
-        public var key: String { "webhook" }
+        public var key: String { HTTPTargetKind.name }
 
         /// The URL and each signing secret read; one that could not be read is left empty (its problem is noted).
         public func readingSecrets(_ read: (SecretSource, String) -> String?) -> any TargetDefinition {
@@ -59,12 +62,10 @@ extension RouteDefinition {
         self.targets = [webhook]
     }
 
-    /// The route's `webhook:`, if it has one.
-    public var webhook: Webhook? { targets.lazy.compactMap { $0 as? Webhook }.first }
 }
 
 extension HTTPTarget: RouteTarget {
-    public var kind: String { "webhook" }
+    public var kind: String { HTTPTargetKind.name }
     public var summary: String { "\(format.rawValue) HTTP target at \(host)" }
     public var shownURL: String { "\(url.scheme ?? "https")://\(host)/…" }
     public var service: String { format.service }
@@ -78,7 +79,7 @@ extension HTTPTarget: RouteTarget {
 }
 
 extension HTTPCall: TargetMessage {
-    public var kind: String { "webhook" }
+    public var kind: String { HTTPTargetKind.name }
     public var preview: any Encodable & Sendable { notice.message(format) }
 }
 
