@@ -108,6 +108,7 @@ let package = Package(
             name: "RelayStore",
             dependencies: [
                 "DeliveryEngine",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

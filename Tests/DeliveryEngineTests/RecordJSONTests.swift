@@ -89,6 +89,45 @@ struct RecordJSONTests {
         try expectSameJSON(entry.jsonText, as: entry)
     }
 
+    /// A record without its keys (a shared store's row keeps them in a column of their own) is the record's JSON less
+    /// its first field: put back as the store puts it back, it reads as the record.
+    @Test(arguments: records) func aRecordWithoutItsKeys(_ record: EventRecord) throws {
+        let text = record.jsonTextWithoutKeys
+        #expect(!text.contains("\"keys\""))
+        let keys = String(decoding: try JSONEncoder().encode(record.keys), as: UTF8.self)
+        let putBack = "{\"keys\":" + keys + "," + text.dropFirst()
+        #expect(try JSONDecoder().decode(EventRecord.self, from: Data(putBack.utf8)) == record)
+    }
+
+    /// An entry riding its event's row leaves out what the row says (its project, its report when the row's reports hold
+    /// it, false flags, the origin `webhook`), and reads back as the same entry beside the row; an entry written whole
+    /// (by an older relay) reads the same; a report the row's reports do not hold stays in the copy.
+    @Test(arguments: entries) func anEntryRidingItsRow(_ entry: DeliveryHistory.Entry) throws {
+        var plain = entry
+        (plain.origin, plain.toDevice, plain.validateOnly) = (.webhook, false, false)
+        plain.report = entry.report.map { report in
+            var report = report
+            report.id = entry.id
+            return report
+        }
+        let rowReports = Self.reports + (plain.report.map { [$0] } ?? [])
+        for candidate in [entry, plain] {
+            let riding = candidate.jsonText(beside: rowReports)
+            #expect(!riding.contains("\"project\""))
+            let copy = try JSONDecoder().decode(RidingCopy.self, from: Data(riding.utf8))
+            #expect(copy.entry(project: candidate.project, reports: rowReports) == candidate)
+            let whole = try JSONDecoder().decode(RidingCopy.self, from: Data(candidate.jsonText.utf8))
+            #expect(whole.entry(project: "another", reports: []) == candidate)
+        }
+        let ridingPlain = plain.jsonText(beside: rowReports)
+        #expect(!ridingPlain.contains("toDevice") && !ridingPlain.contains("validateOnly") && !ridingPlain.contains("\"origin\""))
+        #expect(ridingPlain.contains("\"report\"") == false)
+        // Beside reports that do not hold its report, the copy keeps it.
+        let kept = plain.jsonText(beside: [])
+        #expect(kept.contains("\"report\"") == (plain.report != nil))
+        #expect(try JSONDecoder().decode(RidingCopy.self, from: Data(kept.utf8)).entry(project: plain.project, reports: []) == plain)
+    }
+
     /// `text` is the JSON value `JSONEncoder` writes for `value`, and decodes back to `value`.
     private func expectSameJSON<T: Codable & Equatable>(_ text: String, as value: T) throws {
         let decoded = try JSONDecoder().decode(T.self, from: Data(text.utf8))

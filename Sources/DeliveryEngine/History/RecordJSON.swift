@@ -8,10 +8,16 @@ import RelayCore
 
 extension EventRecord {
     /// The record as `JSONEncoder` would encode it.
-    package var jsonText: String {
+    package var jsonText: String { jsonText(withKeys: true) }
+
+    /// The record without its keys, as a shared store's row keeps it beside a column of its keys (which it puts back
+    /// before decoding: `{"keys":…,` then the rest).
+    package var jsonTextWithoutKeys: String { jsonText(withKeys: false) }
+
+    private func jsonText(withKeys: Bool) -> String {
         var json = JSONBytes()
         json.open()
-        json.field("keys", keys)
+        if withKeys { json.field("keys", keys) }
         json.field("project", project)
         json.field("eventID", eventID)
         json.field("format", format)
@@ -40,22 +46,30 @@ extension DeliveryReport {
 
 extension DeliveryHistory.Entry {
     /// The entry as `JSONEncoder` would encode it.
-    package var jsonText: String {
+    package var jsonText: String { jsonText(riding: nil) }
+
+    /// The entry as it rides its event's row, beside the event's project and reports: what the row says already is left
+    /// out (its project, its report when the event's reports hold the same one, `toDevice` and `validateOnly` when
+    /// false, the origin `webhook`); ``RidingCopy`` reads it back.
+    package func jsonText(beside reports: [DeliveryReport]) -> String { jsonText(riding: reports) }
+
+    private func jsonText(riding reports: [DeliveryReport]?) -> String {
+        let riding = reports != nil
         var json = JSONBytes()
         json.open()
         json.field("id", id)
-        json.field("project", project)
+        if !riding { json.field("project", project) }
         json.field("route", route)
         json.key("version")
         json.write(version)
         json.field("eventID", eventID)
-        json.field("origin", origin.rawValue)
+        if !riding || origin != .webhook { json.field("origin", origin.rawValue) }
         json.field("retryOf", retryOf)
-        json.field("toDevice", toDevice)
-        json.field("validateOnly", validateOnly)
+        if !riding || toDevice { json.field("toDevice", toDevice) }
+        if !riding || validateOnly { json.field("validateOnly", validateOnly) }
         json.field("receivedAt", number: receivedAt.timeIntervalSinceReferenceDate)
         json.field("settledAt", number: settledAt?.timeIntervalSinceReferenceDate)
-        if let report {
+        if let report, !(report.id == id && reports?.contains(report) == true) {
             json.key("report")
             json.write(report)
         }
@@ -88,6 +102,43 @@ extension DeliveryHistory.Entry {
         json.field("narrowed", narrowed)
         json.close()
         return String(decoding: json.bytes, as: UTF8.self)
+    }
+}
+
+/// A history entry as ``DeliveryHistory/Entry/jsonText(beside:)`` wrote it in its event's row (or whole, as an older
+/// relay wrote it there): what it left out is put back from the row.
+package struct RidingCopy: Decodable, Sendable {
+    let id: String
+    let project: String?
+    let route: String
+    let version: TemplateVersion
+    let eventID: String?
+    let origin: DeliveryHistory.Origin?
+    let retryOf: String?
+    let toDevice: Bool?
+    let validateOnly: Bool?
+    let receivedAt: Date
+    let settledAt: Date?
+    let report: DeliveryReport?
+    let decision: String?
+    let audience: PingAudience?
+    let waitingUntil: Date?
+    let waitingFor: String?
+    let shard: PingSchedule.Shard?
+    let traceID: String?
+    let outlier: Bool?
+    let replica: String?
+    let narrowed: [String]?
+
+    /// The entry, with the row's project and, when the copy left its report out, the row's report of the same id.
+    package func entry(project rowProject: String, reports: [DeliveryReport]) -> DeliveryHistory.Entry {
+        var entry = DeliveryHistory.Entry(
+            id: id, project: project ?? rowProject, route: route, version: version, eventID: eventID, origin: origin ?? .webhook,
+            retryOf: retryOf, toDevice: toDevice ?? false, validateOnly: validateOnly ?? false, receivedAt: receivedAt,
+            settledAt: settledAt, report: report ?? reports.first { $0.id == id })
+        (entry.decision, entry.audience, entry.waitingUntil, entry.waitingFor, entry.shard) = (decision, audience, waitingUntil, waitingFor, shard)
+        (entry.traceID, entry.outlier, entry.replica, entry.narrowed) = (traceID, outlier, replica, narrowed)
+        return entry
     }
 }
 

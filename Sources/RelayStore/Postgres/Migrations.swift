@@ -240,6 +240,7 @@ enum Migrations {
         oneRowPerEvent,
         heartbeats,
         pingsInTheirEvent,
+        roomToSettle,
     ]
 
     static var latest: Int { steps.map(\.version).max() ?? 0 }

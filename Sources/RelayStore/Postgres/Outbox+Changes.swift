@@ -34,7 +34,7 @@ extension PostgresStore {
         var copies = HistoryCopies()
         for await _ in outbox.wakes {
             await apply(outbox.take(), copies: &copies)
-            // A copy held for its event's settlement waits one round at most: if none comes soon, this one writes it.
+            // A copy held for its event's settlement waits ``holdCopies`` at most: a round then writes it.
             if !copies.held.entries.isEmpty { _ = clock.schedule(after: Self.holdCopies) { [outbox] in outbox.poke() } }
         }
         copies.holding = false
@@ -46,9 +46,8 @@ extension PostgresStore {
 
     func apply(_ changes: [OutboxSpool.Change], copies: inout HistoryCopies) async {
         var settlements: [Settling] = []
-        // What was held last round comes first: it is older.
+        // What was held before comes first: it is older.
         var entries = copies.held
-        let heldBefore = Set(entries.entries.map(\.id))
         copies.held = JournalBatch()
         let moot = OutboxSpool.mootUpdates(changes)
         for (index, change) in changes.enumerated() where !moot.contains(index) {
@@ -80,16 +79,23 @@ extension PostgresStore {
             }
         }
         await settleAll(settlements, entries: &entries, copies: &copies)
-        // A copy of a ping whose event has a row, and that did not wait yet, waits one round for the event's settlement
-        // (its pending copy then is never written, its settled one rides the settlement); the others are written now.
+        // A copy of a ping whose event has a row waits up to ``holdCopies`` since it was first held for the event's
+        // settlement (its pending copy then is never written, its settled one rides the settlement); the others, and
+        // those that waited that long, are written now. Rounds come far more often than that under load: a copy that
+        // waited one round only was written apart for one ping in ten (docs/performance.md, 2026-12-04).
         var now = JournalBatch()
+        let instant = clock.instant()
+        var since: [String: Duration] = [:]
         for entry in entries.entries {
-            if copies.holding, !heldBefore.contains(entry.id), DeliveryHistory.row(ofPing: entry.id) != nil {
+            let first = copies.heldSince[entry.id] ?? instant
+            if copies.holding, instant - first < Self.holdCopies, DeliveryHistory.row(ofPing: entry.id) != nil {
                 copies.held.add(entry)
+                since[entry.id] = first
             } else {
                 now.add(entry)
             }
         }
+        copies.heldSince = since
         await journalAll(now, copies: &copies)
     }
 
@@ -158,7 +164,8 @@ extension PostgresStore {
             keys.append(settling.record.keys.first ?? "")
             reports.append(DeliveryReport.jsonText(settling.reports))
             marks.append(settling.record.outlier != true)
-            pings.append(settling.pings.isEmpty ? "" : "[" + settling.pings.map(\.jsonText).joined(separator: ",") + "]")
+            let copies = settling.pings.map { $0.jsonText(beside: settling.reports) }
+            pings.append(copies.isEmpty ? "" : "[" + copies.joined(separator: ",") + "]")
             written.append(settling.written.joined(separator: " "))
         }
         let (batchIDs, batchKeys, batchReports, batchMarks, batchPings, batchWritten) = (ids, keys, reports, marks, pings, written)
@@ -176,8 +183,15 @@ extension PostgresStore {
                     UPDATE rc_relay_outbox o SET settled = true, settled_at = now(), reports = v.reports, record = NULL, pings = v.pings
                     FROM v WHERE o.id = v.id AND NOT o.settled
                     RETURNING o.project, o.version, v.marks, v.written, v.item),
+                newest AS (SELECT project, max(version) AS version FROM settled WHERE marks GROUP BY project),
+                -- A project with a row of marks: an update where the version is newer (an upsert would lock, and log the
+                -- lock of, every row it finds, newer or not); one without: an upsert, in case another replica adds it.
                 marked AS (
-                    INSERT INTO rc_relay_marks (project, relayed) SELECT project, max(version) FROM settled WHERE marks GROUP BY project
+                    UPDATE rc_relay_marks m SET relayed = n.version, updated_at = now() FROM newest n
+                    WHERE m.project = n.project AND (m.relayed IS NULL OR m.relayed < n.version)),
+                added AS (
+                    INSERT INTO rc_relay_marks (project, relayed)
+                    SELECT project, version FROM newest n WHERE NOT EXISTS (SELECT 1 FROM rc_relay_marks m WHERE m.project = n.project)
                     ON CONFLICT (project) DO UPDATE SET relayed = EXCLUDED.relayed, updated_at = now()
                     WHERE rc_relay_marks.relayed IS NULL OR rc_relay_marks.relayed < EXCLUDED.relayed),
                 moved AS (

@@ -58,7 +58,7 @@ extension PostgresStore {
 
     /// Records progress (shards accepted, the routes still due at a stop) of an event still pending, in its row.
     package func update(_ record: EventRecord) async throws(StoreError) {
-        let (json, id, key) = (record.jsonText, record.storeRow ?? 0, record.keys.first ?? "")
+        let (json, id, key) = (record.jsonTextWithoutKeys, record.storeRow ?? 0, record.keys.first ?? "")
         try await run("update") { client, logger in
             try await client.query(
                 """
@@ -96,7 +96,10 @@ extension PostgresStore {
                 let rows = try await client.query(
                     """
                     WITH page AS (
-                        SELECT id, coalesce(record, '') AS record FROM rc_relay_outbox
+                        SELECT id, CASE WHEN record IS NULL THEN ''
+                            -- Its keys are kept once, in their column (a row of schema 9 or older has them in both).
+                            WHEN left(record, 8) = '{"keys":' THEN record ELSE '{"keys":' || keys || ',' || substr(record, 2) END AS record
+                        FROM rc_relay_outbox
                         WHERE project = \(project) AND NOT settled AND id > \(cursor) ORDER BY id LIMIT \(pageSize)),
                     through AS (
                         SELECT max(id) AS id FROM rc_relay_outbox

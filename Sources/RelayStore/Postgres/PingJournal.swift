@@ -80,16 +80,18 @@ extension PostgresStore {
             while found.count < limit {
                 let rows = try await client.query(
                     """
-                    SELECT id, pings FROM rc_relay_outbox
+                    SELECT id, pings, project, reports FROM rc_relay_outbox
                     WHERE pings IS NOT NULL AND id > \(bound) AND id < \(before)
                         AND (\(project)::text IS NULL OR project = \(project)) AND (\(version)::bigint IS NULL OR version = \(version))
                         AND (NOT \(sinceReset) OR settled_at > coalesce((SELECT reset_at FROM rc_relay_marks WHERE project = \(project)), '-infinity'))
                     ORDER BY id DESC LIMIT \(page)
                     """, logger: logger)
                 var read = 0
-                for try await (id, text) in rows.decode((Int64, String).self) {
+                for try await (id, text, project, reports) in rows.decode((Int64, String, String, String?).self) {
                     (read, before) = (read + 1, id)
-                    for entry in Self.entries(text).reversed() where matching(entry) && found.count < limit { found.append(entry) }
+                    for entry in Self.entries(text, project: project, reports: reports).reversed() where matching(entry) && found.count < limit {
+                        found.append(entry)
+                    }
                 }
                 guard read == page else { break }
             }
@@ -103,12 +105,14 @@ extension PostgresStore {
         return try await run("pings") { client, logger in
             let rows = try await client.query(
                 """
-                SELECT 0, pings FROM rc_relay_outbox WHERE id = \(row) AND pings IS NOT NULL
-                UNION ALL SELECT 1, entry FROM rc_relay_pings WHERE id = \(id)
+                SELECT 0, pings, project, reports FROM rc_relay_outbox WHERE id = \(row) AND pings IS NOT NULL
+                UNION ALL SELECT 1, entry, NULL, NULL FROM rc_relay_pings WHERE id = \(id)
                 ORDER BY 1
                 """, logger: logger)
-            for try await (place, text) in rows.decode((Int, String).self) {
-                if place == 0, let entry = Self.entries(text).first(where: { $0.id == id }) { return entry }
+            for try await (place, text, project, reports) in rows.decode((Int, String, String?, String?).self) {
+                if place == 0, let entry = Self.entries(text, project: project ?? "", reports: reports).first(where: { $0.id == id }) {
+                    return entry
+                }
                 if place == 1 { return Self.entry(text) }
             }
             return nil
@@ -125,15 +129,18 @@ extension PostgresStore {
         return ordered.prefix(limit).map { all[$0] }
     }
 
-    /// The entries of an event row's history copies that this relay can read (one a newer rc-relay wrote is left out).
-    static func entries(_ text: String) -> [DeliveryHistory.Entry] {
-        ((try? JSONDecoder().decode([Readable].self, from: Data(text.utf8))) ?? []).compactMap(\.entry)
+    /// The entries of an event row's history copies that this relay can read (one a newer rc-relay wrote is left out),
+    /// with what each left to the row put back (``RidingCopy``). A copy written before schema 10 left nothing out.
+    static func entries(_ text: String, project: String, reports: String?) -> [DeliveryHistory.Entry] {
+        let rowReports = reports.flatMap { try? JSONDecoder().decode([DeliveryReport].self, from: Data($0.utf8)) } ?? []
+        let copies = (try? JSONDecoder().decode([Readable<RidingCopy>].self, from: Data(text.utf8))) ?? []
+        return copies.compactMap { $0.value?.entry(project: project, reports: rowReports) }
     }
 
-    /// An entry, or nil where it cannot be read, so one unreadable entry does not hide its neighbours.
-    private struct Readable: Decodable {
-        let entry: DeliveryHistory.Entry?
-        init(from decoder: any Decoder) throws { entry = try? DeliveryHistory.Entry(from: decoder) }
+    /// A value, or nil where it cannot be read, so one unreadable entry does not hide its neighbours.
+    private struct Readable<Value: Decodable>: Decodable {
+        let value: Value?
+        init(from decoder: any Decoder) throws { value = try? Value(from: decoder) }
     }
 
     /// A row's entry; nil for a row this relay cannot read (a newer rc-relay wrote it), which is left out, never
@@ -172,8 +179,10 @@ struct JournalBatch {
 
 /// What the store's writer knows of the history copies between rounds (only its task touches it).
 struct HistoryCopies {
-    /// Copies of pings of an event with a row, waiting one round for the event's settlement to ride it.
+    /// Copies of pings of an event with a row, waiting for the event's settlement to ride it, and since when each
+    /// waits (the clock's instant).
     var held = JournalBatch()
+    var heldSince: [String: Duration] = [:]
     /// Pings whose pending copy is in `rc_relay_pings`: the settlement that carries their settled copy deletes it.
     var written: Set<String> = []
     /// False once the relay stops: nothing waits any more.

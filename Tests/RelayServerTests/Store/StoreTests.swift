@@ -52,10 +52,10 @@ import Testing
                     for store in stores { group.addTask { try await store.migrate() } }
                     return try await group.reduce(into: [[Int]]()) { $0.append($1) }
                 }
-                #expect(applied.filter { !$0.isEmpty } == [[1, 2, 3, 4, 5, 6, 7, 8, 9]])
+                #expect(applied.filter { !$0.isEmpty } == [[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]])
                 #expect(applied.filter(\.isEmpty).count == 3)
             }
-            #expect(try await cluster.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM rc_relay_schema") == "1,2,3,4,5,6,7,8,9")
+            #expect(try await cluster.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM rc_relay_schema") == "1,2,3,4,5,6,7,8,9,10")
             // Step 7: no PL/pgSQL runs per event any more (the lease epoch's trigger runs per take-over), and no trigger
             // on the outbox.
             #expect(
@@ -65,6 +65,47 @@ import Testing
                     == "rc_relay_key:sql,rc_relay_lease_epoch:plpgsql")
             #expect(try await cluster.sql("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'rc_relay_outbox'::regclass") == "0")
         }
+    }
+
+    /// The relay hashes an event's keys itself (PostgreSQL does not inline `rc_relay_key`): its hash is the function's,
+    /// for any text, so rows admitted before and after the change deduplicate each other. And a pending row keeps its
+    /// record without the keys, which a sweep puts back from their column.
+    @Test func theRelaysKeyHashIsTheDatabasesAndARowsKeysAreKeptOnce() async throws {
+        try await withPostgres { cluster in
+            try await withReplicas(cluster, count: 1) { stores in
+                let store = stores[0]
+                try await store.migrate()
+                for key in ["demo/version/1", "webhook/msg_1", "démo/id/évt 🚀", "x", String(repeating: "k", count: 5000)] {
+                    let sql = try await cluster.sql("SELECT rc_relay_key('\(key)')::text")
+                    #expect(PostgresStore.hashed(key).lowercased() == sql)
+                }
+                var event = record(version: 3, id: "evt-3")
+                event.keys.append("webhook/msg-3")
+                guard case .admitted(let id) = try await store.admit(event, window: .seconds(600)) else {
+                    Issue.record("version 3 was not admitted")
+                    return
+                }
+                event.storeRow = id
+                #expect(try await cluster.sql("SELECT position('\"keys\"' in record), keys FROM rc_relay_outbox") == "0|\(keysJSON(event))")
+                #expect(try await store.pending(project: "demo") == [event])
+                // A row written by schema 9 (its keys in its record too) reads the same.
+                _ = try await cluster.sql("UPDATE rc_relay_outbox SET record = $$\(event.jsonText)$$")
+                store.sweptThrough.withLockedValue { $0 = [:] }
+                #expect(try await store.pending(project: "demo") == [event])
+                // A duplicate by any of its keys is held by the row, whoever hashed its keys.
+                guard case .pending(let held) = try await store.admit(event, window: .seconds(600)) else {
+                    Issue.record("the duplicate was admitted")
+                    return
+                }
+                #expect(held == id)
+            }
+        }
+    }
+
+    private func keysJSON(_ event: EventRecord) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .withoutEscapingSlashes
+        return String(decoding: (try? encoder.encode(event.keys)) ?? Data(), as: UTF8.self)
     }
 
     /// Issue #50: an event is one row, its settlement and its progress are HOT updates (no new index entry), and no
@@ -136,7 +177,7 @@ import Testing
                 }
                 _ = try await cluster.sql(
                     "UPDATE rc_relay_events SET settled = true, settled_at = now(), reports = '[]', record = '' WHERE version = 7")
-                #expect(try await store.migrate() == [7, 8, 9])
+                #expect(try await store.migrate() == [7, 8, 9, 10])
                 #expect(try await cluster.sql("SELECT count(*) FROM pg_class WHERE relname IN ('rc_relay_events', 'rc_relay_event_keys')") == "0")
                 #expect(try await store.admit(record(), window: .seconds(600)) == .settled([]))
                 #expect(try await store.admit(record(version: 7, id: "evt-other"), window: .seconds(600)) == .settled([]))
@@ -165,7 +206,7 @@ import Testing
                 await #expect {
                     try await stores[0].migrate()
                 } throws: { error in
-                    guard case StoreError.schemaTooNew(found: 999, known: 9) = error else { return false }
+                    guard case StoreError.schemaTooNew(found: 999, known: 10) = error else { return false }
                     return true
                 }
             }
