@@ -126,6 +126,9 @@ struct RecordJSONTests {
         let kept = plain.jsonText(beside: [])
         #expect(kept.contains("\"report\"") == (plain.report != nil))
         #expect(try JSONDecoder().decode(RidingCopy.self, from: Data(kept.utf8)).entry(project: plain.project, reports: []) == plain)
+        // A field added to an entry must be added to its riding copy too, or it would be lost in the row.
+        let copy = try JSONDecoder().decode(RidingCopy.self, from: Data(entry.jsonText.utf8))
+        #expect(Mirror(reflecting: copy).children.map(\.label) == Mirror(reflecting: entry).children.map(\.label))
     }
 
     /// `text` is the JSON value `JSONEncoder` writes for `value`, and decodes back to `value`.

@@ -82,7 +82,7 @@ extension PostgresStore {
         // A copy of a ping whose event has a row waits up to ``holdCopies`` since it was first held for the event's
         // settlement (its pending copy then is never written, its settled one rides the settlement); the others, and
         // those that waited that long, are written now. Rounds come far more often than that under load: a copy that
-        // waited one round only was written apart for one ping in ten (docs/performance.md, 2026-12-04).
+        // waited one round only was written apart for one ping in ten (docs/performance.md, 2026-12-05).
         var now = JournalBatch()
         let instant = clock.instant()
         var since: [String: Duration] = [:]

@@ -51,7 +51,7 @@ package final class PostgresStore: Service, Sendable {
             ("idle_in_transaction_session_timeout", "\(milliseconds * 2)"), ("application_name", "rc-relay"),
             // No JIT compilation: the relay's statements touch a few rows each, but the planner's estimates for some
             // (the pruning above all) pass `jit_above_cost`, and compiling took 15 to 200 ms a statement
-            // (docs/performance.md, 2026-12-04).
+            // (docs/performance.md, 2026-12-05).
             ("jit", "off"),
         ]
         self.settings = settings

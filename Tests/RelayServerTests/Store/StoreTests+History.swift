@@ -90,4 +90,61 @@ extension StoreTests {
             }
         }
     }
+
+    /// A pending copy waits up to 50 ms (on the store's clock) for its event's settlement, however many of the writer's
+    /// rounds pass meanwhile (under load they come every millisecond or two): the settled copy then rides the settlement,
+    /// leaving out its project and its report, which the row has, and reads back whole. One whose event has not settled
+    /// after 50 ms is written apart.
+    @Test func aPendingCopyWaitsUpTo50MillisecondsForItsEventsSettlement() async throws {
+        let clock = ManualDeliveryClock()
+        try await withPostgres { cluster in
+            try await withReplicas(cluster, count: 1, clock: clock) { stores in
+                let a = stores[0]
+                try await a.migrate()
+                var rows: [Int64] = []
+                var events: [EventRecord] = []
+                for version in Int64(1)...2 {
+                    var event = record(version: version, id: "evt-\(version)")
+                    guard case .admitted(let row) = try await a.admit(event, window: .seconds(600)) else {
+                        Issue.record("version \(version) was not admitted")
+                        return
+                    }
+                    event.storeRow = row
+                    (rows, events) = (rows + [row], events + [event])
+                }
+                let apart = "SELECT coalesce(string_agg(id, ',' ORDER BY id), '') FROM rc_relay_pings"
+                let id = "p-1-e\(rows[0])"
+                a.outbox.record(entry(id, version: 1))
+                // Five rounds, each seen by an admin send's copy (no event row: written at once), the clock still.
+                let sent = DeliveryReport(route: "default", status: .accepted, messageName: "projects/demo/messages/9", attempts: [])
+                for round in 1...5 {
+                    a.outbox.record(entry("send-\(round)", version: 9, report: sent))
+                    try await eventually("round \(round) is written") { (try? await cluster.sql(apart))?.contains("send-\(round)") == true }
+                }
+                #expect(try await cluster.sql(apart) == "send-1,send-2,send-3,send-4,send-5")
+                let accepted = DeliveryReport(id: id, route: "default", status: .accepted, messageName: "projects/demo/messages/1", attempts: [])
+                var settled = entry(id, version: 1, report: accepted)
+                settled.settledAt = clock.now()
+                a.outbox.record(settled)
+                a.outbox.settle(events[0], reports: [accepted])
+                #expect(await a.flush(within: .seconds(10)))
+                #expect(try await cluster.sql(apart) == "send-1,send-2,send-3,send-4,send-5")
+                #expect(
+                    try await cluster.sql(
+                        "SELECT position('\"report\"' in pings) = 0 AND position('\"project\"' in pings) = 0 FROM rc_relay_outbox WHERE id = \(rows[0])"
+                    )
+                        == "t")
+                #expect(try await SharedDeliveryLog(store: a).entry(id) == settled)
+                // The second event does not settle: 50 ms later its ping's pending copy is written apart.
+                let late = "p-1-e\(rows[1])"
+                a.outbox.record(entry(late, version: 2))
+                a.outbox.record(entry("send-6", version: 9, report: sent))
+                try await eventually("the round is written") { (try? await cluster.sql(apart))?.contains("send-6") == true }
+                #expect(try await !cluster.sql(apart).contains(late))
+                clock.advance(by: .milliseconds(50))
+                try await eventually("the copy is written apart") { (try? await cluster.sql(apart))?.contains(late) == true }
+                clock.release()
+            }
+        }
+    }
 }

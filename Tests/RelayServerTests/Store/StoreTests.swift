@@ -29,10 +29,11 @@ import Testing
     /// Runs `body` with `count` stores (replicas) on one database, their pools running.
     func withReplicas(
         _ cluster: PostgresCluster, count: Int = 2, statementTimeout: Duration = .seconds(10),
-        _ body: @escaping @Sendable ([PostgresStore]) async throws -> Void
+        clock: any DeliveryClock = SystemDeliveryClock(), _ body: @escaping @Sendable ([PostgresStore]) async throws -> Void
     ) async throws {
         let stores = try (0..<count).map { index in
-            try PostgresStore(settings: cluster.settings(statementTimeout: statementTimeout), logger: Self.logger, holder: "replica-\(index)")
+            try PostgresStore(
+                settings: cluster.settings(statementTimeout: statementTimeout), logger: Self.logger, holder: "replica-\(index)", clock: clock)
         }
         // Each pool before its store, as the relay places them: a store writes its last changes before its pool stops.
         let group = ServiceGroup(services: stores.flatMap { [$0.pool, $0] as [any Service] }, logger: Self.logger)
