@@ -1030,6 +1030,37 @@ class Child:
         if self.alive():
             os.kill(self.proc.pid, sig)
 
+    def stop(self):
+        """SIGSTOP, then the moment every thread of the process was seen stopped: a pause's start. A process runs, and
+        logs, until the signal lands, so the time before sending it would put the pause before lines the process
+        printed after it (seed 870426: a send logged 1 ms after it, which rule A then did not excuse)."""
+        self.signal(signal.SIGSTOP)
+        deadline = time.time() + 10
+        while not self.stopped() and time.time() < deadline:
+            time.sleep(0.0002)
+        return time.time()
+
+    def stopped(self):
+        """Every thread stopped (`T`), or the process gone, by /proc."""
+        try:
+            tasks = os.listdir(f"/proc/{self.pid}/task")
+        except FileNotFoundError:
+            return True
+        for task in tasks:
+            try:
+                state = Path(f"/proc/{self.pid}/task/{task}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (FileNotFoundError, ProcessLookupError, IndexError):
+                continue  # the thread ended meanwhile
+            if state not in ("T", "t", "Z", "X"):
+                return False
+        return True
+
+    def kill(self):
+        """SIGKILL, then the moment the process was reaped: a kill's start, for the reason `stop` gives."""
+        self.signal(signal.SIGKILL)
+        self.proc.wait(timeout=10)
+        return time.time()
+
     def end(self, timeout=15):
         """SIGCONT (a paused process cannot stop), SIGTERM, then SIGKILL if it lingers."""
         if self.alive():
@@ -1644,17 +1675,16 @@ class Campaign:
     # stopped (a restarted replica is another process). A rolling restart logs one `term` per replica it stops.
 
     def kill(self, replica, role, down, why="any moment"):
-        start, pid = time.time(), replica.child.pid
-        replica.child.signal(signal.SIGKILL)
-        replica.child.proc.wait(timeout=10)
+        pid = replica.child.pid
+        start = replica.child.kill()
         time.sleep(down)  # the fault itself: how long the replica stays down
         replica.start()
         self.log_fault("kill", f"{replica.name} ({role})", start, time.time(), process=replica.name, pid=pid,
                        down=round(down, 1), when=why)
 
     def pause(self, replica, role, seconds):
-        start, pid = time.time(), replica.child.pid
-        replica.child.signal(signal.SIGSTOP)
+        pid = replica.child.pid
+        start = replica.child.stop()
         replica.paused = True
         time.sleep(seconds)  # the fault itself: how long the replica stays paused
         replica.child.signal(signal.SIGCONT)
@@ -1737,8 +1767,8 @@ class Campaign:
         if not holder or not self.wait_for_first_shard(holder, publish):
             return False
         seconds = rng.uniform(2, 3) * self.options.lease
-        start, pid = time.time(), holder.child.pid
-        holder.child.signal(signal.SIGSTOP)
+        pid = holder.child.pid
+        start = holder.child.stop()
         time.sleep(seconds - 0.5)  # the fault itself: the holder stays paused, then PostgreSQL stops half a second before it wakes
         stopped = self.stop_postgres()
         time.sleep(0.5)
@@ -1766,8 +1796,8 @@ class Campaign:
         before = self.sql(expiry)
         if not until(lambda: self.sql(expiry) != before, self.options.lease):
             return False  # no renewal seen: the database is away (another fault); nothing to aim at
-        start, pid = time.time(), holder.child.pid
-        holder.child.signal(signal.SIGSTOP)
+        pid = holder.child.pid
+        start = holder.child.stop()
         self.sql(f"UPDATE rc_relay_leases SET expires_at = now() WHERE name = '{name}'")
         time.sleep(0.4 * self.options.lease)  # the fault itself: how long the holder stays frozen
         holder.child.signal(signal.SIGCONT)

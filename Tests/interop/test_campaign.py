@@ -9,6 +9,7 @@ import io
 import itertools
 import random
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -97,6 +98,38 @@ def wait_for_other_holder(run, project, holder, timeout):
         return now is not None and now is not holder
 
     return eventually(other, timeout)
+
+
+WRITER = """
+import os, sys, threading, time
+path = sys.argv[1]
+def write():
+    out = os.open(path, os.O_WRONLY | os.O_APPEND)
+    while True:
+        os.write(out, f"{time.time():.6f}\\n".encode())
+for _ in range(3):
+    threading.Thread(target=write, daemon=True).start()
+print("writing", flush=True)
+threading.Event().wait()
+"""
+
+
+@pytest.mark.parametrize("fault", ["pause", "kill"])
+def test_a_stop_is_timed_when_the_process_was_seen_stopped_not_when_the_signal_was_sent(tmp_path, fault):
+    # Seed 870426: a replica logged a send 1 ms after the campaign's time for its pause, taken before the signal. Three
+    # threads here write the time without pause; none may have written a time after the fault's start.
+    written = tmp_path / "times"
+    written.touch()
+    child = campaign.Child([sys.executable, "-c", WRITER, written], tmp_path / "writer.log")
+    try:
+        child.wait_for(lambda line: line.startswith("writing"), timeout=30)
+        assert eventually(lambda: written.stat().st_size > 100_000, 30), "the writer wrote nothing"
+        start = child.stop() if fault == "pause" else child.kill()
+        times = [float(line) for line in written.read_text().split("\n")[:-1] if len(line) == 17]
+        assert times and max(times) <= start, f"a time written {max(times) - start:.6f} s after the {fault}'s start"
+    finally:
+        child.end()
+        child.proc.wait(timeout=10)
 
 
 # What each planted bug must fail (docs/replicas.md, "Planted bugs"): a random-seed campaign of CI's length on
