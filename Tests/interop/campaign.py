@@ -1031,13 +1031,24 @@ class Child:
             os.kill(self.proc.pid, sig)
 
     def stop(self):
-        """SIGSTOP, then the moment every thread of the process was seen stopped: a pause's start. A process runs, and
-        logs, until the signal lands, so the time before sending it would put the pause before lines the process
-        printed after it (seed 870426: a send logged 1 ms after it, which rule A then did not excuse)."""
+        """SIGSTOP, then the moment the whole process had stopped: a pause's start. A process runs, and logs, until the
+        signal lands on every thread, so the time before sending it would put the pause before lines the process
+        printed after it (seed 870426: a send logged 1 ms after it, which rule A then did not excuse). The kernel
+        tells the parent once the last thread has stopped (`waitpid` with `WUNTRACED`), so this waits for that report.
+        It holds Popen's own lock meanwhile: should the process exit instead, this call reaps it, records its exit
+        status for Popen, and a concurrent `poll()` waits rather than finding no child."""
+        if self.stopped():
+            return time.time()  # stopped already: its stop was reported before, and no second report comes
         self.signal(signal.SIGSTOP)
-        deadline = time.time() + 10
-        while not self.stopped() and time.time() < deadline:
-            time.sleep(0.0002)
+        with self.proc._waitpid_lock:
+            if self.proc.returncode is None:
+                try:
+                    _, status = os.waitpid(self.pid, os.WUNTRACED)
+                except ChildProcessError:
+                    pass  # reaped already
+                else:
+                    if not os.WIFSTOPPED(status):
+                        self.proc.returncode = os.waitstatus_to_exitcode(status)
         return time.time()
 
     def stopped(self):

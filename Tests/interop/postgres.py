@@ -2,6 +2,7 @@
 loopback port. Debian's `postgresql` package provides the programs (not on PATH); they refuse to run as root, so as root
 they run as the `postgres` user, in a directory outside pytest's (which that user may not enter)."""
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -23,9 +24,25 @@ def postgres_bin():
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port nothing listens on now, below the kernel's range for outgoing connections
+    (`ip_local_port_range`). The kernel's own pick for port 0 lies inside that range, where any outgoing connection can
+    take it before a server binds it, or while a server that keeps its port is down (a killed replica, a restarted
+    PostgreSQL). CI met it on 2026-12-05: `could not bind IPv4 address "127.0.0.1": Address already in use`."""
+    try:
+        ceiling = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        ceiling = 32768
+    ceiling = min(ceiling, 65536)
+    floor = max(1024, ceiling - 12000)
+    for _ in range(200):
+        port = random.randrange(floor, ceiling)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {floor}..{ceiling - 1}")
 
 
 class Cluster:

@@ -27,6 +27,7 @@ import yaml
 from requests.adapters import HTTPAdapter
 
 from conftest import BINARY, ROOT, SECRET, recorded, require, signed_headers, start_relay, stop_relay
+from postgres import free_port
 
 DEPLOY = ROOT / "deploy"
 SPEC = yaml.safe_load((ROOT / "openapi.yaml").read_text())
@@ -69,12 +70,6 @@ RELAY_SERVER = '{port: 0, trustedProxies: ["127.0.0.1/32"]}'
 def tool(name, package):
     """The path of a program from Debian's `package`: missing, a failure naming the package; left out, a skip."""
     return require(package, name)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for_port(port, proc, log_file, seconds=15):

@@ -6,7 +6,8 @@ import RelayStore
 /// as root, so as root they run as the `postgres` user, in a directory that user owns.
 final class PostgresCluster: @unchecked Sendable {
     let directory: URL
-    let port: Int
+    /// Set once, before the cluster is handed out (a first start that found its port taken picks another).
+    private(set) var port: Int
     private let bin: URL
 
     /// Where Debian puts the programs (not on PATH), the newest version first.
@@ -36,7 +37,16 @@ final class PostgresCluster: @unchecked Sendable {
         let cluster = PostgresCluster(directory: directory, port: try freePort(), bin: bin)
         if getuid() == 0 { try await blocking { try run("/bin/chown", ["-R", "postgres:postgres", directory.path]) } }
         try await cluster.program("initdb", ["-D", cluster.data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
-        try await cluster.startServer()
+        // A port found free can be taken before the server binds it (by another test's server). The server's log
+        // says so, and a first start then tries another port; a restart keeps its port, which clients know.
+        for attempt in 1... {
+            do {
+                try await cluster.startServer()
+                break
+            } catch let failure as Failure where attempt < 5 && failure.description.contains("could not bind") {
+                cluster.port = try freePort()
+            }
+        }
         try await cluster.program("createdb", ["-h", "127.0.0.1", "-p", "\(cluster.port)", "-U", "postgres", "rc_relay"])
         return cluster
     }
@@ -167,21 +177,35 @@ final class PostgresCluster: @unchecked Sendable {
         return text
     }
 
-    /// A port nothing listens on now (the kernel's pick for port 0).
+    /// A port nothing listens on now, below the kernel's range for outgoing connections (`ip_local_port_range`). The
+    /// kernel's own pick for port 0 lies inside that range, where a test's outgoing connection can take it between the
+    /// pick and a restart of the server (CI, 2026-12-05: `could not bind IPv4 address "127.0.0.1": Address already
+    /// in use` on port 33025).
     private static func freePort() throws -> Int {
+        let range = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))?
+            .split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+        let ceiling = min(range?.first ?? 32768, 65536)
+        let floor = max(1024, ceiling - 12000)
+        for _ in 0..<200 {
+            let port = Int.random(in: floor..<ceiling)
+            if try bindable(port) { return port }
+        }
+        throw Failure(description: "no free port in \(floor)..<\(ceiling)")
+    }
+
+    /// Whether a socket can bind 127.0.0.1:`port` now.
+    private static func bindable(_ port: Int) throws -> Bool {
         let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw Failure(description: "no socket") }
         defer { close(socket) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0 }
+        address.sin_port = UInt16(port).bigEndian
+        let length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        return withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0 }
         }
-        guard bound else { throw Failure(description: "no free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
 
