@@ -113,8 +113,8 @@ def two_replicas_load(bench, cluster, replicas, urls, emulator_url, label):
     }
     # The next load follows the newest version admitted, not the last one written to the file: wrk sends a fraction of
     # the file, and a load starting `count` past this one's (250,000 in 10 s) sent every version of it more than
-    # 100,000 past the marks: each an outlier, with its warning and its Remote Config check (2026-12-05: the measured
-    # two-replica runs of every earlier bench were such loads).
+    # 100,000 past the marks: each an outlier, with its warning and its Remote Config check (found 2026-12-05; so were
+    # the measured two-replica runs before it, as the code stood since the mode was added).
     newest = int(cluster.sql("SELECT coalesce(max(version), 0) FROM rc_relay_outbox"))
     bench.next_version = max(newest, first) + 2 * bench.connections
     if figures["duplicates"] or figures["lost"] or figures["non2xx"] or figures["socket_errors"] or found_deadlocks:

@@ -10,6 +10,7 @@ import itertools
 import random
 import shutil
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -127,6 +128,23 @@ def test_a_stop_is_timed_when_the_process_was_seen_stopped_not_when_the_signal_w
         start = child.stop() if fault == "pause" else child.kill()
         times = [float(line) for line in written.read_text().split("\n")[:-1] if len(line) == 17]
         assert times and max(times) <= start, f"a time written {max(times) - start:.6f} s after the {fault}'s start"
+    finally:
+        child.end()
+        child.proc.wait(timeout=10)
+
+
+def test_a_second_pause_of_a_paused_process_returns_at_once(tmp_path):
+    # A stopped process reports its stop to the parent once: a second pause that waited for a report would wait forever.
+    child = campaign.Child([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(600)"],
+                           tmp_path / "sleeper.log")
+    try:
+        child.wait_for(lambda line: line.startswith("up"), timeout=30)
+        first = child.stop()
+        assert child.stopped()
+        returned = threading.Event()
+        threading.Thread(target=lambda: (child.stop(), returned.set()), daemon=True).start()
+        assert returned.wait(30), "a second pause waited for a stop report that never comes"
+        assert child.alive() and child.stopped() and first <= time.time()
     finally:
         child.end()
         child.proc.wait(timeout=10)

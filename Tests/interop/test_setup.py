@@ -12,6 +12,21 @@ def listed():
     return [line.split()[0] for line in lines if line.strip() and not line.startswith("#")]
 
 
+def test_test_servers_listen_below_the_ports_of_outgoing_connections():
+    # CI, 2026-12-05: a test cluster's port, the kernel's pick for port 0 (from the range outgoing connections use),
+    # was taken by another connection before PostgreSQL bound it. Every pick lies below that range, and is free.
+    import socket
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from postgres import free_port
+    floor = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for _ in range(50):
+        port = free_port()
+        assert 1024 <= port < floor
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))
+
+
 def test_the_readme_names_the_packages_of_the_one_list():
     readme = (ROOT / "README.md").read_text()
     section = readme.split("- **To run `scripts/test`**")[1].split("- **To measure**")[0]

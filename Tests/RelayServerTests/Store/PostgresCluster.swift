@@ -37,8 +37,8 @@ final class PostgresCluster: @unchecked Sendable {
         let cluster = PostgresCluster(directory: directory, port: try freePort(), bin: bin)
         if getuid() == 0 { try await blocking { try run("/bin/chown", ["-R", "postgres:postgres", directory.path]) } }
         try await cluster.program("initdb", ["-D", cluster.data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
-        // A port found free can be taken before the server binds it (by another test's server). The server's log
-        // says so, and a first start then tries another port; a restart keeps its port, which clients know.
+        // A port found free can still be taken before the server binds it (by another test that picked it too). The
+        // server's log says so, and a first start then tries another port; a restart keeps its port, which clients know.
         for attempt in 1... {
             do {
                 try await cluster.startServer()
@@ -179,8 +179,8 @@ final class PostgresCluster: @unchecked Sendable {
 
     /// A port nothing listens on now, below the kernel's range for outgoing connections (`ip_local_port_range`). The
     /// kernel's own pick for port 0 lies inside that range, where a test's outgoing connection can take it between the
-    /// pick and a restart of the server (CI, 2026-12-05: `could not bind IPv4 address "127.0.0.1": Address already
-    /// in use` on port 33025).
+    /// pick and the server's start or restart (CI, 2026-12-05: `could not bind IPv4 address "127.0.0.1": Address
+    /// already in use` on port 33025, at a first start).
     private static func freePort() throws -> Int {
         let range = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))?
             .split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
