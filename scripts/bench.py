@@ -309,7 +309,7 @@ request = function()
   return requests[((i - 1) %% count) + 1]
 end
 response = function(status, headers, body)
-  if status ~= 200 then io.stderr:write("non-2xx answer: " .. status .. " " .. body .. "\n") end
+  if status >= 300 then io.stderr:write("non-2xx answer: " .. status .. " " .. body .. "\n") end
 end
 """
 

@@ -10,8 +10,10 @@ on one database under Eventarc's redelivery mix (issue #50).
   newer version FCM had accepted (`superseded`), once each (no duplicate, none lost), no 5xx or socket error, and no
   `deadlock detected` in PostgreSQL's log.
 """
+import pathlib
 import re
 import subprocess
+import tempfile
 import time
 
 
@@ -48,18 +50,24 @@ def split_requests(lines, first_half, second_half):
 
 
 def two_wrks(scripts, urls, connections, duration, threads, parse):
-    """Two wrk processes at once, one per replica, each with half the connections."""
-    # A redelivery to the replica that does not hold the project waits for the holder's outcome (up to the relay's
-    # `delivery.answerWithinSeconds`): wrk's default 2 s would count a slow answer as a socket error, not a latency.
-    procs = [subprocess.Popen(["wrk", "-t", str(threads), "-c", str(connections // 2), "-d", f"{duration}s", "--latency",
-                               "--timeout", "30s", "-s", str(script), url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for script, url in zip(scripts, urls)]
-    results = []
-    for proc in procs:
-        out, _ = proc.communicate()
-        if proc.returncode != 0:
-            raise SystemExit(f"wrk failed: {out}")
-        results.append(parse(out))
+    """Two wrk processes at once, one per replica, each with half the connections. Their output goes to files, not
+    pipes: a pipe read only after the other wrk ended filled up, and its wrk stopped sending until then (found
+    2026-12-05: the replica that held no lease sat idle for the rest of the load, and its p99 was 8 to 12 s)."""
+    # wrk's default timeout (2 s) would count a slow answer as a socket error, not as a latency.
+    with tempfile.TemporaryDirectory() as folder:
+        outputs = [(pathlib.Path(folder) / f"wrk-{i}.out", pathlib.Path(folder) / f"wrk-{i}.err") for i in range(len(scripts))]
+        procs = []
+        for script, url, (output, errors) in zip(scripts, urls, outputs):
+            with output.open("w") as out, errors.open("w") as err:
+                procs.append(subprocess.Popen(
+                    ["wrk", "-t", str(threads), "-c", str(connections // 2), "-d", f"{duration}s", "--latency", "--timeout",
+                     "30s", "-s", str(script), url], stdout=out, stderr=err, text=True))
+        results = []
+        for proc, (output, errors) in zip(procs, outputs):
+            proc.wait()
+            if proc.returncode != 0:
+                raise SystemExit(f"wrk failed: {output.read_text()}{errors.read_text()[-2000:]}")
+            results.append(parse(output.read_text()))
     return results
 
 
