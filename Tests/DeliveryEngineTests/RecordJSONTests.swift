@@ -89,43 +89,52 @@ struct RecordJSONTests {
         try expectSameJSON(entry.jsonText, as: entry)
     }
 
-    /// A record without its keys (a shared store's row keeps them in a column of their own) is the record's JSON less
-    /// its first field: put back as the store puts it back, it reads as the record.
-    @Test(arguments: records) func aRecordWithoutItsKeys(_ record: EventRecord) throws {
-        let text = record.jsonTextWithoutKeys
-        #expect(!text.contains("\"keys\""))
+    /// A record as a shared store's row keeps it, without its keys and its project (in columns of their own), is the
+    /// record's JSON less its first two fields: put back as the store puts them back, it reads as the record.
+    @Test(arguments: records) func aRecordForItsRow(_ record: EventRecord) throws {
+        let text = record.jsonTextForRow
+        #expect(!text.contains("\"keys\"") && !text.contains("\"project\""))
         let keys = String(decoding: try JSONEncoder().encode(record.keys), as: UTF8.self)
-        let putBack = "{\"keys\":" + keys + "," + text.dropFirst()
+        let project = String(decoding: try JSONEncoder().encode(record.project), as: UTF8.self)
+        let putBack = "{\"keys\":" + keys + ",\"project\":" + project + "," + text.dropFirst()
         #expect(try JSONDecoder().decode(EventRecord.self, from: Data(putBack.utf8)) == record)
     }
 
-    /// An entry riding its event's row leaves out what the row says (its project, its report when the row's reports hold
-    /// it, false flags, the origin `webhook`), and reads back as the same entry beside the row; an entry written whole
-    /// (by an older relay) reads the same; a report the row's reports do not hold stays in the copy.
+    /// An entry riding its event's row leaves out what the row says (its project; its report and route when the row's
+    /// reports hold the report; its event id when the row's; false flags; the origin `webhook`), and reads back as the
+    /// same entry beside the row; an entry written whole (by an older relay) reads the same; a report the row's reports
+    /// do not hold stays in the copy, with the route.
     @Test(arguments: entries) func anEntryRidingItsRow(_ entry: DeliveryHistory.Entry) throws {
         var plain = entry
         (plain.origin, plain.toDevice, plain.validateOnly) = (.webhook, false, false)
         plain.report = entry.report.map { report in
             var report = report
-            report.id = entry.id
+            (report.id, report.route) = (entry.id, entry.route)
             return report
         }
         let rowReports = Self.reports + (plain.report.map { [$0] } ?? [])
         for candidate in [entry, plain] {
-            let riding = candidate.jsonText(beside: rowReports)
-            #expect(!riding.contains("\"project\""))
+            let riding = candidate.jsonText(beside: rowReports, eventID: candidate.eventID)
+            #expect(!riding.contains("\"project\"") && !riding.contains("\"eventID\""))
             let copy = try JSONDecoder().decode(RidingCopy.self, from: Data(riding.utf8))
-            #expect(copy.entry(project: candidate.project, reports: rowReports) == candidate)
+            #expect(copy.entry(project: candidate.project, reports: rowReports, eventID: candidate.eventID) == candidate)
             let whole = try JSONDecoder().decode(RidingCopy.self, from: Data(candidate.jsonText.utf8))
-            #expect(whole.entry(project: "another", reports: []) == candidate)
+            // Its own event id wins over the row's (a copy without one rides a row without one: an event's pings carry its id).
+            #expect(whole.entry(project: "another", reports: [], eventID: candidate.eventID.map { _ in "another" }) == candidate)
+            // Beside a row with another event id (none, or a different one), the copy keeps its own.
+            let apart = candidate.jsonText(beside: rowReports, eventID: nil)
+            #expect(apart.contains("\"eventID\"") == (candidate.eventID != nil))
+            let read = try JSONDecoder().decode(RidingCopy.self, from: Data(apart.utf8))
+            #expect(read.entry(project: candidate.project, reports: rowReports, eventID: nil) == candidate)
         }
-        let ridingPlain = plain.jsonText(beside: rowReports)
+        let ridingPlain = plain.jsonText(beside: rowReports, eventID: plain.eventID)
         #expect(!ridingPlain.contains("toDevice") && !ridingPlain.contains("validateOnly") && !ridingPlain.contains("\"origin\""))
         #expect(ridingPlain.contains("\"report\"") == false)
-        // Beside reports that do not hold its report, the copy keeps it.
-        let kept = plain.jsonText(beside: [])
-        #expect(kept.contains("\"report\"") == (plain.report != nil))
-        #expect(try JSONDecoder().decode(RidingCopy.self, from: Data(kept.utf8)).entry(project: plain.project, reports: []) == plain)
+        #expect(ridingPlain.contains("\"route\"") == (plain.report == nil))
+        // Beside reports that do not hold its report, the copy keeps it, and its route.
+        let kept = plain.jsonText(beside: [], eventID: plain.eventID)
+        #expect(kept.contains("\"report\"") == (plain.report != nil) && kept.contains("\"route\""))
+        #expect(try JSONDecoder().decode(RidingCopy.self, from: Data(kept.utf8)).entry(project: plain.project, reports: [], eventID: plain.eventID) == plain)
         // A field added to an entry must be added to its riding copy too, or it would be lost in the row.
         let copy = try JSONDecoder().decode(RidingCopy.self, from: Data(entry.jsonText.utf8))
         #expect(Mirror(reflecting: copy).children.map(\.label) == Mirror(reflecting: entry).children.map(\.label))

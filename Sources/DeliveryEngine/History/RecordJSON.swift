@@ -8,17 +8,19 @@ import RelayCore
 
 extension EventRecord {
     /// The record as `JSONEncoder` would encode it.
-    package var jsonText: String { jsonText(withKeys: true) }
+    package var jsonText: String { jsonText(whole: true) }
 
-    /// The record without its keys, as a shared store's row keeps it beside a column of its keys (which it puts back
-    /// before decoding: `{"keys":…,` then the rest).
-    package var jsonTextWithoutKeys: String { jsonText(withKeys: false) }
+    /// The record as a shared store's row keeps it, beside columns of its keys and its project: without those two
+    /// fields, which a sweep puts back before decoding (`{"keys":…,"project":…,` then the rest).
+    package var jsonTextForRow: String { jsonText(whole: false) }
 
-    private func jsonText(withKeys: Bool) -> String {
+    private func jsonText(whole: Bool) -> String {
         var json = JSONBytes()
         json.open()
-        if withKeys { json.field("keys", keys) }
-        json.field("project", project)
+        if whole {
+            json.field("keys", keys)
+            json.field("project", project)
+        }
         json.field("eventID", eventID)
         json.field("format", format)
         json.key("version")
@@ -48,28 +50,32 @@ extension DeliveryHistory.Entry {
     /// The entry as `JSONEncoder` would encode it.
     package var jsonText: String { jsonText(riding: nil) }
 
-    /// The entry as it rides its event's row, beside the event's project and reports: what the row says already is left
-    /// out (its project, its report when the event's reports hold the same one, `toDevice` and `validateOnly` when
-    /// false, the origin `webhook`); ``RidingCopy`` reads it back.
-    package func jsonText(beside reports: [DeliveryReport]) -> String { jsonText(riding: reports) }
+    /// The entry as it rides its event's row, beside the event's project, reports and event id (`eventID`, from the
+    /// row's keys): what the row says already is left out (its project; its report and route when the event's reports
+    /// hold the same report; its event id when the row's; `toDevice` and `validateOnly` when false; the origin
+    /// `webhook`). ``RidingCopy`` reads it back.
+    package func jsonText(beside reports: [DeliveryReport], eventID rowEventID: String?) -> String {
+        jsonText(riding: (reports, rowEventID))
+    }
 
-    private func jsonText(riding reports: [DeliveryReport]?) -> String {
-        let riding = reports != nil
+    private func jsonText(riding row: (reports: [DeliveryReport], eventID: String?)?) -> String {
+        let riding = row != nil
+        let reportRides = report.map { $0.id == id && row?.reports.contains($0) == true } ?? false
         var json = JSONBytes()
         json.open()
         json.field("id", id)
         if !riding { json.field("project", project) }
-        json.field("route", route)
+        if !(reportRides && report?.route == route) { json.field("route", route) }
         json.key("version")
         json.write(version)
-        json.field("eventID", eventID)
+        if !(riding && eventID != nil && eventID == row?.eventID) { json.field("eventID", eventID) }
         if !riding || origin != .webhook { json.field("origin", origin.rawValue) }
         json.field("retryOf", retryOf)
         if !riding || toDevice { json.field("toDevice", toDevice) }
         if !riding || validateOnly { json.field("validateOnly", validateOnly) }
         json.field("receivedAt", number: receivedAt.timeIntervalSinceReferenceDate)
         json.field("settledAt", number: settledAt?.timeIntervalSinceReferenceDate)
-        if let report, !(report.id == id && reports?.contains(report) == true) {
+        if let report, !reportRides {
             json.key("report")
             json.write(report)
         }
@@ -105,12 +111,13 @@ extension DeliveryHistory.Entry {
     }
 }
 
-/// A history entry as ``DeliveryHistory/Entry/jsonText(beside:)`` wrote it in its event's row (or whole, as an older
-/// relay wrote it there): what it left out is put back from the row.
+/// A history entry as ``DeliveryHistory/Entry/jsonText(beside:eventID:)`` wrote it in its event's row (or whole, as an
+/// older relay wrote it there): what it left out is put back from the row.
 package struct RidingCopy: Decodable, Sendable {
     let id: String
     let project: String?
-    let route: String
+    /// Nil when its report, in the row's reports, says it (schema 11).
+    let route: String?
     let version: TemplateVersion
     let eventID: String?
     let origin: DeliveryHistory.Origin?
@@ -130,12 +137,14 @@ package struct RidingCopy: Decodable, Sendable {
     let replica: String?
     let narrowed: [String]?
 
-    /// The entry, with the row's project and, when the copy left its report out, the row's report of the same id.
-    package func entry(project rowProject: String, reports: [DeliveryReport]) -> DeliveryHistory.Entry {
+    /// The entry, with the row's project, the row's event id (`eventID`) when the copy left its own out, and, when the
+    /// copy left its report out, the row's report of the same id (and that report's route).
+    package func entry(project rowProject: String, reports: [DeliveryReport], eventID rowEventID: String?) -> DeliveryHistory.Entry {
+        let report = report ?? reports.first { $0.id == id }
         var entry = DeliveryHistory.Entry(
-            id: id, project: project ?? rowProject, route: route, version: version, eventID: eventID, origin: origin ?? .webhook,
-            retryOf: retryOf, toDevice: toDevice ?? false, validateOnly: validateOnly ?? false, receivedAt: receivedAt,
-            settledAt: settledAt, report: report ?? reports.first { $0.id == id })
+            id: id, project: project ?? rowProject, route: route ?? report?.route ?? "", version: version, eventID: eventID ?? rowEventID,
+            origin: origin ?? .webhook, retryOf: retryOf, toDevice: toDevice ?? false, validateOnly: validateOnly ?? false,
+            receivedAt: receivedAt, settledAt: settledAt, report: report)
         (entry.decision, entry.audience, entry.waitingUntil, entry.waitingFor, entry.shard) = (decision, audience, waitingUntil, waitingFor, shard)
         (entry.traceID, entry.outlier, entry.replica, entry.narrowed) = (traceID, outlier, replica, narrowed)
         return entry

@@ -241,6 +241,7 @@ enum Migrations {
         heartbeats,
         pingsInTheirEvent,
         roomToSettle,
+        leanerRows,
     ]
 
     static var latest: Int { steps.map(\.version).max() ?? 0 }

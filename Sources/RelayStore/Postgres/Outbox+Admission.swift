@@ -38,7 +38,7 @@ extension PostgresStore {
         let keys = (try? encoder.encode(record.keys)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
         return AdmissionBatcher.Request(
             project: record.project, version: record.version.versionNumber, versionKey: record.keys.first ?? "", idKey: idKey,
-            webhookKey: webhookKey, keys: keys, record: record.jsonTextWithoutKeys, window: seconds(window), notice: notice)
+            webhookKey: webhookKey, keys: keys, record: record.jsonTextForRow, window: seconds(window), notice: notice)
     }
 
     /// What the admission statement said of one request: its new row, or the rows holding its keys (and which of them

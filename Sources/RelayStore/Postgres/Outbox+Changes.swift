@@ -164,7 +164,7 @@ extension PostgresStore {
             keys.append(settling.record.keys.first ?? "")
             reports.append(DeliveryReport.jsonText(settling.reports))
             marks.append(settling.record.outlier != true)
-            let copies = settling.pings.map { $0.jsonText(beside: settling.reports) }
+            let copies = settling.pings.map { $0.jsonText(beside: settling.reports, eventID: settling.record.eventID) }
             pings.append(copies.isEmpty ? "" : "[" + copies.joined(separator: ",") + "]")
             written.append(settling.written.joined(separator: " "))
         }

@@ -58,7 +58,7 @@ extension PostgresStore {
 
     /// Records progress (shards accepted, the routes still due at a stop) of an event still pending, in its row.
     package func update(_ record: EventRecord) async throws(StoreError) {
-        let (json, id, key) = (record.jsonTextWithoutKeys, record.storeRow ?? 0, record.keys.first ?? "")
+        let (json, id, key) = (record.jsonTextForRow, record.storeRow ?? 0, record.keys.first ?? "")
         try await run("update") { client, logger in
             try await client.query(
                 """
@@ -97,8 +97,11 @@ extension PostgresStore {
                     """
                     WITH page AS (
                         SELECT id, CASE WHEN record IS NULL THEN ''
-                            -- Its keys are kept once, in their column (a row of schema 9 or older has them in both).
-                            WHEN left(record, 8) = '{"keys":' THEN record ELSE '{"keys":' || keys || ',' || substr(record, 2) END AS record
+                            -- Its keys and project are kept once, in their columns (a row of schema 9 or older has both
+                            -- in its record as well, one of schema 10 its project).
+                            WHEN left(record, 8) = '{"keys":' THEN record
+                            WHEN left(record, 11) = '{"project":' THEN '{"keys":' || keys || ',' || substr(record, 2)
+                            ELSE '{"keys":' || keys || ',"project":' || to_json(project)::text || ',' || substr(record, 2) END AS record
                         FROM rc_relay_outbox
                         WHERE project = \(project) AND NOT settled AND id > \(cursor) ORDER BY id LIMIT \(pageSize)),
                     through AS (

@@ -80,16 +80,16 @@ extension PostgresStore {
             while found.count < limit {
                 let rows = try await client.query(
                     """
-                    SELECT id, pings, project, reports FROM rc_relay_outbox
+                    SELECT id, pings, project, reports, keys FROM rc_relay_outbox
                     WHERE pings IS NOT NULL AND id > \(bound) AND id < \(before)
                         AND (\(project)::text IS NULL OR project = \(project)) AND (\(version)::bigint IS NULL OR version = \(version))
                         AND (NOT \(sinceReset) OR settled_at > coalesce((SELECT reset_at FROM rc_relay_marks WHERE project = \(project)), '-infinity'))
                     ORDER BY id DESC LIMIT \(page)
                     """, logger: logger)
                 var read = 0
-                for try await (id, text, project, reports) in rows.decode((Int64, String, String, String?).self) {
+                for try await (id, text, project, reports, keys) in rows.decode((Int64, String, String, String?, String?).self) {
                     (read, before) = (read + 1, id)
-                    for entry in Self.entries(text, project: project, reports: reports).reversed() where matching(entry) && found.count < limit {
+                    for entry in Self.entries(text, project: project, reports: reports, keys: keys).reversed() where matching(entry) && found.count < limit {
                         found.append(entry)
                     }
                 }
@@ -105,12 +105,12 @@ extension PostgresStore {
         return try await run("pings") { client, logger in
             let rows = try await client.query(
                 """
-                SELECT 0, pings, project, reports FROM rc_relay_outbox WHERE id = \(row) AND pings IS NOT NULL
-                UNION ALL SELECT 1, entry, NULL, NULL FROM rc_relay_pings WHERE id = \(id)
+                SELECT 0, pings, project, reports, keys FROM rc_relay_outbox WHERE id = \(row) AND pings IS NOT NULL
+                UNION ALL SELECT 1, entry, NULL, NULL, NULL FROM rc_relay_pings WHERE id = \(id)
                 ORDER BY 1
                 """, logger: logger)
-            for try await (place, text, project, reports) in rows.decode((Int, String, String?, String?).self) {
-                if place == 0, let entry = Self.entries(text, project: project ?? "", reports: reports).first(where: { $0.id == id }) {
+            for try await (place, text, project, reports, keys) in rows.decode((Int, String, String?, String?, String?).self) {
+                if place == 0, let entry = Self.entries(text, project: project ?? "", reports: reports, keys: keys).first(where: { $0.id == id }) {
                     return entry
                 }
                 if place == 1 { return Self.entry(text) }
@@ -130,11 +130,20 @@ extension PostgresStore {
     }
 
     /// The entries of an event row's history copies that this relay can read (one a newer rc-relay wrote is left out),
-    /// with what each left to the row put back (``RidingCopy``). A copy written before schema 10 left nothing out.
-    static func entries(_ text: String, project: String, reports: String?) -> [DeliveryHistory.Entry] {
+    /// with what each left to the row put back (``RidingCopy``): the row's project, reports and `keys` (where its event
+    /// id is). A copy written before schema 10 left nothing out.
+    static func entries(_ text: String, project: String, reports: String?, keys: String?) -> [DeliveryHistory.Entry] {
         let rowReports = reports.flatMap { try? JSONDecoder().decode([DeliveryReport].self, from: Data($0.utf8)) } ?? []
         let copies = (try? JSONDecoder().decode([Readable<RidingCopy>].self, from: Data(text.utf8))) ?? []
-        return copies.compactMap { $0.value?.entry(project: project, reports: rowReports) }
+        let eventID = Self.eventID(keys: keys, project: project)
+        return copies.compactMap { $0.value?.entry(project: project, reports: rowReports, eventID: eventID) }
+    }
+
+    /// The event id a row's keys hold (`<project>/id/<event id>`, ``EventRecord/keys``), if any.
+    static func eventID(keys: String?, project: String) -> String? {
+        guard let keys, let list = try? JSONDecoder().decode([String].self, from: Data(keys.utf8)) else { return nil }
+        let prefix = project + "/id/"
+        return list.first { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }
     }
 
     /// A value, or nil where it cannot be read, so one unreadable entry does not hide its neighbours.

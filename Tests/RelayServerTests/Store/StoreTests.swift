@@ -53,10 +53,12 @@ import Testing
                     for store in stores { group.addTask { try await store.migrate() } }
                     return try await group.reduce(into: [[Int]]()) { $0.append($1) }
                 }
-                #expect(applied.filter { !$0.isEmpty } == [[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]])
+                #expect(applied.filter { !$0.isEmpty } == [[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]])
                 #expect(applied.filter(\.isEmpty).count == 3)
             }
-            #expect(try await cluster.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM rc_relay_schema") == "1,2,3,4,5,6,7,8,9,10")
+            #expect(try await cluster.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM rc_relay_schema") == "1,2,3,4,5,6,7,8,9,10,11")
+            // Step 11: three fifths of each outbox page left free at insert, so every settlement stays on its page.
+            #expect(try await cluster.sql("SELECT reloptions::text FROM pg_class WHERE relname = 'rc_relay_outbox'") == "{fillfactor=40}")
             // Step 7: no PL/pgSQL runs per event any more (the lease epoch's trigger runs per take-over), and no trigger
             // on the outbox.
             #expect(
@@ -70,7 +72,7 @@ import Testing
 
     /// The relay hashes an event's keys itself (PostgreSQL does not inline `rc_relay_key`): its hash is the function's,
     /// for any text, so rows admitted before and after the change deduplicate each other. And a pending row keeps its
-    /// record without the keys, which a sweep puts back from their column.
+    /// record without the keys and the project, which a sweep puts back from their columns.
     @Test func theRelaysKeyHashIsTheDatabasesAndARowsKeysAreKeptOnce() async throws {
         try await withPostgres { cluster in
             try await withReplicas(cluster, count: 1) { stores in
@@ -87,9 +89,15 @@ import Testing
                     return
                 }
                 event.storeRow = id
-                #expect(try await cluster.sql("SELECT position('\"keys\"' in record), keys FROM rc_relay_outbox") == "0|\(keysJSON(event))")
+                #expect(
+                    try await cluster.sql("SELECT position('\"keys\"' in record), position('\"project\"' in record), keys FROM rc_relay_outbox")
+                        == "0|0|\(keysJSON(event))")
                 #expect(try await store.pending(project: "demo") == [event])
-                // A row written by schema 9 (its keys in its record too) reads the same.
+                // A row written by schema 10 (its project in its record) reads the same.
+                _ = try await cluster.sql(#"UPDATE rc_relay_outbox SET record = '{"project":"demo",' || substr(record, 2)"#)
+                store.sweptThrough.withLockedValue { $0 = [:] }
+                #expect(try await store.pending(project: "demo") == [event])
+                // And one written by schema 9 (its keys in its record too).
                 _ = try await cluster.sql("UPDATE rc_relay_outbox SET record = $$\(event.jsonText)$$")
                 store.sweptThrough.withLockedValue { $0 = [:] }
                 #expect(try await store.pending(project: "demo") == [event])
@@ -185,7 +193,7 @@ import Testing
                 }
                 _ = try await cluster.sql(
                     "UPDATE rc_relay_events SET settled = true, settled_at = now(), reports = '[]', record = '' WHERE version = 7")
-                #expect(try await store.migrate() == [7, 8, 9, 10])
+                #expect(try await store.migrate() == [7, 8, 9, 10, 11])
                 #expect(try await cluster.sql("SELECT count(*) FROM pg_class WHERE relname IN ('rc_relay_events', 'rc_relay_event_keys')") == "0")
                 #expect(try await store.admit(record(), window: .seconds(600)) == .settled([]))
                 #expect(try await store.admit(record(version: 7, id: "evt-other"), window: .seconds(600)) == .settled([]))
@@ -214,7 +222,7 @@ import Testing
                 await #expect {
                     try await stores[0].migrate()
                 } throws: { error in
-                    guard case StoreError.schemaTooNew(found: 999, known: 10) = error else { return false }
+                    guard case StoreError.schemaTooNew(found: 999, known: 11) = error else { return false }
                     return true
                 }
             }
