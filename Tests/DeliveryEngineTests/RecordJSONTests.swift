@@ -134,7 +134,9 @@ struct RecordJSONTests {
         // Beside reports that do not hold its report, the copy keeps it, and its route.
         let kept = plain.jsonText(beside: [], eventID: plain.eventID)
         #expect(kept.contains("\"report\"") == (plain.report != nil) && kept.contains("\"route\""))
-        #expect(try JSONDecoder().decode(RidingCopy.self, from: Data(kept.utf8)).entry(project: plain.project, reports: [], eventID: plain.eventID) == plain)
+        #expect(
+            try JSONDecoder().decode(RidingCopy.self, from: Data(kept.utf8)).entry(project: plain.project, reports: [], eventID: plain.eventID)
+                == plain)
         // A field added to an entry must be added to its riding copy too, or it would be lost in the row.
         let copy = try JSONDecoder().decode(RidingCopy.self, from: Data(entry.jsonText.utf8))
         #expect(Mirror(reflecting: copy).children.map(\.label) == Mirror(reflecting: entry).children.map(\.label))

@@ -89,7 +89,8 @@ extension PostgresStore {
                 var read = 0
                 for try await (id, text, project, reports, keys) in rows.decode((Int64, String, String, String?, String?).self) {
                     (read, before) = (read + 1, id)
-                    for entry in Self.entries(text, project: project, reports: reports, keys: keys).reversed() where matching(entry) && found.count < limit {
+                    for entry in Self.entries(text, project: project, reports: reports, keys: keys).reversed()
+                    where matching(entry) && found.count < limit {
                         found.append(entry)
                     }
                 }
