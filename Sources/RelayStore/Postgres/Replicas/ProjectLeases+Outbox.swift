@@ -26,9 +26,14 @@ extension ProjectLeases {
         let records: [EventRecord]
         let since: Int64?
         do {
-            // Taken (again): what FCM accepted under the previous holder first, so no older version follows it.
-            try await seedIfTakenOver(project)
+            // Taken (again): what FCM accepted under the previous holder, read after the pending rows (this replica's
+            // own queued progress written first). A newer ping whose record the previous holder writes late is then
+            // either still pending here, planned with the older ones so they stand down, or settled and read below;
+            // read before them, it could settle in between and an older pending version would follow it.
+            let takenOver = wasTakenOver(project)
+            if takenOver { _ = await store.flush(within: lease / 2) }
             records = try await store.pending(project: project)
+            if takenOver { try await seedIfTakenOver(project, flushed: true) }
             // What change-aware routes measure each event's change from: the newest version relayed on record.
             since = try await store.relayed(project: project)
             contact()

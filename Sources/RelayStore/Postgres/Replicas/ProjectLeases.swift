@@ -160,9 +160,9 @@ package final class ProjectLeases: Service, Sendable {
     /// first event reads what FCM accepted under the previous holder first, here, so no older version follows it.
     /// This replica's own progress still queued (a hand-over at a stand-down while the database was away) is written
     /// first, so what FCM accepted before is not sent again.
-    func seedIfTakenOver(_ project: String) async throws(StoreError) {
+    func seedIfTakenOver(_ project: String, flushed: Bool = false) async throws(StoreError) {
         guard wasTakenOver(project) else { return }
-        _ = await store.flush(within: lease / 2)
+        if !flushed { _ = await store.flush(within: lease / 2) }
         engine.noteAccepted(try await store.acceptedPings(project: project))
         caughtUp(project)
     }
