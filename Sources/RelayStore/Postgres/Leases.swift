@@ -203,6 +203,20 @@ extension PostgresStore {
         }
     }
 
+    /// What a replica reads of a project it has just taken, in this order: the project's pending rows, then what FCM
+    /// accepted (``acceptedPings(project:limit:)``). The previous holder's settlement of a newer version is not fenced
+    /// (it records what FCM accepted) and may land at any moment: before the first read, the second finds its ping;
+    /// after it, the first finds it pending, so it is planned beside the older pending versions, which stand down. Read
+    /// the other way round, it could land between the two, and an older pending version would follow it. `between`
+    /// runs between the reads (a test lands a settlement there).
+    package func takeOverRead(
+        project: String, between: @Sendable () async -> Void = {}
+    ) async throws(StoreError) -> (pending: [EventRecord], accepted: [DeliveryHistory.Entry]) {
+        let pending = try await self.pending(project: project)
+        await between()
+        return (pending, try await acceptedPings(project: project))
+    }
+
     /// The newest pings FCM accepted for the project, from the shared history: a replica that takes the lease over
     /// lets an older version's ping stand down where a newer one went already (``DeliveryEngine/noteAccepted(_:)``).
     /// Read from both of the history's places (``pings(_:keep:)``).

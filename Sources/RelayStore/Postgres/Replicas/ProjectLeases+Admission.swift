@@ -10,19 +10,26 @@ extension ProjectLeases: Admission {
         let admission = try await admitToOutbox(record, window: window, logger: logger)
         switch admission {
         case .admitted(let row), .pending(let row):
-            guard holds(record.project), await seeded(record.project) else { return .elsewhere }
+            guard holds(record.project), await seeded(record) else { return .elsewhere }
             return .deliverHere(committed: true, row: row)
         case .settled(let reports): return .settled(reports)
         case .conflict(let key): return .conflict(key)
         }
     }
 
-    /// Whether this replica may deliver the project's kept event itself: what FCM accepted before it took the project is
-    /// read first (``seedIfTakenOver(_:)``). False when the store does not answer: the event is kept, and swept once
-    /// the store answers (the sweep reads what FCM accepted first).
-    private func seeded(_ project: String) async -> Bool {
+    /// Whether this replica may deliver the event itself, kept in the outbox already. A project taken with nothing
+    /// pending is not swept at once (10,000 taken at a start would be 10,000 sweeps): its first event reads what the
+    /// sweep would (``readTakenOver(_:)``). When a newer version is pending too, or the store does not answer, false:
+    /// the sweep plans them together (the older ones stand down behind the newer), once the store answers.
+    private func seeded(_ record: EventRecord) async -> Bool {
+        let project = record.project
         do {
-            try await seedIfTakenOver(project)
+            guard let pending = try await readTakenOver(project) else { return true }
+            if pending.contains(where: { $0.version.versionNumber > record.version.versionNumber }) {
+                requestSweep(project)
+                return false
+            }
+            caughtUp(project)
             return true
         } catch {
             failed(error, doing: "reading what FCM accepted before this replica took the project")
@@ -37,7 +44,7 @@ extension ProjectLeases: Admission {
         guard let epoch = claim.epoch else { return .leave }
         switch await admitPolled(record, epoch: epoch, window: window, logger: logger) {
         case .admitted(let row)?:
-            guard await seeded(record.project) else { return .keptAlready }
+            guard await seeded(record) else { return .keptAlready }
             return .deliverHere(row: row)
         case .pending?:
             requestSweep(record.project)

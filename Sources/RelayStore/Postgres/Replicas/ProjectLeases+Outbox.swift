@@ -26,16 +26,13 @@ extension ProjectLeases {
         let records: [EventRecord]
         let since: Int64?
         do {
-            // Taken (again): what FCM accepted under the previous holder, read after the pending rows (this replica's
-            // own queued progress written first). A newer ping whose record the previous holder writes late is then
-            // either still pending here, planned with the older ones so they stand down, or settled and read below;
-            // read before them, it could settle in between and an older pending version would follow it.
-            let takenOver = wasTakenOver(project)
-            if takenOver { _ = await store.flush(within: lease / 2) }
-            records = try await store.pending(project: project)
-            if takenOver { try await seedIfTakenOver(project, flushed: true) }
+            // Taken (again): the pending rows, then what FCM accepted under the previous holder (``readTakenOver(_:)``).
+            let taken = try await readTakenOver(project)
+            if let taken { records = taken } else { records = try await store.pending(project: project) }
             // What change-aware routes measure each event's change from: the newest version relayed on record.
             since = try await store.relayed(project: project)
+            // Caught up only once everything is read: a failed read reads it all again at the next sweep.
+            if taken != nil { caughtUp(project) }
             contact()
         } catch {
             failed(error, doing: "reading the outbox")

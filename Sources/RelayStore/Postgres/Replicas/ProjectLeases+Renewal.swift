@@ -83,7 +83,7 @@ extension ProjectLeases {
 
     /// Takes every free lease of `projects` and renews the heartbeat (one transaction), then notes what was taken and
     /// lost. A project just taken is swept only if it has an event pending (one statement for all of them); the others
-    /// read what FCM accepted under the previous holder when their first event comes (``seedIfTakenOver(_:)``).
+    /// read what FCM accepted under the previous holder when their first event comes (``readTakenOver(_:)``).
     private func take(_ projects: [String], frees: Int64, sent: LeaseClaims.Instant, suspended: [String] = []) async {
         let held: [String: Int64]
         do {

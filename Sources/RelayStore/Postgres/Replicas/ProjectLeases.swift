@@ -156,15 +156,17 @@ package final class ProjectLeases: Service, Sendable {
     /// The project's sweep has read what FCM accepted before it was taken.
     func caughtUp(_ project: String) { state.withLockedValue { _ = $0.toSeed.remove(project) } }
 
-    /// A project taken with nothing pending is not swept at once (10,000 taken at a start would be 10,000 sweeps): its
-    /// first event reads what FCM accepted under the previous holder first, here, so no older version follows it.
-    /// This replica's own progress still queued (a hand-over at a stand-down while the database was away) is written
-    /// first, so what FCM accepted before is not sent again.
-    func seedIfTakenOver(_ project: String, flushed: Bool = false) async throws(StoreError) {
-        guard wasTakenOver(project) else { return }
-        if !flushed { _ = await store.flush(within: lease / 2) }
-        engine.noteAccepted(try await store.acceptedPings(project: project))
-        caughtUp(project)
+    /// A project taken (again) since its last sweep: this replica's own progress still queued is written first (a
+    /// hand-over at a stand-down while the database was away), so what FCM accepted before is not sent again; then its
+    /// pending rows are read, and what FCM accepted under the previous holder, in that order
+    /// (``PostgresStore/takeOverRead(project:between:)``), noted in the engine so no older version follows it. Returns
+    /// the pending rows; nil when the project was not taken over. The caller marks it ``caughtUp(_:)``.
+    func readTakenOver(_ project: String) async throws(StoreError) -> [EventRecord]? {
+        guard wasTakenOver(project) else { return nil }
+        _ = await store.flush(within: lease / 2)
+        let read = try await store.takeOverRead(project: project)
+        engine.noteAccepted(read.accepted)
+        return read.pending
     }
 
     /// Notes that the project's marks were reset to `generation` here; false when this replica had applied it already.
