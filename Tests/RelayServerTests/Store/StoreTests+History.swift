@@ -12,16 +12,7 @@ extension StoreTests {
             try await withReplicas(cluster) { stores in
                 let (a, b) = (stores[0], stores[1])
                 try await a.migrate()
-                var events: [EventRecord] = []
-                for version in Int64(1)...3 {
-                    var event = record(version: version, id: "evt-\(version)")
-                    guard case .admitted(let row) = try await a.admit(event, window: .seconds(600)) else {
-                        Issue.record("version \(version) was not admitted")
-                        return
-                    }
-                    event.storeRow = row
-                    events.append(event)
-                }
+                let events = try await admitted(1...3, by: a)
                 let accepted = DeliveryReport(route: "default", status: .accepted, messageName: "projects/demo/messages/1", attempts: [])
                 // A ping named by its event's row, as the engine names it, and received when its event was.
                 func ping(_ number: Int, of event: EventRecord, report: DeliveryReport? = nil) -> DeliveryHistory.Entry {

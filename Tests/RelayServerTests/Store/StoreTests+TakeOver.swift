@@ -17,33 +17,21 @@ extension StoreTests {
             try await withReplicas(cluster) { stores in
                 let (a, b) = (stores[0], stores[1])
                 try await a.migrate()
-                var events: [EventRecord] = []
-                for version in Int64(58)...59 {
-                    var event = record(version: version, id: "evt-\(version)")
-                    guard case .admitted(let row) = try await a.admit(event, window: .seconds(600)) else {
-                        Issue.record("version \(version) was not admitted")
-                        return
-                    }
-                    event.storeRow = row
-                    events.append(event)
-                }
-                let newer = events[1]
+                let newer = try await admitted(58...59, by: a)[1]
                 let accepted = DeliveryReport(route: "default", status: .accepted, messageName: "projects/demo/messages/59", attempts: [])
                 // Its ping, named by its event's row as the engine names it.
                 let ping = entry("p-1-e\(newer.storeRow ?? 0)", version: 59, report: accepted)
+                // Written when the flush returns true: the settlement landed where the test put it.
+                let landed = NIOLockedValueBox(false)
                 let settle: @Sendable () async -> Void = {
                     a.outbox.record(ping)
                     a.outbox.settle(newer, reports: [accepted])
-                    _ = await a.flush(within: .seconds(10))
+                    let written = await a.flush(within: .seconds(10))
+                    landed.withLockedValue { $0 = written }
                 }
-                let landed = NIOLockedValueBox(false)
                 if landsBefore { await settle() }
-                let read = try await b.takeOverRead(project: "demo") {
-                    guard !landsBefore else { return }
-                    await settle()
-                    landed.withLockedValue { $0 = true }
-                }
-                #expect(landsBefore || landed.withLockedValue { $0 })
+                let read = try await b.takeOverRead(project: "demo") { if !landsBefore { await settle() } }
+                #expect(landed.withLockedValue { $0 })
                 let pending = read.pending.map(\.version.versionNumber)
                 let acceptedVersions = read.accepted.map(\.version.versionNumber)
                 // 58 waits either way; 59 is one or the other, so the sweep lets 58 stand down behind it.

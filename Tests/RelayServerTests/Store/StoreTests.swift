@@ -26,6 +26,20 @@ import Testing
             version: TemplateVersion(versionNumber: version), receivedAt: Date(timeIntervalSince1970: 1_700_000_000))
     }
 
+    /// Admits one event per version (ids `evt-<version>`) through `store`, each carrying its row, as the engine's do.
+    func admitted(_ versions: ClosedRange<Int64>, by store: PostgresStore) async throws -> [EventRecord] {
+        var events: [EventRecord] = []
+        for version in versions {
+            var event = record(version: version, id: "evt-\(version)")
+            guard case .admitted(let row) = try await store.admit(event, window: .seconds(600)) else {
+                throw StoreError.failed("version \(version) was not admitted")
+            }
+            event.storeRow = row
+            events.append(event)
+        }
+        return events
+    }
+
     /// Runs `body` with `count` stores (replicas) on one database, their pools running.
     func withReplicas(
         _ cluster: PostgresCluster, count: Int = 2, statementTimeout: Duration = .seconds(10),
