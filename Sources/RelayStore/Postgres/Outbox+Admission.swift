@@ -49,13 +49,13 @@ extension PostgresStore {
         var expired: [Int64] = []
     }
 
-    /// One round of admissions: one statement, one transaction. Holders settled past their window are forgotten and
-    /// their keys taken again, and a key whose holder committed after the statement's snapshot is asked for again:
-    /// both are rare, and a round trip each.
+    /// One round of admissions: one statement, one commit, and only when some event was not inserted (a key of its is
+    /// taken), a second to read who holds its keys. Holders settled past their window are forgotten and their keys
+    /// taken again, and a key whose holder went in between is asked for again: both are rare, and a round trip each.
     func admitAll(_ batch: [AdmissionBatcher.Request]) async throws(StoreError) -> [AdmissionBatcher.Outcome] {
         try await admitting(batch) { requests throws(StoreError) in
             try await self.run("admit") { client, logger in
-                try await Self.answers(of: client.query(Self.admissionQuery(requests), logger: logger), count: requests.count)
+                try await Self.answers(to: requests) { query in try await client.query(query, logger: logger) }
             }
         }
     }
@@ -87,38 +87,69 @@ extension PostgresStore {
         return outcomes.compactMap { $0 }
     }
 
-    /// The admission of a round: every event inserted in one statement, in the order of their version keys (two
-    /// replicas admitting the same events take their keys in the same order, so neither waits for the other in a
-    /// cycle); for each event not inserted, the rows that hold its keys.
-    static func admissionQuery(_ batch: [AdmissionBatcher.Request]) -> PostgresQuery {
-        let (projects, versions) = (batch.map(\.project), batch.map(\.version))
-        let (versionKeys, idKeys, webhookKeys) = (batch.map(\.versionKey), batch.map(\.idKey), batch.map(\.webhookKey))
-        let (keys, records, windows) = (batch.map(\.keys), batch.map(\.record), batch.map(\.window))
+    /// A round's answers, through `query` (a client's, or a connection's in a transaction): the insert, then, for the
+    /// events not inserted, the rows holding their keys.
+    static func answers(
+        to batch: [AdmissionBatcher.Request], query: (PostgresQuery) async throws -> PostgresRowSequence
+    ) async throws -> [Answer] {
         // The keys' hashes are taken here, not by `rc_relay_key` in the statement: PostgreSQL does not inline that
         // function (`convert_to` is not immutable): three calls a webhook, 186 ms in an 8 s load (docs/performance.md).
-        let hashes = (versionKeys.map(hashed), idKeys.map(hashed), webhookKeys.map(hashed))
+        let hashes = batch.map { (version: hashed($0.versionKey), id: hashed($0.idKey), webhook: hashed($0.webhookKey)) }
+        var answers = [Answer](repeating: Answer(), count: batch.count)
+        // No two events of a round share a key (``AdmissionBatcher/nextRound(_:)``): a version key names one event.
+        var byVersionKey: [UUID: Int] = [:]
+        for (index, hash) in hashes.enumerated() {
+            if let key = UUID(uuidString: hash.version) { byVersionKey[key] = index }
+        }
+        for try await (key, id) in try await query(insertion(batch, hashes: hashes)).decode((UUID, Int64).self) {
+            guard let index = byVersionKey[key] else { throw StoreError.failed("the admission inserted an event it was not given") }
+            answers[index].added = id
+        }
+        let held = batch.indices.filter { answers[$0].added == nil }
+        guard !held.isEmpty else { return answers }
+        let rows = try await query(holdersQuery(held.map { batch[$0] }, hashes: held.map { hashes[$0] }))
+        for (position, answer) in try await holders(of: rows, count: held.count).enumerated() {
+            answers[held[position]] = answer
+        }
+        return answers
+    }
+
+    /// The round's insert: every event whose keys are all free gets its row, in the order of their version keys' hashes
+    /// (two replicas admitting the same events take their keys in the same order, so neither waits for the other in a
+    /// cycle). It answers the rows it added, by version key. Kept this small because PostgreSQL plans it at every round:
+    /// the holders' join in the same statement cost four times its planning (docs/performance.md).
+    static func insertion(_ batch: [AdmissionBatcher.Request], hashes: [(version: String, id: String, webhook: String)]) -> PostgresQuery {
+        let (projects, versions, keys, records, windows) = (
+            batch.map(\.project), batch.map(\.version), batch.map(\.keys), batch.map(\.record), batch.map(\.window)
+        )
+        let (versionHashes, idHashes, webhookHashes) = (hashes.map(\.version), hashes.map(\.id), hashes.map(\.webhook))
         return """
-            WITH input AS (
-                SELECT * FROM unnest(\(projects)::text[], \(versions)::bigint[], \(versionKeys)::text[], \(idKeys)::text[],
-                    \(webhookKeys)::text[], \(keys)::text[], \(records)::text[], \(windows)::float8[], \(hashes.0)::text[],
-                    \(hashes.1)::text[], \(hashes.2)::text[])
-                    WITH ORDINALITY AS i(project, version, key_version, key_id, key_webhook, keys, record, window_seconds, hv, hi, hw,
-                        item)),
-            hashed AS (
-                SELECT i.*, i.hv::uuid AS kv, nullif(i.hi, '')::uuid AS ki, nullif(i.hw, '')::uuid AS kw
-                FROM input i),
-            added AS (
-                INSERT INTO rc_relay_outbox (project, version, key_version, key_id, key_webhook, keys, record, window_seconds)
-                SELECT project, version, kv, ki, kw, keys, record, window_seconds FROM hashed ORDER BY kv
-                ON CONFLICT DO NOTHING
-                RETURNING id, key_version)
-            SELECT h.item::integer, a.id, o.id,
+            INSERT INTO rc_relay_outbox (project, version, key_version, key_id, key_webhook, keys, record, window_seconds)
+            SELECT project, version, hv::uuid, nullif(hi, '')::uuid, nullif(hw, '')::uuid, keys, record, window_seconds
+            FROM unnest(\(projects)::text[], \(versions)::bigint[], \(versionHashes)::text[], \(idHashes)::text[],
+                \(webhookHashes)::text[], \(keys)::text[], \(records)::text[], \(windows)::float8[])
+                AS i(project, version, hv, hi, hw, keys, record, window_seconds)
+            ORDER BY hv::uuid
+            ON CONFLICT DO NOTHING
+            RETURNING key_version, id
+            """
+    }
+
+    /// For each event not inserted, the rows that hold its keys (committed by now: the insert waited for them), and
+    /// which of them are settled past their window.
+    static func holdersQuery(_ batch: [AdmissionBatcher.Request], hashes: [(version: String, id: String, webhook: String)]) -> PostgresQuery {
+        let (versionKeys, idKeys, webhookKeys) = (batch.map(\.versionKey), batch.map(\.idKey), batch.map(\.webhookKey))
+        let (versionHashes, idHashes, webhookHashes) = (hashes.map(\.version), hashes.map(\.id), hashes.map(\.webhook))
+        return """
+            WITH h AS (
+                SELECT u.*, u.hv::uuid AS kv, nullif(u.hi, '')::uuid AS ki, nullif(u.hw, '')::uuid AS kw
+                FROM unnest(\(versionKeys)::text[], \(idKeys)::text[], \(webhookKeys)::text[], \(versionHashes)::text[],
+                    \(idHashes)::text[], \(webhookHashes)::text[]) WITH ORDINALITY AS u(key_version, key_id, key_webhook, hv, hi, hw, item))
+            SELECT h.item::integer, o.id,
                 CASE WHEN o.key_version = h.kv THEN h.key_version WHEN o.key_id = h.ki THEN h.key_id ELSE h.key_webhook END,
                 o.project || '/' || o.version, o.settled, coalesce(o.reports, '[]'),
                 coalesce(o.settled AND o.settled_at < now() - make_interval(secs => o.window_seconds), false)
-            FROM hashed h
-            LEFT JOIN added a ON a.key_version = h.kv
-            LEFT JOIN rc_relay_outbox o ON a.id IS NULL AND (o.key_version = h.kv OR o.key_id = h.ki OR o.key_webhook = h.kw)
+            FROM h JOIN rc_relay_outbox o ON o.key_version = h.kv OR o.key_id = h.ki OR o.key_webhook = h.kw
             """
     }
 
@@ -130,16 +161,14 @@ extension PostgresStore {
         return UUID(uuid: (d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9], d[10], d[11], d[12], d[13], d[14], d[15])).uuidString
     }
 
-    /// The admission statement's rows, per request.
-    static func answers(of rows: PostgresRowSequence, count: Int) async throws -> [Answer] {
+    /// The holders' rows, per event asked about.
+    static func holders(of rows: PostgresRowSequence, count: Int) async throws -> [Answer] {
         var answers = [Answer](repeating: Answer(), count: count)
-        for try await (item, added, holder, key, fingerprint, settled, reports, expired) in rows.decode(
-            (Int, Int64?, Int64?, String?, String?, Bool?, String?, Bool?).self)
+        for try await (item, holder, key, fingerprint, settled, reports, expired) in rows.decode(
+            (Int, Int64, String, String, Bool, String, Bool).self)
         {
             guard answers.indices.contains(item - 1) else { throw StoreError.failed("the admission answered for event \(item) of \(count)") }
-            if let added { answers[item - 1].added = added }
-            guard let holder, let key, let fingerprint, let settled, let reports else { continue }
-            if expired == true {
+            if expired {
                 answers[item - 1].expired.append(holder)
             } else {
                 answers[item - 1].holders[key] = AdmissionBatcher.Holder(id: holder, fingerprint: fingerprint, settled: settled, reports: reports)

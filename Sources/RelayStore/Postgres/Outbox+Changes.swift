@@ -168,42 +168,67 @@ extension PostgresStore {
             pings.append(copies.isEmpty ? "" : "[" + copies.joined(separator: ",") + "]")
             written.append(settling.written.joined(separator: " "))
         }
-        let (batchIDs, batchKeys, batchReports, batchMarks, batchPings, batchWritten) = (ids, keys, reports, marks, pings, written)
-        // The project's newest version relayed advances with the settlement, whoever delivered it (an outlier moves
-        // nothing). A record without its row (none should be) is found by its version key.
+        let query = Self.settlement(
+            ids: ids, keys: keys, reports: reports, marks: marks, pings: pings, written: written,
+            unmarked: Set(settlements.filter { $0.record.outlier != true }.map(\.record.project)).subtracting(marked.withLockedValue { $0 }))
         let settled = try await run("settle") { client, logger in
-            let rows = try await client.query(
-                """
-                WITH v AS (
-                    SELECT coalesce(nullif(v.id, 0), (SELECT id FROM rc_relay_outbox WHERE key_version = rc_relay_key(v.key))) AS id,
-                        v.reports, v.marks, nullif(v.pings, '') AS pings, v.written, v.item
-                    FROM unnest(\(batchIDs)::bigint[], \(batchKeys)::text[], \(batchReports)::text[], \(batchMarks)::boolean[],
-                        \(batchPings)::text[], \(batchWritten)::text[]) WITH ORDINALITY AS v(id, key, reports, marks, pings, written, item)),
-                settled AS (
-                    UPDATE rc_relay_outbox o SET settled = true, settled_at = now(), reports = v.reports, record = NULL, pings = v.pings
-                    FROM v WHERE o.id = v.id AND NOT o.settled
-                    RETURNING o.project, o.version, v.marks, v.written, v.item),
-                newest AS (SELECT project, max(version) AS version FROM settled WHERE marks GROUP BY project),
-                -- A project with a row of marks: an update where the version is newer (an upsert would lock, and log the
-                -- lock of, every row it finds, newer or not); one without: an upsert, in case another replica adds it.
-                marked AS (
-                    UPDATE rc_relay_marks m SET relayed = n.version, updated_at = now() FROM newest n
-                    WHERE m.project = n.project AND (m.relayed IS NULL OR m.relayed < n.version)),
-                added AS (
-                    INSERT INTO rc_relay_marks (project, relayed)
-                    SELECT project, version FROM newest n WHERE NOT EXISTS (SELECT 1 FROM rc_relay_marks m WHERE m.project = n.project)
-                    ON CONFLICT (project) DO UPDATE SET relayed = EXCLUDED.relayed, updated_at = now()
-                    WHERE rc_relay_marks.relayed IS NULL OR rc_relay_marks.relayed < EXCLUDED.relayed),
-                moved AS (
-                    DELETE FROM rc_relay_pings WHERE id IN (
-                        SELECT unnest(string_to_array(written, ' ')) FROM settled WHERE written <> ''))
-                SELECT item::integer FROM settled
-                """, logger: logger)
+            let rows = try await client.query(query, logger: logger)
             var items: Set<Int> = []
             for try await item in rows.decode(Int.self) { items.insert(item) }
             return items
         }
+        // The rows of marks of the projects that moved exist now (none is ever deleted): later settlements need not add them.
+        let moved = settlements.enumerated().filter { settled.contains($0.offset + 1) && $0.element.record.outlier != true }
+        marked.withLockedValue { $0.formUnion(moved.map(\.element.record.project)) }
         return settlements.enumerated().filter { !settled.contains($0.offset + 1) }.map(\.element)
+    }
+
+    /// The settlement of a batch, with only the parts it needs: PostgreSQL plans the statement at every batch, and the
+    /// parts most batches do not need took about half of that (docs/performance.md, 2026-12-05, night). The project's newest version
+    /// relayed advances with the settlement, whoever delivered it (an outlier moves nothing); a project's row of marks
+    /// is added when this replica has not seen it yet (`unmarked`); a record without its row (none should be) is found
+    /// by its version key; history copies written apart before (`written`) are deleted.
+    static func settlement(
+        ids: [Int64], keys: [String], reports: [String], marks: [Bool], pings: [String], written: [String], unmarked: Set<String>
+    ) -> PostgresQuery {
+        // The optional parts are the statement's own text, never a value.
+        let id =
+            ids.contains(0) ? "coalesce(nullif(v.id, 0), (SELECT id FROM rc_relay_outbox WHERE key_version = rc_relay_key(v.key)))" : "v.id"
+        // A project without a row of marks: an upsert, in case another replica adds it.
+        let added =
+            unmarked.isEmpty
+            ? ""
+            : """
+            , added AS (
+                INSERT INTO rc_relay_marks (project, relayed)
+                SELECT project, version FROM newest n WHERE NOT EXISTS (SELECT 1 FROM rc_relay_marks m WHERE m.project = n.project)
+                ON CONFLICT (project) DO UPDATE SET relayed = EXCLUDED.relayed, updated_at = now()
+                WHERE rc_relay_marks.relayed IS NULL OR rc_relay_marks.relayed < EXCLUDED.relayed)
+            """
+        let moved =
+            written.allSatisfy(\.isEmpty)
+            ? ""
+            : """
+            , moved AS (
+                DELETE FROM rc_relay_pings WHERE id IN (SELECT unnest(string_to_array(written, ' ')) FROM settled WHERE written <> ''))
+            """
+        return """
+            WITH v AS (
+                SELECT \(unescaped: id) AS id, v.reports, v.marks, nullif(v.pings, '') AS pings, v.written, v.item
+                FROM unnest(\(ids)::bigint[], \(keys)::text[], \(reports)::text[], \(marks)::boolean[],
+                    \(pings)::text[], \(written)::text[]) WITH ORDINALITY AS v(id, key, reports, marks, pings, written, item)),
+            settled AS (
+                UPDATE rc_relay_outbox o SET settled = true, settled_at = now(), reports = v.reports, record = NULL, pings = v.pings
+                FROM v WHERE o.id = v.id AND NOT o.settled
+                RETURNING o.project, o.version, v.marks, v.written, v.item),
+            newest AS (SELECT project, max(version) AS version FROM settled WHERE marks GROUP BY project),
+            -- A project with a row of marks: an update where the version is newer (an upsert would lock, and log the
+            -- lock of, every row it finds, newer or not).
+            marked AS (
+                UPDATE rc_relay_marks m SET relayed = n.version, updated_at = now() FROM newest n
+                WHERE m.project = n.project AND (m.relayed IS NULL OR m.relayed < n.version))\(unescaped: added)\(unescaped: moved)
+            SELECT item::integer FROM settled
+            """
     }
 
     /// Writes the history copies in one statement; if the database refuses it, they are logged and dropped (the

@@ -49,7 +49,7 @@ extension PostgresStore {
                     var held = false
                     for try await _ in lease.decode(Int.self) { held = true }
                     guard held else { throw StoreError.leaseLost(name) }
-                    return try await Self.answers(of: connection.query(Self.admissionQuery(batch), logger: logger), count: batch.count)
+                    return try await Self.answers(to: batch) { query in try await connection.query(query, logger: logger) }
                 }
             }
         }

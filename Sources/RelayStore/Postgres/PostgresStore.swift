@@ -28,6 +28,9 @@ package final class PostgresStore: Service, Sendable {
     /// The row through which every event of the projects asked about is settled (``projectsWithPending(_:)`` starts
     /// past it).
     let dueThrough = NIOLockedValueBox<Int64>(0)
+    /// Projects whose row of marks this replica has seen settled into (none is ever deleted): a settlement adds the row
+    /// only for the others.
+    let marked = NIOLockedValueBox<Set<String>>([])
 
     /// Bounds every statement's wait (the application's clock, whose deadline sweep every part shares).
     let clock: any DeliveryClock
