@@ -177,9 +177,9 @@ extension PostgresStore {
             for try await item in rows.decode(Int.self) { items.insert(item) }
             return items
         }
-        // The rows of marks of the projects that moved exist now (none is ever deleted): later settlements need not add them.
-        let moved = settlements.enumerated().filter { settled.contains($0.offset + 1) && $0.element.record.outlier != true }
-        marked.withLockedValue { $0.formUnion(moved.map(\.element.record.project)) }
+        // The rows of marks of the projects whose marks advanced exist now (none is ever deleted): later settlements need not add them.
+        let advanced = settlements.enumerated().filter { settled.contains($0.offset + 1) && $0.element.record.outlier != true }
+        marked.withLockedValue { $0.formUnion(advanced.map(\.element.record.project)) }
         return settlements.enumerated().filter { !settled.contains($0.offset + 1) }.map(\.element)
     }
 
