@@ -111,3 +111,41 @@ def test_admin_token_rotation_through_a_mounted_file(emulator, tmp_path):
         assert SECRET not in requests.get(url, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=10).text
     finally:
         stop_and_check(relay)
+
+
+def test_every_refused_admin_call_is_logged_once_with_its_status_problem_and_reason(emulator, tmp_path):
+    """docs/operations.md, Logs: a refusal is logged once, with `status`, `problem` and `reason` (the answer's
+    `detail`), at `notice`, whichever part of the admin API refuses it: the gate (no token, a body over the limit), the
+    body's reader, a parameter out of range, a ping that is not there or cannot be retried. Until 2026-12-06 the
+    handlers' own refusals (404, 409, a bad `limit`) were answered and not logged at all."""
+    relay = start_relay(emulator, tmp_path, f"{WEBHOOK_AUTH}\n{ADMIN}")
+    proc = relay["proc"]
+    try:
+        body = json.dumps({"versionNumber": "5"}).encode()
+        delivered = requests.post(relay["webhook"], data=body, headers={"content-type": "application/json", **signed_headers(body)}, timeout=30)
+        assert delivered.status_code == 200, delivered.text
+        ping = delivered.json()["deliveries"][0]["id"]
+        json_body = {"content-type": "application/json"}
+        cases = [
+            ("refused-1", "GET", "/admin/info", None, {}, 401, "unauthorized"),
+            ("refused-2", "GET", "/admin/deliveries/no-such-ping", None, {}, 404, "not-found"),
+            ("refused-3", "GET", "/admin/deliveries?limit=0", None, {}, 400, "invalid-request"),
+            ("refused-4", "POST", f"/admin/deliveries/{ping}/retry", None, {}, 409, "not-retryable"),
+            ("refused-5", "POST", "/admin/send", b"{not json", json_body, 400, "invalid-request"),
+            ("refused-6", "POST", "/admin/send", b" " * 70000, json_body, 413, "body-too-large"),
+        ]
+        for request_id, method, path, data, headers, status, problem in cases:
+            token = {} if status == 401 else {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+            answer = requests.request(method, relay["url"] + path, data=data, headers={**token, **headers, "X-Request-Id": request_id},
+                                      timeout=30)
+            assert answer.status_code == status, (path, answer.text)
+            assert answer.json()["type"] == f"urn:rc-relay:problem:{problem}", (path, answer.text)
+            proc.wait_for(lambda l: '"msg":"request"' in l and f'"{request_id}"' in l)
+            lines = [json.loads(l) for l in proc.lines if f'"{request_id}"' in l and '"msg":"request"' not in l]
+            refusals = [line for line in lines if line["level"] != "debug"]
+            assert len(refusals) == 1, (path, refusals)
+            line = refusals[0]
+            assert line["level"] == "notice", line
+            assert (line["status"], line["problem"], line["reason"]) == (str(status), problem, answer.json()["detail"]), line
+    finally:
+        stop_and_check(relay)

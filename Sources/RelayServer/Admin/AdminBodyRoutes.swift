@@ -33,7 +33,7 @@ struct AdminBodyRoutes: Sendable {
             }
             return try await handle(body)
         } catch {
-            RequestInfo.current?.logger.notice("admin request refused", metadata: ["problem": "\(error.kind.rawValue)", "reason": "\(error.detail)"])
+            if !error.isLogged, let logger = RequestInfo.current?.logger { _ = error.logged("admin request refused", to: logger) }
             return error.response(requestID: requestID)
         }
     }

@@ -149,7 +149,7 @@ extension AdminController {
 
     /// The shared store did not answer a read or a request of the admin API.
     static func storeUnavailable(_ error: any Error, logger: Logger) -> Refusal {
-        logger.warning("the shared store did not answer the admin API", metadata: ["error": "\(error)"])
-        return Refusal(kind: .notReady, detail: "the relay's shared store did not answer; retry shortly", retryAfter: 5)
+        Refusal(kind: .notReady, detail: "the relay's shared store did not answer; retry shortly", retryAfter: 5)
+            .logged("the shared store did not answer the admin API", to: logger, ["error": "\(error)"])
     }
 }

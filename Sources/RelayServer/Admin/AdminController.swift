@@ -210,8 +210,14 @@ struct AdminController: Sendable {
                 "configuration reloaded through the admin API", metadata: ["restart_required": "\(reloaded.restartRequired.joined(separator: ","))"])
             return .init(status: .reloaded, loadedAt: reloaded.loadedAt, restartRequired: reloaded.restartRequired)
         case .failure(let error):
-            logger.error("configuration reload refused; the running configuration stays", metadata: ["error": "\(error)"])
-            throw Refusal(kind: .invalidConfiguration, detail: "\(error); the running configuration stays")
+            // At `error`, as a refused SIGHUP is: the file on disk is not what runs. Its line is the refusal's.
+            logger.error(
+                "configuration reload refused; the running configuration stays",
+                metadata: [
+                    "status": "\(ProblemKind.invalidConfiguration.status.code)", "problem": "\(ProblemKind.invalidConfiguration.rawValue)",
+                    "reason": "\(error); the running configuration stays",
+                ])
+            throw Refusal(kind: .invalidConfiguration, detail: "\(error); the running configuration stays", isLogged: true)
         }
     }
 

@@ -49,26 +49,32 @@ struct AdminGate: RouterMiddleware {
         guard !tokens.isEmpty else { return notHere().response() }
         // The console signs in with its own session (ConsoleRoutes); the admin API needs a bearer token.
         if isAdmin, await !authorized(request, context: context, tokens: tokens) {
-            let id = RequestInfo.current?.id ?? ""
-            RequestInfo.current?.logger.notice("admin request refused: no valid bearer token", metadata: ["path": "\(path)"])
-            var response = Problem(.unauthorized, detail: "send Authorization: Bearer with a token from admin.tokens", requestID: id).response()
+            var response = Self.refused(
+                .unauthorized, "send Authorization: Bearer with a token from admin.tokens", why: "no valid bearer token", path: path)
             response.headers[.wwwAuthenticate] = "Bearer realm=\"rc-relay admin\""
             return response
         }
         // Admin and console bodies are bounded as webhooks are: on Content-Length, then while reading.
         let limit = configuration.current.settings.maxBodyBytes
-        let tooLarge = Problem(.bodyTooLarge, detail: "the body is larger than \(limit) bytes", requestID: RequestInfo.current?.id ?? "")
-        if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit { return tooLarge.response() }
+        let tooLarge = { Self.refused(.bodyTooLarge, "the body is larger than \(limit) bytes", why: "the body is too large", path: path) }
+        if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit { return tooLarge() }
         var request = request
         do {
             _ = try await request.collectBody(upTo: limit)
         } catch is NIOTooManyBytesError {
-            return tooLarge.response()
+            return tooLarge()
         } catch {
             // Shorter than its Content-Length, or the connection ended: a body that could not be read, not a large one.
-            return Problem(.invalidRequest, detail: "the body could not be read", requestID: RequestInfo.current?.id ?? "").response()
+            return Self.refused(.invalidRequest, "the body could not be read", why: "the body could not be read", path: path)
         }
         return try await next(request, context)
+    }
+
+    /// The gate's answer to a request it refuses, logged once with its status, problem and reason.
+    private static func refused(_ kind: ProblemKind, _ detail: String, why: String, path: String) -> Response {
+        var refusal = Refusal(kind: kind, detail: detail)
+        if let logger = RequestInfo.current?.logger { refusal = refusal.logged("admin request refused: \(why)", to: logger, ["path": "\(path)"]) }
+        return refusal.response(requestID: RequestInfo.current?.id ?? "")
     }
 
     /// The path's first non-empty segment (`//admin/info` → `admin`), without splitting the whole path.

@@ -21,8 +21,17 @@ struct RelayAPI: APIProtocol {
         guard failing.isEmpty else {
             // The log has the details the answer leaves out (which project, what the token endpoint said).
             let details = detailed.filter { !$0.ok }.map { "\($0.name): \($0.detail)" }.joined(separator: "; ")
-            RequestInfo.current?.logger.notice("not ready", metadata: ["failing": "\(details)"])
-            throw Refusal(kind: .notReady, detail: "failing: " + failing.map { "\($0.name) (\($0.detail))" }.joined(separator: "; "), checks: checks)
+            var refusal = Refusal(
+                kind: .notReady, detail: "failing: " + failing.map { "\($0.name) (\($0.detail))" }.joined(separator: "; "), checks: checks)
+            // At `notice`, not at the `warning` of a webhook turned away: a probe asks every few seconds.
+            RequestInfo.current?.logger.notice(
+                "not ready",
+                metadata: [
+                    "status": "\(refusal.kind.status.code)", "problem": "\(refusal.kind.rawValue)", "reason": "\(refusal.detail)",
+                    "failing": "\(details)",
+                ])
+            refusal.isLogged = true
+            throw refusal
         }
         return .ok(.init(body: .json(.init(status: .ready, checks: checks.map { .init(name: $0.name, ok: $0.ok, detail: $0.detail) }))))
     }

@@ -54,8 +54,9 @@ struct RequestLogMiddleware: RouterMiddleware {
                 response = Problem(.notFound, detail: "\(request.method) \(request.uri.path) is not served here", requestID: id).response()
             }
         } catch let error as HTTPError where (400..<500).contains(error.status.code) {
-            logger.notice("request refused", metadata: ["status": "\(error.status.code)", "reason": "\(error.body ?? "")"])
-            response = Problem(.invalidRequest, detail: "the request could not be read", requestID: id).response()
+            let refusal = Refusal(kind: .invalidRequest, detail: "the request could not be read")
+            _ = refusal.logged("request refused", to: logger, ["cause": "\(error.body ?? "")"])
+            response = refusal.response(requestID: id)
         } catch {
             logger.error("request failed", metadata: ["error": "\(error)"])
             response = Problem(.internalError, detail: "the request could not be handled; the log has the details", requestID: id).response()

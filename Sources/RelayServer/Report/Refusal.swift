@@ -15,6 +15,8 @@ struct Refusal: Error {
     var checks: [ReadinessCheck]? = nil
     /// Seconds for `Retry-After`, on the 503s a sender should retry.
     var retryAfter: Int? = nil
+    /// Whether ``logged(_:to:_:)`` wrote its line: whoever answers logs the others, so each refusal is logged once.
+    var isLogged = false
 
     static func kind(of error: DecodeError) -> ProblemKind {
         switch error {
@@ -33,7 +35,9 @@ struct Refusal: Error {
         var metadata: Logger.Metadata = ["status": "\(kind.status.code)", "problem": "\(kind.rawValue)", "reason": "\(detail)"]
         metadata.merge(extra) { _, new in new }
         logger.log(level: kind == .notReady ? .warning : .notice, message, metadata: metadata)
-        return self
+        var refusal = self
+        refusal.isLogged = true
+        return refusal
     }
 
     func problem(requestID: String) -> Problem {
@@ -60,7 +64,7 @@ struct ProblemMiddleware: ServerMiddleware {
         } catch {
             let info = RequestInfo.current
             let requestID = info?.id ?? ""
-            let refusal: Refusal
+            var refusal: Refusal
             switch error {
             case let error as ServerError where error.underlyingError is Refusal:
                 refusal = error.underlyingError as! Refusal
@@ -68,13 +72,14 @@ struct ProblemMiddleware: ServerMiddleware {
                 let kind: ProblemKind =
                     error.httpStatus == .unsupportedMediaType ? .unsupportedMediaType : .invalidRequest
                 refusal = Refusal(kind: kind, detail: Self.describe(error))
-                info?.logger.notice("request refused", metadata: ["problem": "\(kind.rawValue)", "reason": "\(refusal.detail)"])
             case let error as Refusal:
                 refusal = error
             default:
                 info?.logger.error("request failed", metadata: ["operation": "\(operationID)", "error": "\(error)"])
-                refusal = Refusal(kind: .internalError, detail: "the request could not be handled; the log has the details")
+                refusal = Refusal(kind: .internalError, detail: "the request could not be handled; the log has the details", isLogged: true)
             }
+            // A handler's own refusal (an unknown delivery, a ping not retryable, …) is logged here unless it was.
+            if !refusal.isLogged, let logger = info?.logger { refusal = refusal.logged("request refused", to: logger) }
             return Self.response(refusal, requestID: requestID)
         }
     }
