@@ -7,7 +7,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class Receiver:
-    """`script`: answers in order, each `(status, headers)`, `(status, headers, body)` or `"hang"` (read the request, never answer); when it runs
+    """`script`: answers in order, each `(status, headers)`, `(status, headers, body)`, `"hang"` (read the request, never
+    answer) or `"stall"` (a `200` whose headers promise a body that never comes); when it runs
     out, `answer()` decides (default: 200). `tls`: a `(cert, key)` pair of PEM paths to serve HTTPS with. Each call is
     recorded with its path, headers, body, the answer's status, and when it came (`at`, monotonic; `time`, the epoch)."""
 
@@ -28,9 +29,18 @@ class Receiver:
                     answer = receiver.script.pop(0) if receiver.script else receiver.answer()
                     receiver.calls.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
                                            "body": body, "at": time.monotonic(), "time": time.time(),
-                                           "status": None if answer == "hang" else answer[0]})
+                                           "status": {"hang": None, "stall": 200}.get(answer) if isinstance(answer, str) else answer[0],
+                                           "method": self.command})
                     receiver.changed.notify_all()
                 if answer == "hang":
+                    receiver.release.wait(120)
+                    return
+                if answer == "stall":
+                    self.send_response(200)
+                    self.send_header("Content-Length", "1000")
+                    self.end_headers()
+                    self.wfile.write(b"accepted; more follows")
+                    self.wfile.flush()
                     receiver.release.wait(120)
                     return
                 status, headers, *rest = answer
@@ -44,6 +54,9 @@ class Receiver:
                     self.wfile.write(body)
                 except OSError:
                     pass  # the relay read what it keeps of an answer and closed the connection
+
+            # A redirected call turned into a GET (301, 302, 303) is recorded too.
+            do_GET = do_POST
 
             def log_message(self, *args):
                 pass

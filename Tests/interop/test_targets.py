@@ -265,6 +265,45 @@ def test_a_receiver_that_never_answers_times_out_and_is_retried(emulator, tmp_pa
         receiver.stop()
 
 
+def test_a_redirect_is_the_receivers_answer_and_is_never_followed(emulator, tmp_path):
+    """targets.md: a call goes to the configured URL only. A `307` (which would keep the method and the signed body)
+    and a `302` to another receiver are each refused for good (`failed`, one attempt), and the other receiver gets
+    nothing. Until 2026-12-06 the client's default followed up to five redirects, with the signed headers."""
+    elsewhere = Receiver()
+    receiver = Receiver(script=[(307, {"Location": elsewhere.url}), (302, {"Location": elsewhere.url})])
+    relay = relay_with(emulator, tmp_path, f'{{url: "{receiver.url}", secrets: ["{TARGET_SECRET}"]}}')
+    try:
+        publish(emulator, {"a": "1"})
+        announce(relay, publish(emulator, {"a": "2"}))
+        [first] = settled(relay, "notify")
+        assert first["status"] == "failed" and [a["httpStatus"] for a in first["attempts"]] == [307], first
+        announce(relay, publish(emulator, {"a": "3"}))
+        second = [d for d in settled(relay, "notify", count=2) if d["versionNumber"] == "3"][0]
+        assert second["status"] == "failed" and [a["httpStatus"] for a in second["attempts"]] == [302], second
+        assert len(receiver.calls) == 2 and elsewhere.calls == []
+    finally:
+        stop_relay(relay)
+        receiver.stop()
+        elsewhere.stop()
+
+
+def test_a_2xx_whose_body_stalls_is_accepted_once_within_the_timeout(emulator, tmp_path):
+    """targets.md: the status is the answer and `timeoutSeconds` bounds the whole call. A `200` whose body never comes
+    is accepted, once, not held for the client's minute-long read timeout and then retried as unreachable (until
+    2026-12-06)."""
+    receiver = Receiver(script=["stall"])
+    relay = relay_with(emulator, tmp_path, f'{{url: "{receiver.url}", secrets: ["{TARGET_SECRET}"], timeoutSeconds: 2}}')
+    try:
+        publish(emulator, {"a": "1"})
+        announce(relay, publish(emulator, {"a": "2"}))
+        [delivery] = settled(relay, "notify", timeout=50)
+        assert delivery["status"] == "accepted" and [a["httpStatus"] for a in delivery["attempts"]] == [200], delivery
+        assert len(receiver.calls) == 1
+    finally:
+        stop_relay(relay)
+        receiver.stop()
+
+
 def test_tls_is_verified_and_a_ca_file_makes_a_receiver_trusted(emulator, tmp_path):
     certificates = make_certificates(tmp_path / "tls")
     receiver = Receiver(tls=(str(certificates["cert"]), str(certificates["key"])))

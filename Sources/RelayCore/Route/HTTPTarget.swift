@@ -24,7 +24,7 @@ public struct HTTPTarget: Sendable {
     public let format: Format
     /// The first signs; every one signs (rotation: a receiver that knows any of them verifies).
     public let secrets: [WebhookSecret]
-    /// A PEM file of the certificates the receiver's must chain to, instead of the system's roots.
+    /// A PEM file of certificates the receiver's may chain to, trusted beside the system's roots.
     public let caFile: String?
     public let timeout: Duration
     /// Requests a second to the URL's host, on average.

@@ -18,6 +18,9 @@ final class HTTPTargetClients: Service {
             var configuration = HTTPClient.Configuration(
                 timeout: .init(connect: .seconds(5), read: .seconds(60)), connectionPool: .init(idleTimeout: .seconds(60)))
             configuration.tracing.tracer = nil
+            // A call goes to the configured URL only: a redirect is the receiver's answer (a `3xx`, refused for good),
+            // never followed to a URL the configuration does not name, with the call's signed headers and body.
+            configuration.redirectConfiguration = .disallow
             if let caFile {
                 var tls = TLSConfiguration.makeClientConfiguration()
                 tls.additionalTrustRoots = [.file(caFile)]

@@ -55,20 +55,22 @@ final class HTTPTargetSender: TargetSender {
                 name: "webhook-signature", value: Self.signature(id: call.id, timestamp: timestamp, body: call.body, secrets: target.secrets))
         }
         request.body = .bytes(ByteBuffer(bytes: call.body))
-        let status: Int
-        let retryAfter: String?
-        let answer: ByteBuffer
+        // `webhook.timeoutSeconds` bounds the whole call: the status line and headers, then what is read of the body.
+        let deadline = ContinuousClock.now + target.timeout
+        let response: HTTPClientResponse
         do {
-            let response = try await client.execute(request, timeout: .seconds(target.timeout.components.seconds))
-            status = Int(response.status.code)
-            retryAfter = response.headers.first(name: "Retry-After")
-            // What a refusal says, at most a few hundred bytes of it; the rest is not read into memory.
-            answer = try await Self.collect(response.body, upTo: Self.errorBodyLimit)
+            response = try await client.execute(request, timeout: .seconds(target.timeout.components.seconds))
         } catch {
             throw SendFailure(.transient, "\(target.host) could not be reached: \(Self.describe(error))")
         }
+        let status = Int(response.status.code)
+        // At most a few hundred bytes of the body, and only until the deadline: the status is the answer, so a `2xx`
+        // whose body stalls is accepted, not retried; a refusal's body only gives its error message its words.
+        let body = response.body
+        let answer = await Self.until(deadline) { try await Self.collect(body, upTo: Self.errorBodyLimit) } ?? ByteBuffer()
         if (200...299).contains(status) { return call.id }
-        var failure = SendFailure(httpStatus: status, host: target.host, answer: answer, retryAfter: retryAfter, now: now())
+        var failure = SendFailure(
+            httpStatus: status, host: target.host, answer: answer, retryAfter: response.headers.first(name: "Retry-After"), now: now())
         if status == 410 {
             let reason = "\(target.host) answered 410 Gone: route \(route)'s target is disabled until the configuration is reloaded"
             disabled.withLockedValue { $0 = reason }
@@ -92,6 +94,21 @@ final class HTTPTargetSender: TargetSender {
             if kept.readableBytes >= limit { break }
         }
         return kept
+    }
+
+    /// What `work` gives by `deadline`, or nil: past it, or when it fails (its task is then cancelled, which ends the
+    /// read and closes the connection).
+    static func until<T: Sendable>(_ deadline: ContinuousClock.Instant, _ work: @escaping @Sendable () async throws -> T) async -> T? {
+        await withTaskGroup(of: T?.self) { group in
+            group.addTask { try? await work() }
+            group.addTask {
+                try? await Task.sleep(until: deadline, clock: .continuous)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
     }
 
     /// A transport error in a few words, without the URL (AsyncHTTPClient's errors do not hold it).

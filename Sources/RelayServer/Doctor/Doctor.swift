@@ -61,7 +61,7 @@ public enum Doctor {
             guard response.status == .ok, let count = jwksKeyCount(Data(buffer: body)), count > 0 else {
                 return DoctorCheck(
                     check: "oidc keys", result: .fail, detail: "\(url) answered \(response.status.code) without a key set",
-                    fix: "set oidc.jwksUrl to \(RelaySettings.googleJWKSURL)")
+                    fix: "set oidc.jwksURL to \(RelaySettings.googleJWKSURL)")
             }
             return DoctorCheck(check: "oidc keys", result: .ok, detail: "\(url) answers with \(count) key(s)")
         } catch {

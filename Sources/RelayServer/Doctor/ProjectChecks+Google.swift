@@ -56,7 +56,10 @@ extension ProjectChecks {
                 case (403, "SENDER_ID_MISMATCH"):
                     return (.fail, said, "the credentials are not of project \(id): use a key of a service account of \(id)")
                 case (403, _) where answer.message?.contains("scope") == true:
-                    return (.fail, said, "the access token lacks FCM's scope: give the workload the cloud-platform access scope")
+                    return (
+                        .fail, said,
+                        "the access token lacks FCM's scope: give the workload the cloud-platform access scope, or use a service-account key file"
+                    )
                 case (403, _):
                     return (.fail, said, "grant \(Self.messagingRole) to \(who) in project \(id) (IAM & Admin → Grant access)")
                 case (401, _):
@@ -74,7 +77,7 @@ extension ProjectChecks {
             case .token(let tokenError):
                 return (.fail, "no access token: \(tokenError)", tokenFix(tokenError, identity: identity))
             case .invalidResponse(let reason):
-                return (.fail, "FCM's answer is not usable: \(reason)", "check fcm.baseUrl: it should be Google's")
+                return (.fail, "FCM's answer is not usable: \(reason)", "check fcm.baseURL: it should be Google's")
             case .withheld(let reason):
                 return (.fail, "not sent: \(reason)", nil)  // the doctor's sends have no gate
             }
@@ -95,7 +98,10 @@ extension ProjectChecks {
             let who = identity.email ?? "the workload's service account"
             switch error {
             case .rejected(let answer) where answer.httpStatus == 403 && answer.message?.contains("scope") == true:
-                return (.fail, "\(error)", "the access token lacks Remote Config's scope: give the workload the cloud-platform access scope")
+                return (
+                    .fail, "\(error)",
+                    "the access token lacks Remote Config's scope: give the workload the cloud-platform access scope, or use a service-account key file"
+                )
             case .rejected(let answer) where answer.httpStatus == 403:
                 return (.fail, "\(error)", "grant \(Self.remoteConfigRole) to \(who) in project \(id) (IAM & Admin → Grant access); \(why)")
             case .rejected(let answer) where answer.httpStatus == 404:
