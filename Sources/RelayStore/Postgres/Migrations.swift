@@ -242,6 +242,7 @@ enum Migrations {
         pingsInTheirEvent,
         roomToSettle,
         leanerRows,
+        plannedOnce,
     ]
 
     static var latest: Int { steps.map(\.version).max() ?? 0 }

@@ -191,6 +191,11 @@ extension PostgresStore {
     static func settlement(
         ids: [Int64], keys: [String], reports: [String], marks: [Bool], pings: [String], written: [String], unmarked: Set<String>
     ) -> PostgresQuery {
+        // The common batch (every record with its row, every project's row of marks seen, no copy written apart): the
+        // function of step 12, whose plan the connection keeps.
+        if !ids.contains(0), unmarked.isEmpty, written.allSatisfy(\.isEmpty) {
+            return "SELECT rc_relay_settle(\(ids)::bigint[], \(reports)::text[], \(marks)::boolean[], \(pings)::text[])"
+        }
         // The optional parts are the statement's own text, never a value.
         let id =
             ids.contains(0) ? "coalesce(nullif(v.id, 0), (SELECT id FROM rc_relay_outbox WHERE key_version = rc_relay_key(v.key)))" : "v.id"

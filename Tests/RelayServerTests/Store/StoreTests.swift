@@ -67,19 +67,20 @@ import Testing
                     for store in stores { group.addTask { try await store.migrate() } }
                     return try await group.reduce(into: [[Int]]()) { $0.append($1) }
                 }
-                #expect(applied.filter { !$0.isEmpty } == [[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]])
+                #expect(applied.filter { !$0.isEmpty } == [[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]])
                 #expect(applied.filter(\.isEmpty).count == 3)
             }
-            #expect(try await cluster.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM rc_relay_schema") == "1,2,3,4,5,6,7,8,9,10,11")
+            #expect(
+                try await cluster.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM rc_relay_schema") == "1,2,3,4,5,6,7,8,9,10,11,12")
             // Step 11: three fifths of each outbox page left free at insert, so every settlement stays on its page.
             #expect(try await cluster.sql("SELECT reloptions::text FROM pg_class WHERE relname = 'rc_relay_outbox'") == "{fillfactor=40}")
-            // Step 7: no PL/pgSQL runs per event any more (the lease epoch's trigger runs per take-over), and no trigger
-            // on the outbox.
+            // Step 7: no PL/pgSQL runs per event any more (the lease epoch's trigger runs per take-over, step 12's
+            // settlement per batch), and no trigger on the outbox.
             #expect(
                 try await cluster.sql(
                     "SELECT string_agg(proname || ':' || l.lanname, ',' ORDER BY proname) FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang WHERE proname LIKE 'rc_relay%'"
                 )
-                    == "rc_relay_key:sql,rc_relay_lease_epoch:plpgsql")
+                    == "rc_relay_key:sql,rc_relay_lease_epoch:plpgsql,rc_relay_settle:plpgsql")
             #expect(try await cluster.sql("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'rc_relay_outbox'::regclass") == "0")
         }
     }
@@ -207,7 +208,7 @@ import Testing
                 }
                 _ = try await cluster.sql(
                     "UPDATE rc_relay_events SET settled = true, settled_at = now(), reports = '[]', record = '' WHERE version = 7")
-                #expect(try await store.migrate() == [7, 8, 9, 10, 11])
+                #expect(try await store.migrate() == [7, 8, 9, 10, 11, 12])
                 #expect(try await cluster.sql("SELECT count(*) FROM pg_class WHERE relname IN ('rc_relay_events', 'rc_relay_event_keys')") == "0")
                 #expect(try await store.admit(record(), window: .seconds(600)) == .settled([]))
                 #expect(try await store.admit(record(version: 7, id: "evt-other"), window: .seconds(600)) == .settled([]))
@@ -236,7 +237,7 @@ import Testing
                 await #expect {
                     try await stores[0].migrate()
                 } throws: { error in
-                    guard case StoreError.schemaTooNew(found: 999, known: 11) = error else { return false }
+                    guard case StoreError.schemaTooNew(found: 999, known: 12) = error else { return false }
                     return true
                 }
             }

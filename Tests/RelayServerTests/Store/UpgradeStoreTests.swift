@@ -61,7 +61,7 @@ extension PostgresCluster {
                     "\($0["topic"] ?? "?") \(($0["data"] as? [String: String])?["CONFIG_VERSION"] ?? "?")"
                 }
                 #expect(sent == ["RC_SECOND 42"])
-                #expect(try await cluster.sql("SELECT max(version) FROM rc_relay_schema") == "11")
+                #expect(try await cluster.sql("SELECT max(version) FROM rc_relay_schema") == "12")
                 #expect(try await cluster.sql("SELECT count(*) FROM pg_class WHERE relname = 'rc_relay_events'") == "0")
                 // The settled events still answer their redeliveries, on the upgraded store.
                 let again = try await relay.post(#"{"versionNumber": "41"}"#, headers: binaryHeaders(id: "evt-41"))

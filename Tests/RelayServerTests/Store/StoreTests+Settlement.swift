@@ -1,0 +1,43 @@
+import Testing
+
+@testable import RelayStore
+
+extension StoreTests {
+    /// Step 12: the common settlement is a function whose plan the connection keeps (`force_generic_plan`), and that
+    /// plan stays right as the outbox grows: made on an empty outbox, it still finds each event's row by its key, not
+    /// by a sequential scan, once the outbox holds 200,000 rows (a prepared settlement did scan the whole table at
+    /// every batch, 2026-12-05). One transaction, so the scans counted are this session's own
+    /// (`pg_stat_xact_user_tables`), kept in settings rather than tables: a temporary table would change the search
+    /// path, and with it make PostgreSQL plan again. Without the function's `enable_*` settings, the second settlement
+    /// scans the table (its cached plan is a hash join over a sequential scan).
+    @Test func theSettlementsKeptPlanFindsRowsByKeyWhateverTheOutboxsSize() async throws {
+        try await withPostgres { cluster in
+            try await withReplicas(cluster, count: 1) { stores in
+                try await stores[0].migrate()
+            }
+            let settle = { (first: Int) in
+                """
+                SELECT count(*)::text FROM rc_relay_settle(ARRAY(SELECT generate_series(\(first), \(first + 9)))::bigint[],
+                    array_fill('[]'::text, ARRAY[10]), array_fill(true, ARRAY[10]), array_fill(''::text, ARRAY[10]))
+                """
+            }
+            let scans = "SELECT seq_scan FROM pg_stat_xact_user_tables WHERE relname = 'rc_relay_outbox'"
+            // psql prints each statement's answer: the last line is the last one's.
+            let answer = try await cluster.sql(
+                """
+                INSERT INTO rc_relay_marks (project, relayed) VALUES ('demo', 0);
+                ANALYZE rc_relay_outbox;
+                \(settle(1));
+                INSERT INTO rc_relay_outbox (project, version, key_version, keys, record, window_seconds)
+                SELECT 'demo', g, gen_random_uuid(), '[]', '{}', 600 FROM generate_series(1, 200000) g;
+                SELECT set_config('rc_relay_test.scans', (\(scans))::text, true);
+                SELECT set_config('rc_relay_test.settled', (\(settle(199_990))), true);
+                SELECT current_setting('rc_relay_test.settled') || ' settled, '
+                    || (\(scans)) - current_setting('rc_relay_test.scans')::bigint || ' scans'
+                """)
+            #expect(answer.split(separator: "\n").last == "10 settled, 0 scans")
+            #expect(try await cluster.sql("SELECT count(*) FROM rc_relay_outbox WHERE settled") == "10")
+            #expect(try await cluster.sql("SELECT relayed FROM rc_relay_marks WHERE project = 'demo'") == "199999")
+        }
+    }
+}
