@@ -183,16 +183,16 @@ extension PostgresStore {
         return settlements.enumerated().filter { !settled.contains($0.offset + 1) }.map(\.element)
     }
 
-    /// The settlement of a batch, with only the parts it needs: PostgreSQL plans the statement at every batch, and the
-    /// parts most batches do not need took about half of that (docs/performance.md, 2026-12-05, night). The project's newest version
-    /// relayed advances with the settlement, whoever delivered it (an outlier moves nothing); a project's row of marks
-    /// is added when this replica has not seen it yet (`unmarked`); a record without its row (none should be) is found
-    /// by its version key; history copies written apart before (`written`) are deleted.
+    /// The settlement of a batch. The project's newest version relayed advances with it, whoever delivered it (an
+    /// outlier moves nothing). A common batch calls step 12's `rc_relay_settle`, whose plan the connection keeps; one
+    /// that needs more is a statement with only the parts it needs, which PostgreSQL plans at every batch (the parts
+    /// most batches do not need took about half of that, docs/performance.md, 2026-12-05, night): a project's row of
+    /// marks is added when this replica has not seen it yet (`unmarked`); a record without its row (none should be) is
+    /// found by its version key; history copies written apart before (`written`) are deleted.
     static func settlement(
         ids: [Int64], keys: [String], reports: [String], marks: [Bool], pings: [String], written: [String], unmarked: Set<String>
     ) -> PostgresQuery {
-        // The common batch (every record with its row, every project's row of marks seen, no copy written apart): the
-        // function of step 12, whose plan the connection keeps.
+        // The common batch: every record with its row, every project's row of marks seen, no copy written apart.
         if !ids.contains(0), unmarked.isEmpty, written.allSatisfy(\.isEmpty) {
             return "SELECT rc_relay_settle(\(ids)::bigint[], \(reports)::text[], \(marks)::boolean[], \(pings)::text[])"
         }

@@ -40,4 +40,19 @@ extension StoreTests {
             #expect(try await cluster.sql("SELECT relayed FROM rc_relay_marks WHERE project = 'demo'") == "199999")
         }
     }
+
+    /// A common batch calls the function; one that needs more (a record without its row, a project's first row of
+    /// marks on this replica, copies written apart) is the statement built for it.
+    @Test func aCommonBatchCallsTheSettlementsFunctionAndOthersTheirStatement() {
+        func sql(ids: [Int64] = [7, 8], unmarked: Set<String> = [], written: [String] = ["", ""]) -> String {
+            PostgresStore.settlement(
+                ids: ids, keys: ["demo/version/1", "demo/version/2"], reports: ["[]", "[]"], marks: [true, true], pings: ["", ""],
+                written: written, unmarked: unmarked
+            ).sql
+        }
+        #expect(sql().hasPrefix("SELECT rc_relay_settle("))
+        for other in [sql(ids: [7, 0]), sql(unmarked: ["demo"]), sql(written: ["", "p-1-e8"])] {
+            #expect(!other.contains("rc_relay_settle") && other.contains("UPDATE rc_relay_outbox"))
+        }
+    }
 }
