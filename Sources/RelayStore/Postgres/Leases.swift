@@ -174,6 +174,22 @@ extension PostgresStore {
         }
     }
 
+    /// Notes the versions relayed of several projects in one statement, each project's row taken in the projects' order
+    /// (the held marks, ``MarksPace``); an older version changes nothing.
+    func noteRelayed(_ marks: [String: Int64]) async throws(StoreError) {
+        let projects = marks.keys.sorted()
+        let versions = projects.map { marks[$0] ?? 0 }
+        try await run("marks") { client, logger in
+            try await client.query(
+                """
+                INSERT INTO rc_relay_marks (project, relayed)
+                SELECT * FROM unnest(\(projects)::text[], \(versions)::bigint[]) AS v(project, version) ORDER BY project
+                ON CONFLICT (project) DO UPDATE SET relayed = EXCLUDED.relayed, updated_at = now()
+                WHERE rc_relay_marks.relayed IS NULL OR rc_relay_marks.relayed < EXCLUDED.relayed
+                """, logger: logger)
+        }
+    }
+
     /// Forgets the project's mark (an operator's reset: the next poll adopts Remote Config's current version) and
     /// raises its reset generation, which every replica applies (``resetGenerations()``). Returns the new
     /// generation.
@@ -187,7 +203,10 @@ extension PostgresStore {
                 SET relayed = NULL, generation = rc_relay_marks.generation + 1, reset_at = now(), updated_at = now()
                 RETURNING generation
                 """, logger: logger)
-            for try await generation in rows.decode(Int64.self) { return generation }
+            for try await generation in rows.decode(Int64.self) {
+                self.marksPace.withLockedValue { $0.forget(project) }
+                return generation
+            }
             throw StoreError.failed("the reset returned no generation")
         }
     }

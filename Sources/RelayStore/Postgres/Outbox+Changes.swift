@@ -34,11 +34,13 @@ extension PostgresStore {
         var copies = HistoryCopies()
         for await _ in outbox.wakes {
             await apply(outbox.take(), copies: &copies)
+            await writeHeldMarks(all: false)
             // A copy held for its event's settlement waits ``holdCopies`` at most: a round then writes it.
             if !copies.held.entries.isEmpty { _ = clock.schedule(after: Self.holdCopies) { [outbox] in outbox.poke() } }
         }
         copies.holding = false
         await apply(outbox.take(), copies: &copies)  // queued before the end
+        await writeHeldMarks(all: true)
     }
 
     /// How long a ping's history copy may wait for its event's settlement to ride it.
@@ -69,6 +71,7 @@ extension PostgresStore {
                 // What a flush waits for includes the history: nothing is held past it.
                 await journalAll(entries, copies: &copies)
                 entries = JournalBatch()
+                await writeHeldMarks(all: true)
                 waiter.settle(
                     !givenUp.withLockedValue { given in
                         defer { given = false }
@@ -116,7 +119,7 @@ extension PostgresStore {
         }
         var unsettled: [Settling]
         do {
-            unsettled = try await settle(settlements)
+            unsettled = try await settle(settlements, paced: true)
         } catch {
             // Refused as a whole: one by one, so only the refused one is lost; the database away: all again.
             var parts = settlements.map { [$0] }
@@ -136,7 +139,7 @@ extension PostgresStore {
     /// the settlement was given up).
     func settling(_ batch: [Settling]) async -> [Settling] {
         var left = batch
-        await applying("settle") { () throws(StoreError) in left = try await self.settle(batch) }
+        await applying("settle") { () throws(StoreError) in left = try await self.settle(batch, paced: true) }
         return left
     }
 
@@ -150,9 +153,14 @@ extension PostgresStore {
     }
 
     /// Settles several events in one statement, each by its row (a HOT update: no index reads what it changes), with
-    /// the history copies of their pings. Returns the ones it did not settle (settled already).
+    /// the history copies of their pings. Returns the ones it did not settle (settled already). `paced`: a project's
+    /// mark is written at most once per ``MarksPace/interval`` (the writer of the changes writes the ones held); else
+    /// with every settlement.
     @discardableResult
-    func settle(_ settlements: [Settling]) async throws(StoreError) -> [Settling] {
+    func settle(_ settlements: [Settling], paced: Bool = false) async throws(StoreError) -> [Settling] {
+        let now = clock.instant()
+        let moving = Set(settlements.filter { $0.record.outlier != true }.map(\.record.project))
+        let held = paced ? marksPace.withLockedValue { pace in moving.filter { !pace.writesNow($0, at: now) } } : []
         var ids: [Int64] = []
         var keys: [String] = []
         var reports: [String] = []
@@ -163,14 +171,14 @@ extension PostgresStore {
             ids.append(settling.record.storeRow ?? 0)
             keys.append(settling.record.keys.first ?? "")
             reports.append(DeliveryReport.jsonText(settling.reports))
-            marks.append(settling.record.outlier != true)
+            marks.append(settling.record.outlier != true && !held.contains(settling.record.project))
             let copies = settling.pings.map { $0.jsonText(beside: settling.reports, eventID: settling.record.eventID) }
             pings.append(copies.isEmpty ? "" : "[" + copies.joined(separator: ",") + "]")
             written.append(settling.written.joined(separator: " "))
         }
         let query = Self.settlement(
             ids: ids, keys: keys, reports: reports, marks: marks, pings: pings, written: written,
-            unmarked: Set(settlements.filter { $0.record.outlier != true }.map(\.record.project)).subtracting(marked.withLockedValue { $0 }))
+            unmarked: moving.subtracting(held).subtracting(marked.withLockedValue { $0 }))
         let settled = try await run("settle") { client, logger in
             let rows = try await client.query(query, logger: logger)
             var items: Set<Int> = []
@@ -178,8 +186,16 @@ extension PostgresStore {
             return items
         }
         // The rows of marks of the projects whose marks advanced exist now (none is ever deleted): later settlements need not add them.
-        let advanced = settlements.enumerated().filter { settled.contains($0.offset + 1) && $0.element.record.outlier != true }
-        marked.withLockedValue { $0.formUnion(advanced.map(\.element.record.project)) }
+        let advanced = settlements.enumerated().filter { settled.contains($0.offset + 1) && marks[$0.offset] }.map(\.element.record.project)
+        marked.withLockedValue { $0.formUnion(advanced) }
+        if paced {
+            marksPace.withLockedValue { pace in
+                for project in advanced { pace.wrote(project, at: now) }
+                for (offset, settling) in settlements.enumerated() where settled.contains(offset + 1) && held.contains(settling.record.project) {
+                    pace.hold(settling.record.project, settling.record.version.versionNumber)
+                }
+            }
+        }
         return settlements.enumerated().filter { !settled.contains($0.offset + 1) }.map(\.element)
     }
 
@@ -234,6 +250,17 @@ extension PostgresStore {
                 WHERE m.project = n.project AND (m.relayed IS NULL OR m.relayed < n.version))\(unescaped: added)\(unescaped: moved)
             SELECT item::integer FROM settled
             """
+    }
+
+    /// Writes the marks held (``MarksPace``) that are due, or all of them (a flush, the end), in one statement, and asks
+    /// to be woken when the next falls due.
+    func writeHeldMarks(all: Bool) async {
+        let now = clock.instant()
+        let due = marksPace.withLockedValue { $0.takeDue(at: now, all: all) }
+        if !due.isEmpty { await applying("marks") { () throws(StoreError) in try await self.noteRelayed(due) } }
+        if let wake = marksPace.withLockedValue({ $0.wake(after: now) }) {
+            _ = clock.schedule(after: wake) { [outbox] in outbox.poke() }
+        }
     }
 
     /// Writes the history copies in one statement; if the database refuses it, they are logged and dropped (the

@@ -31,6 +31,8 @@ package final class PostgresStore: Service, Sendable {
     /// Projects whose row of marks this replica has seen settled into (none is ever deleted): a settlement adds the row
     /// only for the others.
     let marked = NIOLockedValueBox<Set<String>>([])
+    /// When this replica writes each project's mark, and the marks it holds meanwhile.
+    let marksPace = NIOLockedValueBox(MarksPace())
 
     /// Bounds every statement's wait (the application's clock, whose deadline sweep every part shares).
     let clock: any DeliveryClock

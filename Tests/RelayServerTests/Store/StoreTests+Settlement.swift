@@ -1,3 +1,4 @@
+import DeliveryEngine
 import Testing
 
 @testable import RelayStore
@@ -53,6 +54,61 @@ extension StoreTests {
         #expect(sql().hasPrefix("SELECT rc_relay_settle("))
         for other in [sql(ids: [7, 0]), sql(unmarked: ["demo"]), sql(written: ["", "p-1-e8"])] {
             #expect(!other.contains("rc_relay_settle") && other.contains("UPDATE rc_relay_outbox"))
+        }
+    }
+
+    /// A project's mark is written at most once per 100 ms (the store's clock) by a replica's settlements: the first
+    /// settlement writes it in its statement; those within 100 ms of that write are held, and the newest of them is
+    /// written once the 100 ms have passed, or at a flush. A reset forgets what is held. (Every settlement wrote it
+    /// before: under load, a row version and a WAL record a webhook.)
+    @Test func aProjectsMarkIsWrittenAtMostOnceEvery100Milliseconds() async throws {
+        let clock = ManualDeliveryClock()
+        try await withPostgres { cluster in
+            try await withReplicas(cluster, count: 1, clock: clock) { stores in
+                let store = stores[0]
+                try await store.migrate()
+                var events: [EventRecord] = []
+                for version in Int64(1)...8 {
+                    var event = record(version: version, id: "evt-\(version)")
+                    guard case .admitted(let row) = try await store.admit(event, window: .seconds(600)) else {
+                        Issue.record("version \(version) was not admitted")
+                        return
+                    }
+                    event.storeRow = row
+                    events.append(event)
+                }
+                let mark = "SELECT coalesce(relayed::text, 'none') FROM rc_relay_marks WHERE project = 'demo'"
+                let settled = "SELECT count(*) FROM rc_relay_outbox WHERE settled"
+                store.outbox.settle(events[0], reports: [])
+                try await eventually("the first settlement writes the mark") { (try? await cluster.sql(mark)) == "1" }
+                // Four more, each in a round of its own, the clock still: settled, the mark held.
+                for index in 1...4 {
+                    store.outbox.settle(events[index], reports: [])
+                    try await eventually("version \(index + 1) is settled") { (try? await cluster.sql(settled)) == "\(index + 1)" }
+                }
+                #expect(try await cluster.sql(mark) == "1")
+                clock.advance(by: .milliseconds(100))
+                try await eventually("the held mark is written 100 ms after the last write") { (try? await cluster.sql(mark)) == "5" }
+                // Within 100 ms of that write: held until a flush, which writes it.
+                store.outbox.settle(events[5], reports: [])
+                try await eventually("version 6 is settled") { (try? await cluster.sql(settled)) == "6" }
+                #expect(try await cluster.sql(mark) == "5")
+                await store.flush()
+                #expect(try await cluster.sql(mark) == "6")
+                // Held, then reset: the reset's forgetting stands.
+                store.outbox.settle(events[6], reports: [])
+                try await eventually("version 7 is settled") { (try? await cluster.sql(settled)) == "7" }
+                try await store.resetRelayed(project: "demo")
+                await store.flush()
+                clock.advance(by: .milliseconds(100))
+                await store.flush()
+                #expect(try await cluster.sql(mark) == "none")
+                // Long after: the next settlement writes it at once.
+                clock.advance(by: .seconds(1))
+                store.outbox.settle(events[7], reports: [])
+                try await eventually("the next settlement writes the mark") { (try? await cluster.sql(mark)) == "8" }
+                clock.release()
+            }
         }
     }
 }

@@ -205,6 +205,7 @@ package final class ProjectLeases: Service, Sendable {
 
     /// An operator's reset of the project's marks, asked through any replica: this one forgets them too.
     func resetApplied(_ project: String) {
+        store.marksPace.withLockedValue { $0.forget(project) }
         engine.resetMarks(project: project)
         host.marksReset(project, logger: logger)
         logger.notice("admin reset of the project's version marks applied", metadata: ["project": "\(project)"])
