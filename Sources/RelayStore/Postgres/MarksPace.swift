@@ -1,6 +1,6 @@
 /// How often this replica writes a project's newest version relayed (`rc_relay_marks`). Every settlement batch used to
 /// advance it: under load, a batch holds a version of almost every project, so that was a row version and a WAL record
-/// a webhook (docs/performance.md, 2026-12-07, night). A project's first settlement after ``interval`` writes its mark
+/// a webhook (docs/performance.md, 2026-12-08). A project's first settlement after ``interval`` writes its mark
 /// in the statement that settles it, as before; the ones settled within ``interval`` of that write are held, and the
 /// newest of them is written once ``interval`` has passed (one statement for every project due) or at the next flush,
 /// whichever comes first. A replica killed meanwhile leaves the mark up to ``interval`` behind: the next holder's poll
