@@ -13,8 +13,10 @@ struct MarksPace: Sendable {
     private var written: [String: Duration] = [:]
     /// Per project, the newest version settled since that write and not written yet.
     private(set) var held: [String: Int64] = [:]
-    /// When the writer of the changes is woken next for the held marks.
-    private var wakeAt: Duration?
+    /// Whether a wake of the writer of the changes is scheduled for the held marks.
+    private var waking = false
+    /// When `written` was last rid of the writes older than ``interval`` (once an interval, not at every round).
+    private var prunedAt: Duration = .zero
 
     /// Whether a settlement of `project` at `now` writes the project's mark itself.
     func writesNow(_ project: String, at now: Duration) -> Bool {
@@ -28,21 +30,29 @@ struct MarksPace: Sendable {
 
     /// The held marks due at `now` (all of them when `all`), taken out and counted as written now.
     mutating func takeDue(at now: Duration, all: Bool) -> [String: Int64] {
+        if now - prunedAt >= Self.interval {
+            written = written.filter { now - $0.value < Self.interval || held[$0.key] != nil }
+            prunedAt = now
+        }
+        guard !held.isEmpty else { return [:] }
         let due = held.filter { all || written[$0.key].map { now - $0 >= Self.interval } ?? true }
-        for project in due.keys { held[project] = nil }
-        written = written.filter { now - $0.value < Self.interval || held[$0.key] != nil }
-        for project in due.keys { written[project] = now }
-        if let wake = wakeAt, wake <= now { wakeAt = nil }
+        for project in due.keys {
+            held[project] = nil
+            written[project] = now
+        }
         return due
     }
 
-    /// How long after `now` the writer must wake for the next held mark, when it has not been asked to already.
+    /// How long after `now` the writer must wake for the next held mark, when no wake is scheduled yet (one woken
+    /// early schedules the next at its round).
     mutating func wake(after now: Duration) -> Duration? {
-        guard let next = held.keys.compactMap({ written[$0] }).min().map({ $0 + Self.interval }) else { return nil }
-        if let wake = wakeAt, wake <= next { return nil }
-        wakeAt = next
+        guard !waking, let next = held.keys.map({ written[$0].map { $0 + Self.interval } ?? now }).min() else { return nil }
+        waking = true
         return max(next - now, .zero)
     }
+
+    /// The scheduled wake came.
+    mutating func woke() { waking = false }
 
     /// An operator's reset of the project's marks: what is held for it is not written.
     mutating func forget(_ project: String) { held[project] = nil }

@@ -111,4 +111,29 @@ extension StoreTests {
             }
         }
     }
+
+    /// The pace's own bookkeeping, on durations alone: a held mark is due 100 ms after the project's last write; one
+    /// wake is scheduled at a time; a wake that comes early (a timer is never late by contract, but may fire before a
+    /// round sees the time it was set for) schedules the next rather than leaving the mark held until a flush.
+    @Test func aHeldMarkIsWokenForAgainAfterAnEarlyWake() {
+        var pace = MarksPace()
+        #expect(pace.writesNow("demo", at: .zero))
+        pace.wrote("demo", at: .zero)
+        #expect(!pace.writesNow("demo", at: .milliseconds(10)))
+        pace.hold("demo", 5)
+        pace.hold("demo", 4)
+        #expect(pace.wake(after: .milliseconds(10)) == .milliseconds(90))
+        #expect(pace.wake(after: .milliseconds(20)) == nil)
+        pace.woke()
+        #expect(pace.takeDue(at: .milliseconds(50), all: false).isEmpty)
+        #expect(pace.wake(after: .milliseconds(50)) == .milliseconds(50))
+        pace.woke()
+        #expect(pace.takeDue(at: .milliseconds(100), all: false) == ["demo": 5])
+        #expect(pace.wake(after: .milliseconds(100)) == nil)
+        #expect(!pace.writesNow("demo", at: .milliseconds(150)))
+        #expect(pace.writesNow("demo", at: .milliseconds(200)))
+        pace.hold("demo", 6)
+        pace.forget("demo")
+        #expect(pace.takeDue(at: .seconds(1), all: true).isEmpty)
+    }
 }
