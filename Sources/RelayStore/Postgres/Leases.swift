@@ -164,18 +164,11 @@ extension PostgresStore {
 
     /// Notes that `version` was relayed (or adopted); an older version changes nothing.
     package func noteRelayed(project: String, version: Int64) async throws(StoreError) {
-        try await run("marks") { client, logger in
-            try await client.query(
-                """
-                INSERT INTO rc_relay_marks (project, relayed) VALUES (\(project), \(version))
-                ON CONFLICT (project) DO UPDATE SET relayed = EXCLUDED.relayed, updated_at = now()
-                WHERE rc_relay_marks.relayed IS NULL OR rc_relay_marks.relayed < EXCLUDED.relayed
-                """, logger: logger)
-        }
+        try await noteRelayed([project: version])
     }
 
-    /// Notes the versions relayed of several projects in one statement, each project's row taken in the projects' order
-    /// (the held marks, ``MarksPace``); an older version changes nothing.
+    /// Notes the versions relayed of several projects (a poll's adoption, the held marks of ``MarksPace``) in one
+    /// statement, each project's row taken in the projects' order; an older version changes nothing.
     func noteRelayed(_ marks: [String: Int64]) async throws(StoreError) {
         let projects = marks.keys.sorted()
         let versions = projects.map { marks[$0] ?? 0 }

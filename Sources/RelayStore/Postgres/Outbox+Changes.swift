@@ -191,7 +191,8 @@ extension PostgresStore {
         if paced {
             marksPace.withLockedValue { pace in
                 for project in advanced { pace.wrote(project, at: now) }
-                for (offset, settling) in settlements.enumerated() where settled.contains(offset + 1) && held.contains(settling.record.project) {
+                for (offset, settling) in settlements.enumerated()
+                where settled.contains(offset + 1) && settling.record.outlier != true && held.contains(settling.record.project) {
                     pace.hold(settling.record.project, settling.record.version.versionNumber)
                 }
             }

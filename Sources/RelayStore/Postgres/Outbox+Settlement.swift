@@ -2,8 +2,8 @@ import PostgresNIO
 
 /// The statement that settles a batch (``PostgresStore/settle(_:paced:)`` runs it).
 extension PostgresStore {
-    /// The settlement of a batch. The project's newest version relayed advances with it, whoever delivered it (an
-    /// outlier moves nothing). A common batch calls step 12's `rc_relay_settle`, whose plan the connection keeps; one
+    /// The settlement of a batch. The project's newest version relayed advances with it where `marks` says so, whoever
+    /// delivered it (an outlier moves nothing; a version ``MarksPace`` holds is written soon after). A common batch calls step 12's `rc_relay_settle`, whose plan the connection keeps; one
     /// that needs more is a statement with only the parts it needs, which PostgreSQL plans at every batch (the parts
     /// most batches do not need took about half of that, docs/performance.md, 2026-12-05, night): a project's row of
     /// marks is added when this replica has not seen it yet (`unmarked`); a record without its row (none should be) is
